@@ -1,0 +1,1 @@
+"""Bot SDK, built-in bots and the `moonshot` command line."""

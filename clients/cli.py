@@ -1,0 +1,124 @@
+"""The `moonshot` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from moon import MoonError, Rules
+from moon.deal import MAX_SEED
+from moon.rules import OPTION_HELP
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A bad flag or value: one line on stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _rules_epilog() -> str:
+    lines = ["rules options (--rule KEY=VALUE):"]
+    lines += [f"  {k:<20} {v}" for k, v in OPTION_HELP.items()]
+    return "\n".join(lines)
+
+
+def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
+    p = sub.add_parser(
+        "selfplay",
+        help="play games between built-in or local bots, in this process",
+        epilog=_rules_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--players", type=int, choices=(3, 4), default=3)
+    p.add_argument("--games", type=int, default=100, help="number of games (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first game; game k uses seed+k")
+    p.add_argument("--bots", default=None,
+                   help="comma-separated bot per seat: random, greedy or MODULE:CLASS "
+                        "(default: greedy in every seat)")
+    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
+                   help="a rules option; repeat for several")
+    p.add_argument("--out", default=None, metavar="FILE.jsonl",
+                   help="append one moon-transcript/1 line per game to this file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=_run_selfplay)
+
+
+def _run_selfplay(args: argparse.Namespace) -> int:
+    from clients.bot import load_bot
+    from clients.progress import Progress
+    from clients.selfplay import selfplay
+    from moon.transcript import write_jsonl
+
+    rules = Rules.parse_assignments(args.players, args.rule)
+    if args.games < 1:
+        raise UsageError("moonshot selfplay: --games must be at least 1")
+    if not 0 <= args.seed <= MAX_SEED - args.games:
+        raise UsageError(f"moonshot selfplay: --seed must be from 0 to {MAX_SEED - args.games}")
+    specs = args.bots.split(",") if args.bots else ["greedy"] * args.players
+    specs = [s.strip() for s in specs]
+    if len(specs) != args.players:
+        raise UsageError(
+            f"moonshot selfplay: --bots names {len(specs)} bots for {args.players} seats"
+        )
+    try:
+        classes = [load_bot(s) for s in specs]
+    except ValueError as exc:
+        raise UsageError(f"moonshot selfplay: {exc}") from None
+    if args.out:
+        try:
+            open(args.out, "a").close()
+        except OSError as exc:
+            raise UsageError(f"moonshot selfplay: cannot write --out {args.out}: {exc}") from None
+    bar = Progress(args.games, "selfplay", enabled=None if not args.quiet else False)
+    out = args.out
+
+    def on_game(i: int, record: dict[str, object]) -> None:
+        if out:
+            write_jsonl(out, [record])
+        bar.update(i + 1)
+
+    report = selfplay(rules, classes, specs, args.games, args.seed, on_game)
+    bar.close()
+    for line in report.lines():
+        print(line)
+    if out:
+        print(f"transcripts: {out}")
+    return 0
+
+
+def build_parser() -> _Parser:
+    """The full command-line parser."""
+    parser = _Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_selfplay(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `moonshot` command."""
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.run(args)
+        return code
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except MoonError as exc:
+        print(f"moonshot: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("moonshot: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

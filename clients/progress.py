@@ -1,0 +1,65 @@
+"""A dependency-free progress bar for the terminal: done/total, rate and ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+__all__ = ["Progress", "format_duration"]
+
+
+def format_duration(seconds: float) -> str:
+    """`42s`, `3m07s` or `1h02m`."""
+    s = max(0, int(seconds + 0.5))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class Progress:
+    """Redraws one line on a terminal; silent when the stream is not a terminal."""
+
+    def __init__(self, total: int, label: str = "", unit: str = "games",
+                 stream: TextIO | None = None, enabled: bool | None = None) -> None:
+        self.total = total
+        self.label = label
+        self.unit = unit
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+        self._last = 0.0
+        self.done = 0
+
+    def line(self, done: int) -> str:
+        """The bar as text, for `done` of `total`."""
+        elapsed = time.monotonic() - self.start
+        frac = done / self.total if self.total else 1.0
+        width = 30
+        filled = int(width * frac)
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        bar = "#" * filled + "-" * (width - filled)
+        prefix = f"{self.label} " if self.label else ""
+        return (f"{prefix}[{bar}] {done}/{self.total} {self.unit} "
+                f"{rate:.1f}/s ETA {format_duration(eta)}")
+
+    def update(self, done: int, force: bool = False) -> None:
+        """Redraw if enabled, at most ten times a second."""
+        self.done = done
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if force or now - self._last >= 0.1 or done >= self.total:
+            self._last = now
+            self.stream.write("\r" + self.line(done) + "\x1b[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """Finish the line."""
+        if self.enabled:
+            self.update(self.done, force=True)
+            self.stream.write("\n")
+            self.stream.flush()

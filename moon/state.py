@@ -1,0 +1,495 @@
+"""The game state: deal, auction, widow, trumps, seven tricks, scoring, game end.
+
+A game is its rules, its seed and its action list. `GameState.new(rules, seed)`
+deals hand 0; every call to `apply` (checked) or `apply_id` (unchecked, for
+replay and search) moves it on; hands are dealt and scored automatically. The
+hot path keeps hands as 28-bit masks and reads precomputed tables, while the
+public API speaks in `Tile`, `Action` and `Observation` values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moon.actions import (
+    ACTIONS,
+    DISCARD_BASE,
+    MOON,
+    PASS,
+    PLAY_BASE,
+    TRUMP_BASE,
+    Action,
+)
+from moon.contracts import FOLLOW, POWER, contract_name
+from moon.deal import check_seed, deal_order, first_bidder
+from moon.errors import IllegalActionError
+from moon.observation import BidMade, Observation, Phase, Play, Trick
+from moon.rules import Rules
+from moon.tiles import ALL_TILES, tiles_of
+
+__all__ = ["GameState", "Phase", "tile_set"]
+
+
+_BID, _DISCARD, _TRUMP, _PLAY, _OVER = 0, 1, 2, 3, 4
+
+_FULL_SET = tuple(range(28))
+_NO_BLANKS = tuple(t.index for t in ALL_TILES if t.low != 0 or t.high == 0)  # 22 tiles
+_NO_ZEROS = tuple(t.index for t in ALL_TILES if t.low != 0)  # 21 tiles
+
+
+def tile_set(rules: Rules) -> tuple[int, ...]:
+    """Tile indices in play under `rules`: 22 (3p), 21 (3p without 0-0) or 28 (4p)."""
+    if rules.players == 4:
+        return _FULL_SET
+    return _NO_BLANKS if rules.double_blank else _NO_ZEROS
+
+
+def _ids_of_bits(base: int, lo: int, width: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(
+        tuple(base + lo + i for i in range(width) if m >> i & 1) for m in range(1 << width)
+    )
+
+
+# Legal plays from a mask by two table lookups: low 14 tiles and high 14 tiles.
+_PLAY_LO = _ids_of_bits(PLAY_BASE, 0, 14)
+_PLAY_HI = _ids_of_bits(PLAY_BASE, 14, 14)
+_TRUMP_IDS: tuple[int, ...] = tuple(range(TRUMP_BASE, TRUMP_BASE + 9))
+
+
+def _bid_ids(min_bid: int, high: int, forced: bool) -> tuple[int, ...]:
+    ids = [] if forced else [PASS]
+    ids += [b for b in range(min_bid, 8) if b > high]
+    ids.append(MOON)
+    return tuple(ids)
+
+
+_BID_TABLE: dict[tuple[int, int, bool], tuple[int, ...]] = {
+    (m, h, f): _bid_ids(m, h, f)
+    for m in (3, 4, 5)
+    for h in (0, 3, 4, 5, 6, 7)
+    for f in (False, True)
+}
+
+
+class GameState:
+    """A mutable game in progress; `copy()` is cheap, for search."""
+
+    __slots__ = (
+        "_bid_row",
+        "actions",
+        "best_power",
+        "best_seat",
+        "bid",
+        "bidder",
+        "bids",
+        "contract",
+        "dealt",
+        "discard",
+        "end",
+        "first_bidder",
+        "hand_index",
+        "hand_log",
+        "hands",
+        "high",
+        "in_trick",
+        "n",
+        "phase",
+        "plays",
+        "powers",
+        "record",
+        "rules",
+        "scores",
+        "seed",
+        "to_act",
+        "tricks_won",
+        "widow",
+        "winner",
+        "winners",
+    )
+
+    rules: Rules
+    seed: int
+    n: int
+    hand_index: int
+    first_bidder: int
+    phase: int
+    to_act: int
+    dealt: tuple[int, ...]
+    widow: int
+    hands: list[int]
+    bids: list[tuple[int, int]]
+    high: int
+    bidder: int
+    bid: int
+    contract: int
+    discard: int
+    plays: list[tuple[int, int]]
+    winners: list[int]
+    in_trick: int
+    powers: tuple[int, ...]
+    best_seat: int
+    best_power: int
+    tricks_won: list[int]
+    scores: list[int]
+    actions: list[int]
+    winner: int | None
+    end: str | None
+    record: bool
+    hand_log: list[dict[str, Any]]
+    _bid_row: tuple[int, int]
+
+    # ------------------------------------------------------------------ setup
+
+    @classmethod
+    def new(cls, rules: Rules | None = None, seed: int = 0, *, record: bool = False) -> GameState:
+        """A new game: hand 0 dealt, the first bidder to speak.
+
+        With `record=True` the state keeps a transcript record of every finished hand
+        in `hand_log` (used by `moon.transcript`).
+        """
+        self = cls.__new__(cls)
+        self.rules = rules = rules or Rules()
+        self.seed = check_seed(seed)
+        self.n = rules.players
+        self.hand_index = 0
+        self.scores = [0] * (2 if rules.teams else 3)
+        self.actions = []
+        self.winner = None
+        self.end = None
+        self.record = record
+        self.hand_log = []
+        self._bid_row = (rules.min_bid, 1 if rules.all_pass == "forced" else 0)
+        self._deal(first_bidder(seed, self.n))
+        return self
+
+    def _deal(self, first: int) -> None:
+        n = self.n
+        order = deal_order(self.seed, self.hand_index, tile_set(self.rules))
+        hands = []
+        for s in range(n):
+            m = 0
+            for t in order[7 * s : 7 * s + 7]:
+                m |= 1 << t
+            hands.append(m)
+        self.hands = hands
+        self.dealt = tuple(hands)
+        self.widow = order[21] if len(order) == 22 else -1
+        self.first_bidder = first
+        self.to_act = first
+        self.phase = _BID
+        self.bids = []
+        self.high = 0
+        self.bidder = -1
+        self.bid = 0
+        self.contract = -1
+        self.discard = -1
+        self.plays = []
+        self.winners = []
+        self.in_trick = 0
+        self.tricks_won = [0] * n
+
+    def copy(self) -> GameState:
+        """An independent copy (lists copied, immutable parts shared)."""
+        c = GameState.__new__(GameState)
+        for name in GameState.__slots__:
+            setattr(c, name, getattr(self, name))
+        c.hands = self.hands[:]
+        c.bids = self.bids[:]
+        c.plays = self.plays[:]
+        c.winners = self.winners[:]
+        c.tricks_won = self.tricks_won[:]
+        c.scores = self.scores[:]
+        c.actions = self.actions[:]
+        c.hand_log = self.hand_log[:]
+        return c
+
+    # ------------------------------------------------------------- queries
+
+    @property
+    def is_over(self) -> bool:
+        """True once the game has ended."""
+        return self.phase == _OVER
+
+    @property
+    def current_phase(self) -> Phase:
+        """The phase as an enum."""
+        return Phase(self.phase)
+
+    @property
+    def widow_taken(self) -> bool:
+        """True once the bidder holds (or has held) the widow this hand."""
+        if self.widow < 0 or self.bidder < 0:
+            return False
+        if self.phase == _BID:
+            return False
+        return not (self.phase == _TRUMP and self.rules.trump_before_widow)
+
+    def legal_ids(self) -> tuple[int, ...]:
+        """Ids of the legal actions for the seat to act, ascending; empty when over."""
+        ph = self.phase
+        if ph == _PLAY:
+            h = self.hands[self.to_act]
+            if self.in_trick:
+                f = h & FOLLOW[self.contract][self.plays[-self.in_trick][1]]
+                if f:
+                    h = f
+            return _PLAY_LO[h & 0x3FFF] + _PLAY_HI[h >> 14]
+        if ph == _BID:
+            min_bid, forced = self._bid_row
+            return _BID_TABLE[
+                min_bid,
+                self.high,
+                bool(forced) and self.high == 0 and len(self.bids) == self.n - 1,
+            ]
+        if ph == _TRUMP:
+            return _TRUMP_IDS
+        if ph == _DISCARD:
+            h = self.hands[self.to_act]
+            return tuple(DISCARD_BASE + i for i in range(28) if h >> i & 1)
+        return ()
+
+    def observation(self, seat: int) -> Observation:
+        """What `seat` may see now (RULES.md); never another seat's hidden tiles."""
+        n = self.n
+        if not 0 <= seat < n:
+            raise IllegalActionError(f"no seat {seat} in a {n}-player game", seat=seat)
+        is_bidder = seat == self.bidder and self.phase != _BID
+        widow_seen = is_bidder and self.widow_taken
+        played = self.bidder >= 0 and self.phase != _BID
+        plays = [Play(s, ALL_TILES[t]) for s, t in self.plays]
+        done = len(self.winners)
+        tricks = tuple(
+            Trick(plays[k * n].seat, tuple(plays[k * n : (k + 1) * n]), w)
+            for k, w in enumerate(self.winners)
+        )
+        return Observation(
+            seat=seat,
+            rules=self.rules,
+            hand_number=self.hand_index + 1,
+            phase=Phase(self.phase),
+            to_act=self.to_act,
+            first_bidder=self.first_bidder,
+            hand=tiles_of(self.hands[seat]),
+            bids=tuple(BidMade(s, b) for s, b in self.bids),
+            bidder=self.bidder if played else None,
+            bid=self.bid if played else None,
+            contract=self.contract if self.contract >= 0 else None,
+            widow=ALL_TILES[self.widow] if widow_seen else None,
+            discard=ALL_TILES[self.discard] if is_bidder and self.discard >= 0 else None,
+            tricks=tricks,
+            current=tuple(plays[done * n :]),
+            tricks_won=tuple(self.tricks_won),
+            scores=tuple(self.scores),
+            hand_sizes=tuple(m.bit_count() for m in self.hands),
+        )
+
+    def legal_actions(self) -> tuple[Action, ...]:
+        """The legal actions for the seat to act, sorted by id."""
+        return tuple(ACTIONS[i] for i in self.legal_ids())
+
+    # -------------------------------------------------------------- moves
+
+    def apply(self, action: Action | int | str, seat: int | None = None) -> None:
+        """Checked apply: raise IllegalActionError naming seat, action and what was legal."""
+        if isinstance(action, str):
+            action = Action.parse(action)
+        elif isinstance(action, int):
+            action = Action.from_id(action)
+        if self.phase == _OVER:
+            raise IllegalActionError(
+                f"the game is over; seat {seat if seat is not None else '?'} tried {action}",
+                seat=seat,
+                action=action.label,
+            )
+        legal = self.legal_ids()
+        what = ("bid", "discard", "name trumps", "play")[self.phase]
+        if seat is not None and seat != self.to_act:
+            raise IllegalActionError(
+                f"seat {seat} played {action} out of turn: seat {self.to_act} is to {what}",
+                seat=seat,
+                action=action.label,
+                legal=tuple(ACTIONS[i].label for i in legal),
+            )
+        if action.id not in legal:
+            labels = tuple(ACTIONS[i].label for i in legal)
+            raise IllegalActionError(
+                f"seat {self.to_act} may not {action} in hand {self.hand_index + 1} "
+                f"(phase {what}); legal: {', '.join(labels)}",
+                seat=self.to_act,
+                action=action.label,
+                legal=labels,
+            )
+        self.apply_id(action.id)
+
+    def apply_id(self, aid: int) -> None:
+        """Unchecked apply by action id: the fast path for replay and search."""
+        self.actions.append(aid)
+        s = self.to_act
+        n = self.n
+        if aid >= PLAY_BASE:
+            t = aid - PLAY_BASE
+            self.hands[s] ^= 1 << t
+            self.plays.append((s, t))
+            k = self.in_trick
+            if k == 0:
+                pw = self.powers = POWER[self.contract][t]
+                self.best_seat = s
+                self.best_power = pw[t]
+                self.in_trick = 1
+                self.to_act = s + 1 if s + 1 < n else 0
+                return
+            p = self.powers[t]
+            if p > self.best_power:
+                self.best_power = p
+                self.best_seat = s
+            k += 1
+            if k < n:
+                self.in_trick = k
+                self.to_act = s + 1 if s + 1 < n else 0
+                return
+            w = self.best_seat
+            self.tricks_won[w] += 1
+            self.winners.append(w)
+            self.in_trick = 0
+            self.to_act = w
+            if len(self.winners) == 7:
+                self._end_hand()
+            return
+        if aid < TRUMP_BASE:  # pass or bid
+            self.bids.append((s, aid))
+            if aid:
+                self.high = aid
+                self.bidder = s
+                if aid == MOON:
+                    self._auction_won()
+                    return
+            if len(self.bids) == n:
+                if self.high:
+                    self._auction_won()
+                else:
+                    self._end_hand()
+                return
+            self.to_act = s + 1 if s + 1 < n else 0
+            return
+        if aid < DISCARD_BASE:  # name trumps
+            self.contract = aid - TRUMP_BASE
+            if self.widow >= 0 and self.rules.trump_before_widow:
+                self.hands[s] |= 1 << self.widow
+                self.phase = _DISCARD
+            else:
+                self.phase = _PLAY
+            return
+        # discard
+        t = aid - DISCARD_BASE
+        self.hands[s] ^= 1 << t
+        self.discard = t
+        self.phase = _PLAY if self.contract >= 0 else _TRUMP
+
+    def _auction_won(self) -> None:
+        b = self.bidder
+        self.bid = self.high
+        self.to_act = b
+        if self.widow >= 0 and not self.rules.trump_before_widow:
+            self.hands[b] |= 1 << self.widow
+            self.phase = _DISCARD
+        else:
+            self.phase = _TRUMP
+
+    def _end_hand(self) -> None:
+        rules = self.rules
+        n = self.n
+        played = self.bidder >= 0
+        points = [0] * len(self.scores)
+        made: bool | None = None
+        moon_made = False
+        if played:
+            b, v, tw = self.bidder, self.bid, self.tricks_won
+            need = 7 if v == MOON else v
+            marks = rules.scoring == "marks"
+            if n == 3:
+                made = tw[b] >= need
+                for s in range(3):
+                    if s == b:
+                        points[s] = (1 if made else 0) if marks else (v if made else -v)
+                    else:
+                        points[s] = (0 if made else 1) if marks else tw[s]
+            else:
+                team = b & 1
+                taken = tw[team] + tw[team + 2]
+                made = taken >= need
+                other = 1 - team
+                if marks:
+                    points[team] = 1 if made else 0
+                    points[other] = 0 if made else 1
+                else:
+                    points[team] = (MOON if v == MOON else taken) if made else -v
+                    points[other] = tw[other] + tw[other + 2]
+            moon_made = made and v == MOON
+            for i, p in enumerate(points):
+                self.scores[i] += p
+        if self.record:
+            self.hand_log.append(self._hand_record(made, points))
+        self.hand_index += 1
+        scores = self.scores
+        top = max(scores)
+        goal = rules.marks_target if rules.scoring == "marks" else rules.target
+        if moon_made and rules.moon_wins:
+            self._finish(self.side_of(self.bidder), "normal")
+        elif top >= goal and scores.count(top) == 1:
+            self._finish(scores.index(top), "normal")
+        elif self.hand_index >= rules.max_hands:
+            self._finish(scores.index(top) if scores.count(top) == 1 else None, "hand_limit")
+        else:
+            nxt = self.first_bidder + 1
+            self._deal(nxt if nxt < n else 0)
+
+    def _finish(self, winner: int | None, end: str) -> None:
+        self.winner = winner
+        self.end = end
+        self.phase = _OVER
+
+    def _hand_record(self, made: bool | None, points: list[int]) -> dict[str, Any]:
+        n = self.n
+        tricks = []
+        for k, w in enumerate(self.winners):
+            chunk = self.plays[k * n : (k + 1) * n]
+            tricks.append(
+                {
+                    "leader": chunk[0][0],
+                    "plays": [{"seat": s, "tile": str(ALL_TILES[t])} for s, t in chunk],
+                    "winner": w,
+                }
+            )
+        played = self.bidder >= 0
+        return {
+            "first_bidder": self.first_bidder,
+            "deal": [[str(t) for t in tiles_of(m)] for m in self.dealt],
+            "widow": str(ALL_TILES[self.widow]) if self.widow >= 0 else None,
+            "bids": [{"seat": s, "bid": b if b else "pass"} for s, b in self.bids],
+            "bidder": self.bidder if played else None,
+            "bid": self.bid if played else None,
+            "trump": contract_name(self.contract) if played else None,
+            "discard": str(ALL_TILES[self.discard]) if self.discard >= 0 else None,
+            "tricks": tricks,
+            "tricks_won": list(self.tricks_won),
+            "made": made,
+            "points": points,
+            "scores": list(self.scores),
+        }
+
+    # ----------------------------------------------------------- results
+
+    def side_of(self, seat: int) -> int:
+        """The scoring side of a seat: itself in 3p, its team (seat % 2) in 4p."""
+        return seat % 2 if self.n == 4 else seat
+
+    def summary(self) -> str:
+        """One line for logs and errors."""
+        phase = Phase(self.phase).name.lower()
+        return (
+            f"hand {self.hand_index + 1}, {phase}, seat {self.to_act} to act, "
+            f"scores {self.scores}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<GameState {self.rules.players}p seed={self.seed} {self.summary()}>"

@@ -1,0 +1,1 @@
+"""The gRPC referee service (gateway between bot streams, Redis and organisers)."""

@@ -1,0 +1,1 @@
+"""RQ jobs: host matches, schedule tournaments, record results, fit ratings."""
