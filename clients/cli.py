@@ -18,6 +18,14 @@ class UsageError(Exception):
     """A bad flag or value: one line on stderr, exit code 2."""
 
 
+class CommandError(Exception):
+    """A command that could not do its job: one line on stderr and an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line, not a usage dump."""
 
@@ -97,9 +105,12 @@ def _run_selfplay(args: argparse.Namespace) -> int:
 
 def build_parser() -> _Parser:
     """The full command-line parser."""
+    from clients import commands
+
     parser = _Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_selfplay(sub)
+    commands.add_all(sub)
     return parser
 
 
@@ -115,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MoonError as exc:
         print(f"moonshot: {exc}", file=sys.stderr)
         return 2
+    except CommandError as exc:
+        print(f"moonshot: {exc}", file=sys.stderr)
+        return exc.code
     except KeyboardInterrupt:
         print("moonshot: interrupted", file=sys.stderr)
         return 130

@@ -5,17 +5,23 @@ depend on the Python version's `random` module: a seed deals the same tiles on
 every machine, forever. Hand `k`'s deal depends only on the seed and `k`, never
 on play, which is what lets duplicate tournaments replay a deal for every
 seating.
+
+The shuffle is a Fisher-Yates whose swap indices are the mixed-radix digits of
+one 128-bit number `r`: position `i` (from the last down to 1) swaps with
+`r mod (i+1)`, then `r //= i+1`. Golden transcripts pin its output, so the
+digits must never change; only how they are computed may (see `_PLANS`).
 """
 
 from __future__ import annotations
 
 from moon.errors import RulesError
 
-__all__ = ["MAX_SEED", "check_seed", "deal_order", "first_bidder", "mix64"]
+__all__ = ["MAX_SEED", "check_seed", "deal_masks", "deal_order", "first_bidder", "mix64"]
 
 _M = (1 << 64) - 1
 MAX_SEED = _M
 _FIRST_BIDDER_STREAM = 0xF1B5_D00D_0000_0001
+_SECOND_HALF_STREAM = 0x5851F42D4C957F2D
 
 
 def mix64(x: int) -> int:
@@ -33,15 +39,74 @@ def check_seed(seed: object) -> int:
     return seed
 
 
+# How to draw the swap digits of a shuffle of `length` items, in order.
+#
+# Peeling digits off the 128-bit `r` one at a time makes every step a
+# multi-digit big-int division. Instead the radices are grouped so that each
+# group's product stays below 2**30 (one CPython int digit): one big division
+# by the product yields the group's digits as a small number `c`, and the
+# digits come off `c` with fast single-digit arithmetic. Mixed-radix digits are
+# the same whichever way they are grouped, so this deals exactly what digit by
+# digit division deals. A plan is a tuple of (product, ((i, i+1), ...)).
+_Plan = tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
+
+
+def _plan(length: int) -> _Plan:
+    groups = []
+    i = length - 1
+    while i > 0:
+        steps: list[tuple[int, int]] = []
+        product = 1
+        while i > 0 and product * (i + 1) < 1 << 30:
+            steps.append((i, i + 1))
+            product *= i + 1
+            i -= 1
+        groups.append((product, tuple(steps)))
+    return tuple(groups)
+
+
+_PLANS: dict[int, _Plan] = {n: _plan(n) for n in range(29)}
+
+
+# mix64(hand) for the first hands of a game: a constant of the generator, like
+# the tables in `moon.contracts`, that saves one of a deal's four mixes.
+_HAND_KEYS: tuple[int, ...] = tuple(mix64(hand) for hand in range(256))
+
+
+def _shuffle(seed: int, hand: int, items: list[int]) -> None:
+    """Permute `items` in place: the shuffle of hand `hand` of game `seed`."""
+    h = mix64(seed ^ (_HAND_KEYS[hand] if 0 <= hand < 256 else mix64(hand)))
+    r = (mix64(h) << 64) | mix64(h ^ _SECOND_HALF_STREAM)
+    plan = _PLANS.get(len(items)) or _plan(len(items))
+    for product, steps in plan:
+        c = r % product
+        r //= product
+        for i, radix in steps:
+            j = c % radix
+            c //= radix
+            items[i], items[j] = items[j], items[i]
+
+
 def deal_order(seed: int, hand: int, tiles: tuple[int, ...]) -> list[int]:
     """A permutation of `tiles` for hand number `hand` (0-based) of game `seed`."""
-    h = mix64(seed ^ mix64(hand))
-    r = (mix64(h) << 64) | mix64(h ^ 0x5851F42D4C957F2D)
     out = list(tiles)
-    for i in range(len(out) - 1, 0, -1):
-        r, j = divmod(r, i + 1)
-        out[i], out[j] = out[j], out[i]
+    _shuffle(seed, hand, out)
     return out
+
+
+def deal_masks(seed: int, hand: int, tiles: tuple[int, ...], players: int) -> tuple[list[int], int]:
+    """`deal_order`'s deal as the engine holds it: 7-tile hand masks and the widow.
+
+    Seat `s` gets the tiles at positions 7s..7s+6 of `deal_order`, the widow is
+    the tile at position 21 (-1 when there are only 7*players tiles). The same
+    shuffle runs on the tiles' bits, so each hand is the sum of a slice: no
+    per-tile loop.
+    """
+    bits = [1 << t for t in tiles]
+    _shuffle(seed, hand, bits)
+    hands = [sum(bits[k : k + 7]) for k in range(0, 7 * players, 7)]
+    widow = bits[7 * players].bit_length() - 1 if len(bits) > 7 * players else -1
+    return hands, widow
 
 
 def first_bidder(seed: int, players: int) -> int:

@@ -21,7 +21,7 @@ from moon.actions import (
     Action,
 )
 from moon.contracts import FOLLOW, POWER, contract_name
-from moon.deal import check_seed, deal_order, first_bidder
+from moon.deal import check_seed, deal_masks, first_bidder
 from moon.errors import IllegalActionError
 from moon.observation import BidMade, Observation, Phase, Play, Trick
 from moon.rules import Rules
@@ -53,6 +53,10 @@ def _ids_of_bits(base: int, lo: int, width: int) -> tuple[tuple[int, ...], ...]:
 # Legal plays from a mask by two table lookups: low 14 tiles and high 14 tiles.
 _PLAY_LO = _ids_of_bits(PLAY_BASE, 0, 14)
 _PLAY_HI = _ids_of_bits(PLAY_BASE, 14, 14)
+# Discards happen once a hand, so four small 7-bit tables do.
+_DISCARD_0, _DISCARD_7, _DISCARD_14, _DISCARD_21 = (
+    _ids_of_bits(DISCARD_BASE, lo, 7) for lo in (0, 7, 14, 21)
+)
 _TRUMP_IDS: tuple[int, ...] = tuple(range(TRUMP_BASE, TRUMP_BASE + 9))
 
 
@@ -63,19 +67,23 @@ def _bid_ids(min_bid: int, high: int, forced: bool) -> tuple[int, ...]:
     return tuple(ids)
 
 
-_BID_TABLE: dict[tuple[int, int, bool], tuple[int, ...]] = {
-    (m, h, f): _bid_ids(m, h, f)
-    for m in (3, 4, 5)
-    for h in (0, 3, 4, 5, 6, 7)
-    for f in (False, True)
+# The bids open to a seat, per minimum bid and indexed by the highest bid so far
+# (0 before any bid; a 21 ends the auction, so 0..7 is every case).
+_BIDS_OPEN: dict[int, tuple[tuple[int, ...], ...]] = {
+    m: tuple(_bid_ids(m, h, False) for h in range(8)) for m in (3, 4, 5)
 }
+# The last seat's bids after everyone passed, when all_pass is "forced": no pass.
+_BIDS_FORCED: dict[int, tuple[int, ...]] = {m: _bid_ids(m, 0, True) for m in (3, 4, 5)}
 
 
 class GameState:
     """A mutable game in progress; `copy()` is cheap, for search."""
 
     __slots__ = (
-        "_bid_row",
+        "_bid_forced",
+        "_bid_open",
+        "_next",
+        "_tiles",
         "actions",
         "best_power",
         "best_seat",
@@ -136,7 +144,13 @@ class GameState:
     end: str | None
     record: bool
     hand_log: list[dict[str, Any]]
-    _bid_row: tuple[int, int]
+    # Constants of the rules, fixed by `new` (so `moon.sampling`, which builds its
+    # states with `new`, gets them too) and shared by copies: the hot path reads
+    # one attribute instead of recomputing them from `rules`.
+    _tiles: tuple[int, ...]  # tile indices in play
+    _next: tuple[int, ...]  # the seat after each seat, clockwise
+    _bid_open: tuple[tuple[int, ...], ...]  # legal bids by the highest bid so far
+    _bid_forced: tuple[int, ...]  # legal bids of a forced last seat; () if never forced
 
     # ------------------------------------------------------------------ setup
 
@@ -158,22 +172,21 @@ class GameState:
         self.end = None
         self.record = record
         self.hand_log = []
-        self._bid_row = (rules.min_bid, 1 if rules.all_pass == "forced" else 0)
+        self._tiles = tile_set(rules)
+        self._next = (*range(1, self.n), 0)
+        self._bid_open = _BIDS_OPEN[rules.min_bid]
+        self._bid_forced = _BIDS_FORCED[rules.min_bid] if rules.all_pass == "forced" else ()
+        # The trick in progress: set by each lead and read only while in_trick > 0;
+        # set here too so that a state copies before its first trick.
+        self.powers = ()
+        self.best_seat = -1
+        self.best_power = 0
         self._deal(first_bidder(seed, self.n))
         return self
 
     def _deal(self, first: int) -> None:
-        n = self.n
-        order = deal_order(self.seed, self.hand_index, tile_set(self.rules))
-        hands = []
-        for s in range(n):
-            m = 0
-            for t in order[7 * s : 7 * s + 7]:
-                m |= 1 << t
-            hands.append(m)
-        self.hands = hands
-        self.dealt = tuple(hands)
-        self.widow = order[21] if len(order) == 22 else -1
+        self.hands, self.widow = deal_masks(self.seed, self.hand_index, self._tiles, self.n)
+        self.dealt = tuple(self.hands)
         self.first_bidder = first
         self.to_act = first
         self.phase = _BID
@@ -186,13 +199,42 @@ class GameState:
         self.plays = []
         self.winners = []
         self.in_trick = 0
-        self.tricks_won = [0] * n
+        self.tricks_won = [0] * self.n
 
     def copy(self) -> GameState:
-        """An independent copy (lists copied, immutable parts shared)."""
+        """An independent copy (lists copied, immutable parts shared).
+
+        Every slot is spelled out, which is several times faster than a loop of
+        getattr/setattr: a search bot copies often. A new slot must be added here.
+        """
         c = GameState.__new__(GameState)
-        for name in GameState.__slots__:
-            setattr(c, name, getattr(self, name))
+        # Immutable values, shared.
+        c.rules = self.rules
+        c.seed = self.seed
+        c.n = self.n
+        c.record = self.record
+        c._tiles = self._tiles
+        c._next = self._next
+        c._bid_open = self._bid_open
+        c._bid_forced = self._bid_forced
+        c.hand_index = self.hand_index
+        c.first_bidder = self.first_bidder
+        c.phase = self.phase
+        c.to_act = self.to_act
+        c.dealt = self.dealt
+        c.widow = self.widow
+        c.high = self.high
+        c.bidder = self.bidder
+        c.bid = self.bid
+        c.contract = self.contract
+        c.discard = self.discard
+        c.in_trick = self.in_trick
+        c.powers = self.powers
+        c.best_seat = self.best_seat
+        c.best_power = self.best_power
+        c.winner = self.winner
+        c.end = self.end
+        # Mutable lists, copied (their items are immutable).
         c.hands = self.hands[:]
         c.bids = self.bids[:]
         c.plays = self.plays[:]
@@ -229,23 +271,27 @@ class GameState:
         ph = self.phase
         if ph == _PLAY:
             h = self.hands[self.to_act]
-            if self.in_trick:
-                f = h & FOLLOW[self.contract][self.plays[-self.in_trick][1]]
+            k = self.in_trick
+            if k:  # follow the led tile if the hand can
+                f = h & FOLLOW[self.contract][self.plays[-k][1]]
                 if f:
                     h = f
             return _PLAY_LO[h & 0x3FFF] + _PLAY_HI[h >> 14]
         if ph == _BID:
-            min_bid, forced = self._bid_row
-            return _BID_TABLE[
-                min_bid,
-                self.high,
-                bool(forced) and self.high == 0 and len(self.bids) == self.n - 1,
-            ]
+            high = self.high
+            if not high and self._bid_forced and len(self.bids) == self.n - 1:
+                return self._bid_forced
+            return self._bid_open[high]
         if ph == _TRUMP:
             return _TRUMP_IDS
         if ph == _DISCARD:
             h = self.hands[self.to_act]
-            return tuple(DISCARD_BASE + i for i in range(28) if h >> i & 1)
+            return (
+                _DISCARD_0[h & 0x7F]
+                + _DISCARD_7[h >> 7 & 0x7F]
+                + _DISCARD_14[h >> 14 & 0x7F]
+                + _DISCARD_21[h >> 21]
+            )
         return ()
 
     def observation(self, seat: int) -> Observation:
@@ -265,7 +311,7 @@ class GameState:
         return Observation(
             seat=seat,
             rules=self.rules,
-            hand_number=self.hand_index + 1,
+            hand_number=self.hand_index + (self.phase != _OVER),
             phase=Phase(self.phase),
             to_act=self.to_act,
             first_bidder=self.first_bidder,
@@ -325,51 +371,50 @@ class GameState:
         """Unchecked apply by action id: the fast path for replay and search."""
         self.actions.append(aid)
         s = self.to_act
-        n = self.n
         if aid >= PLAY_BASE:
             t = aid - PLAY_BASE
             self.hands[s] ^= 1 << t
             self.plays.append((s, t))
             k = self.in_trick
-            if k == 0:
+            if k:
+                p = self.powers[t]
+                if p > self.best_power:
+                    self.best_power = p
+                    self.best_seat = s
+                if k + 1 == self.n:  # the trick is complete
+                    w = self.best_seat
+                    self.tricks_won[w] += 1
+                    winners = self.winners
+                    winners.append(w)
+                    self.in_trick = 0
+                    self.to_act = w
+                    if len(winners) == 7:
+                        self._end_hand()
+                    return
+                self.in_trick = k + 1
+            else:  # a lead: it picks the power table of this trick
                 pw = self.powers = POWER[self.contract][t]
                 self.best_seat = s
                 self.best_power = pw[t]
                 self.in_trick = 1
-                self.to_act = s + 1 if s + 1 < n else 0
-                return
-            p = self.powers[t]
-            if p > self.best_power:
-                self.best_power = p
-                self.best_seat = s
-            k += 1
-            if k < n:
-                self.in_trick = k
-                self.to_act = s + 1 if s + 1 < n else 0
-                return
-            w = self.best_seat
-            self.tricks_won[w] += 1
-            self.winners.append(w)
-            self.in_trick = 0
-            self.to_act = w
-            if len(self.winners) == 7:
-                self._end_hand()
+            self.to_act = self._next[s]
             return
         if aid < TRUMP_BASE:  # pass or bid
-            self.bids.append((s, aid))
+            bids = self.bids
+            bids.append((s, aid))
             if aid:
                 self.high = aid
                 self.bidder = s
                 if aid == MOON:
                     self._auction_won()
                     return
-            if len(self.bids) == n:
+            if len(bids) == self.n:
                 if self.high:
                     self._auction_won()
                 else:
                     self._end_hand()
                 return
-            self.to_act = s + 1 if s + 1 < n else 0
+            self.to_act = self._next[s]
             return
         if aid < DISCARD_BASE:  # name trumps
             self.contract = aid - TRUMP_BASE
@@ -397,27 +442,30 @@ class GameState:
 
     def _end_hand(self) -> None:
         rules = self.rules
-        n = self.n
-        played = self.bidder >= 0
-        points = [0] * len(self.scores)
+        scores = self.scores
+        b = self.bidder
         made: bool | None = None
         moon_made = False
-        if played:
-            b, v, tw = self.bidder, self.bid, self.tricks_won
+        if b < 0:  # everyone passed: nothing scores, the hand is redealt
+            points = [0] * len(scores)
+        else:
+            v, tw = self.bid, self.tricks_won
             need = 7 if v == MOON else v
             marks = rules.scoring == "marks"
-            if n == 3:
+            if self.n == 3:
                 made = tw[b] >= need
-                for s in range(3):
-                    if s == b:
-                        points[s] = (1 if made else 0) if marks else (v if made else -v)
-                    else:
-                        points[s] = (0 if made else 1) if marks else tw[s]
+                if marks:  # a made bid marks the bidder, a set marks each other seat
+                    points = [0, 0, 0] if made else [1, 1, 1]
+                    points[b] = 1 if made else 0
+                else:  # the others score their tricks
+                    points = tw[:]
+                    points[b] = v if made else -v
             else:
                 team = b & 1
+                other = 1 - team
                 taken = tw[team] + tw[team + 2]
                 made = taken >= need
-                other = 1 - team
+                points = [0, 0]
                 if marks:
                     points[team] = 1 if made else 0
                     points[other] = 0 if made else 1
@@ -426,22 +474,20 @@ class GameState:
                     points[other] = tw[other] + tw[other + 2]
             moon_made = made and v == MOON
             for i, p in enumerate(points):
-                self.scores[i] += p
+                scores[i] += p
         if self.record:
             self.hand_log.append(self._hand_record(made, points))
         self.hand_index += 1
-        scores = self.scores
         top = max(scores)
         goal = rules.marks_target if rules.scoring == "marks" else rules.target
         if moon_made and rules.moon_wins:
-            self._finish(self.side_of(self.bidder), "normal")
+            self._finish(self.side_of(b), "normal")
         elif top >= goal and scores.count(top) == 1:
             self._finish(scores.index(top), "normal")
         elif self.hand_index >= rules.max_hands:
             self._finish(scores.index(top) if scores.count(top) == 1 else None, "hand_limit")
         else:
-            nxt = self.first_bidder + 1
-            self._deal(nxt if nxt < n else 0)
+            self._deal(self._next[self.first_bidder])
 
     def _finish(self, winner: int | None, end: str) -> None:
         self.winner = winner

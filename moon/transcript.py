@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from moon.actions import DISCARD_BASE, PASS, PLAY_BASE, TRUMP_BASE
-from moon.contracts import parse_contract
+from moon.contracts import contract_name, parse_contract
+from moon.deal import check_seed
 from moon.errors import MoonError, TranscriptError
+from moon.observation import Phase
 from moon.rules import Rules
 from moon.state import GameState
-from moon.tiles import Tile
+from moon.tiles import ALL_TILES, Tile, tiles_of
 
 __all__ = [
     "FORMAT",
@@ -63,9 +65,41 @@ def transcript(
         "winner": st.winner,
         "end": st.end,
     }
+    if not st.is_over:
+        out["partial_hand"] = _partial_hand(st)
     if extra:
         out.update(extra)
     return out
+
+
+def _partial_hand(st: GameState) -> dict[str, Any]:
+    """The hand a game stopped in (a forfeit): what was dealt and done so far.
+
+    Same fields as a finished hand up to `tricks`, whose last entry may be
+    unfinished (`"winner": null`); no `made`, `points` or `scores`.
+    """
+    n = st.n
+    won = st.phase != Phase.BID
+    tricks = []
+    for k in range(0, len(st.plays), n):
+        chunk = st.plays[k : k + n]
+        tricks.append({
+            "leader": chunk[0][0],
+            "plays": [{"seat": s, "tile": str(ALL_TILES[t])} for s, t in chunk],
+            "winner": st.winners[k // n] if k // n < len(st.winners) else None,
+        })
+    return {
+        "first_bidder": st.first_bidder,
+        "deal": [[str(t) for t in tiles_of(m)] for m in st.dealt],
+        "widow": str(ALL_TILES[st.widow]) if st.widow >= 0 else None,
+        "bids": [{"seat": s, "bid": b if b else "pass"} for s, b in st.bids],
+        "bidder": st.bidder if won else None,
+        "bid": st.bid if won else None,
+        "trump": contract_name(st.contract) if st.contract >= 0 else None,
+        "discard": str(ALL_TILES[st.discard]) if st.discard >= 0 else None,
+        "tricks": tricks,
+        "tricks_won": list(st.tricks_won),
+    }
 
 
 def actions_of(record: dict[str, Any]) -> list[int]:
@@ -73,18 +107,25 @@ def actions_of(record: dict[str, Any]) -> list[int]:
     try:
         rules = Rules.make(int(record["players"]), record["rules"])
         ids: list[int] = []
-        for hand in record["hands"]:
+        hands = list(record["hands"])
+        if record.get("partial_hand") is not None:
+            hands.append(record["partial_hand"])
+        for hand in hands:
             for b in hand["bids"]:
                 ids.append(PASS if b["bid"] == "pass" else int(b["bid"]))
             if hand["bidder"] is None:
                 continue
-            trump = TRUMP_BASE + parse_contract(str(hand["trump"]))
+            trump = (
+                [TRUMP_BASE + parse_contract(str(hand["trump"]))]
+                if hand.get("trump") is not None
+                else []
+            )
             discard = (
                 [DISCARD_BASE + Tile.parse(hand["discard"]).index]
                 if hand.get("discard") is not None
                 else []
             )
-            ids += [trump, *discard] if rules.trump_before_widow else [*discard, trump]
+            ids += [*trump, *discard] if rules.trump_before_widow else [*discard, *trump]
             for trick in hand["tricks"]:
                 ids += [PLAY_BASE + Tile.parse(p["tile"]).index for p in trick["plays"]]
         return ids
@@ -94,41 +135,83 @@ def actions_of(record: dict[str, Any]) -> list[int]:
 
 def replay(record: dict[str, Any]) -> GameState:
     """Replay a transcript with every action checked; raise if anything disagrees."""
-    if record.get("format") != FORMAT:
-        raise TranscriptError(f"not a {FORMAT} transcript: format={record.get('format')!r}")
-    try:
-        rules = Rules.make(int(record["players"]), record["rules"])
-        seed = int(record["seed"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TranscriptError(f"malformed transcript header: {exc!r}") from exc
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        found = record.get("format") if isinstance(record, dict) else type(record).__name__
+        raise TranscriptError(f"not a {FORMAT} transcript: format={found!r}")
+    rules, seed, seats = _header(record)
     st = GameState.new(rules, seed, record=True)
     try:
         for aid in actions_of(record):
             st.apply(aid)
     except MoonError as exc:
         raise TranscriptError(f"transcript does not replay: {exc}") from exc
-    rebuilt = transcript(rules, seed, st.actions, record["seats"])
-    for key in ("hands", "final", "winner"):
-        if rebuilt[key] != record.get(key):
-            where = _first_difference(rebuilt[key], record.get(key))
+    rebuilt = transcript(rules, seed, st.actions, seats)
+    # A game the rules ended names its winner by the rules; a forfeit's winner is the
+    # referee's adjudication (workers.outcome), not something replay can derive.
+    compared = ("hands", "final", "winner") if st.is_over else ("hands", "final", "partial_hand")
+    for key in compared:
+        where = _difference(rebuilt[key], record.get(key), "")
+        if where is not None:
             raise TranscriptError(f"transcript disagrees with the rules at {key}{where}")
-    if record.get("end") in ("normal", "hand_limit") and rebuilt["end"] != record["end"]:
-        raise TranscriptError(f"transcript says end={record['end']!r}, replay gives "
-                              f"{rebuilt['end']!r}")
+    end = record.get("end")
+    if st.is_over and end != st.end:
+        raise TranscriptError(f"transcript says end={end!r}, replay gives {st.end!r}")
+    if not st.is_over and (end is None or end in ("normal", "hand_limit")):
+        # A game cut short (a forfeit, say) must say why; "normal" and "hand_limit"
+        # are only for games that the rules ended.
+        raise TranscriptError(f"transcript says end={end!r}, but the game is not over "
+                              f"after {len(rebuilt['hands'])} hands")
     return st
 
 
-def _first_difference(a: object, b: object, path: str = "") -> str:
+def _header(record: dict[str, Any]) -> tuple[Rules, int, list[str]]:
+    """Rules, seed and seat names of a transcript, checked for type and completeness."""
+    players, options = record.get("players"), record.get("rules")
+    seed, seats = record.get("seed"), record.get("seats")
+    if type(players) is not int or type(seed) is not int or not isinstance(options, dict):
+        raise TranscriptError(
+            f"malformed transcript header: players={players!r}, seed={seed!r} and rules "
+            f"must be two integers and an object"
+        )
+    if not isinstance(seats, list) or not all(isinstance(s, str) for s in seats):
+        raise TranscriptError(f"malformed transcript header: seats={seats!r}")
+    try:
+        rules = Rules.make(players, options)
+        check_seed(seed)
+    except MoonError as exc:
+        raise TranscriptError(f"malformed transcript header: {exc}") from exc
+    if _difference(rules.options(), options, "") is not None:
+        raise TranscriptError(
+            f"malformed transcript header: rules must list every option with its value "
+            f"exactly, {rules.options()!r}; found {options!r}"
+        )
+    return rules, seed, seats
+
+
+def _difference(a: object, b: object, path: str) -> str | None:
+    """Where recorded `b` departs from rebuilt `a`, or None when it agrees.
+
+    Every field of `a` must be in `b` with the same value and JSON type (`true` is
+    not `1`); fields that only `b` has are ignored, since the format may add fields.
+    """
     if isinstance(a, dict) and isinstance(b, dict):
         for k in a:
-            if a[k] != b.get(k):
-                return _first_difference(a[k], b.get(k), f"{path}.{k}")
+            if k not in b:
+                return f"{path}.{k} (missing)"
+            where = _difference(a[k], b[k], f"{path}.{k}")
+            if where is not None:
+                return where
+        return None
     if isinstance(a, list) and isinstance(b, list):
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            if x != y:
-                return _first_difference(x, y, f"{path}[{i}]")
+            where = _difference(x, y, f"{path}[{i}]")
+            if where is not None:
+                return where
         if len(a) != len(b):
             return f"{path} (length {len(b)}, replay gives {len(a)})"
+        return None
+    if type(a) is type(b) and a == b:
+        return None
     return f"{path} (recorded {b!r}, replay gives {a!r})"
 
 

@@ -1,0 +1,282 @@
+"""The networked commands: referee, worker, bot register/run, match play/show."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from clients.cli import CommandError, UsageError, _Parser
+from moon import MoonError, Rules
+
+__all__ = ["add_all", "admin_token", "parse_duration_ms", "server_address"]
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+DATA_DIR = "moonshot-data"
+
+
+
+def parse_duration_ms(text: str) -> int:
+    """`2s`, `500ms`, `1.5s`, `1m` or a bare number of seconds, in milliseconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
+    if not m:
+        raise UsageError(f"moonshot: bad duration {text!r}: use a form like 2s, 500ms or 1m")
+    value = float(m.group(1))
+    unit = m.group(2) or "s"
+    return round(value * {"ms": 1, "s": 1000, "m": 60000}[unit])
+
+
+def server_address(args: argparse.Namespace) -> str:
+    """--server, else $MOONSHOT_SERVER, else the local default."""
+    return str(args.server or os.environ.get("MOONSHOT_SERVER") or DEFAULT_SERVER)
+
+
+def admin_token(args: argparse.Namespace) -> str:
+    """--admin-token, else $MOONSHOT_ADMIN_TOKEN, else the token `moonshot up` saved."""
+    token = getattr(args, "admin_token", None) or os.environ.get("MOONSHOT_ADMIN_TOKEN")
+    if token:
+        return str(token)
+    saved = Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "admin-token"
+    if saved.exists():
+        return saved.read_text().strip()
+    raise UsageError(
+        "moonshot: this command needs the admin token: pass --admin-token, "
+        "set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` saved moonshot-data/admin-token"
+    )
+
+
+def _rpc_error(exc: grpc.RpcError) -> CommandError:
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    name = code.name if code is not None else "ERROR"
+    return CommandError(f"{name}: {details}")
+
+
+def _server_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default=None, metavar="HOST:PORT",
+                   help=f"referee address (default $MOONSHOT_SERVER or {DEFAULT_SERVER})")
+
+
+def _admin_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--admin-token", default=None,
+                   help="organiser token (default $MOONSHOT_ADMIN_TOKEN, "
+                        "else moonshot-data/admin-token)")
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# ------------------------------------------------------------ referee
+
+
+def _run_referee(args: argparse.Namespace) -> int:
+    from server.app import serve
+
+    _setup_logging(args.verbose)
+    serve(args.listen, args.redis, args.admin_token,
+          open_registration=args.registration == "open")
+    return 0
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    import redis
+
+    from workers.queues import make_worker, rq_connection
+
+    _setup_logging(args.verbose)
+    conn = rq_connection(args.redis)
+    try:
+        conn.ping()
+    except redis.ConnectionError as exc:
+        raise CommandError(f"cannot reach Redis at {args.redis}: {exc}") from None
+    worker = make_worker(conn, name=args.name)
+    worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
+    return 0
+
+
+# ---------------------------------------------------------------- bot
+
+
+def _run_bot_register(args: argparse.Namespace) -> int:
+    from clients.sdk import register
+
+    token = None
+    if args.admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN"):
+        token = admin_token(args)
+    try:
+        bot_id, secret = register(server_address(args), args.name, token)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    if args.json:
+        print(json.dumps({"bot_id": bot_id, "name": args.name, "token": secret}))
+    else:
+        print(f"bot id:  {bot_id}")
+        print(f"token:   {secret}")
+        print("The token is shown only once: keep it to run the bot "
+              "(moonshot bot run --token ...).")
+    return 0
+
+
+def _run_bot_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from clients.bot import load_bot
+    from clients.sdk import BotRunner, FatalStreamError
+
+    _setup_logging(args.verbose)
+    try:
+        cls = load_bot(args.bot)
+    except ValueError as exc:
+        raise UsageError(f"moonshot bot run: {exc}") from None
+    token = args.token or os.environ.get("MOONSHOT_BOT_TOKEN")
+    if not token:
+        raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
+    runner = BotRunner(cls, server_address(args), token, threads=args.threads)
+    try:
+        asyncio.run(runner.run())
+    except FatalStreamError as exc:
+        raise CommandError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+# -------------------------------------------------------------- match
+
+
+def _run_match_play(args: argparse.Namespace) -> int:
+    from clients.admin import Admin
+
+    bots = [b.strip() for b in args.bots.split(",") if b.strip()]
+    if len(bots) != args.players:
+        raise UsageError(f"moonshot match play: --bots names {len(bots)} bots for "
+                         f"{args.players} seats")
+    try:
+        Rules.parse_assignments(args.players, args.rule)  # fail fast, before the network
+    except MoonError as exc:
+        raise UsageError(f"moonshot match play: {exc}") from None
+    options = dict(kv.split("=", 1) for kv in args.rule)
+    admin = Admin(server_address(args), admin_token(args))
+    try:
+        match = admin.create_match(
+            players=args.players, bot_ids=bots, seed=args.seed, rules=options,
+            move_time_ms=parse_duration_ms(args.time_per_move),
+            time_bank_ms=parse_duration_ms(args.time_bank),
+            max_strikes=args.max_strikes,
+            grace_ms=parse_duration_ms(args.disconnect_grace),
+        )
+        print(f"match {match.match_id} queued: {', '.join(match.seat_names)} "
+              f"(seed {match.seed})", flush=True)
+        final = admin.wait_match(match.match_id, timeout=args.timeout)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    return _print_match(final, args.out)
+
+
+def _print_match(match: Any, out: str | None) -> int:
+    from proto.moon.v1 import match_pb2
+
+    if match.status == match_pb2.MATCH_STATUS_FAILED:
+        raise CommandError(f"match {match.match_id} failed: {match.error}")
+    res = match.result
+    print(f"match {match.match_id}: {res.end}")
+    for seat, name in enumerate(match.seat_names):
+        side = seat % 2 if match.players == 4 else seat
+        print(f"  seat {seat} {name:<20} score {res.final_scores[side]:>5}   "
+              f"place {res.placement[seat]}")
+    if res.HasField("forfeit"):
+        print(f"  forfeit: seat {res.forfeit.seat}: {res.forfeit.reason}")
+    if match.transcript_json:
+        path = Path(out or f"{match.match_id}.jsonl")
+        path.write_text(match.transcript_json.strip() + "\n")
+        print(f"transcript: {path}")
+    return 0
+
+
+def _run_match_show(args: argparse.Namespace) -> int:
+    from clients.admin import Admin
+
+    admin = Admin(server_address(args), None)
+    try:
+        match = admin.get_match(args.match_id)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    from proto.moon.v1 import match_pb2
+
+    if match.status != match_pb2.MATCH_STATUS_FINISHED:
+        print(f"match {match.match_id}: {match_pb2.MatchStatus.Name(match.status)}, "
+              f"{match.actions_played} actions played")
+        return 0
+    return _print_match(match, args.out)
+
+
+# ------------------------------------------------------------- parser
+
+
+def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """Add the networked commands to the `moonshot` parser."""
+    p = sub.add_parser("referee", help="run a gRPC referee")
+    p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
+    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")
+    p.add_argument("--admin-token", default=None,
+                   help="admin token (default $MOONSHOT_ADMIN_TOKEN; else one is generated "
+                        "on first start and printed)")
+    p.add_argument("--registration", choices=("open", "admin"), default="open",
+                   help="who may register bots (default: anyone)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(run=_run_referee)
+
+    p = sub.add_parser("worker", help="run an RQ worker that hosts matches")
+    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")
+    p.add_argument("--name", default=None, help="worker name (default: generated)")
+    p.add_argument("--burst", action="store_true", help="quit when the queues are empty")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(run=_run_worker)
+
+    bot = sub.add_parser("bot", help="register or run a bot").add_subparsers(
+        dest="bot_command", required=True, parser_class=_Parser)
+    p = bot.add_parser("register", help="register a bot and print its id and token")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_bot_register)
+    p = bot.add_parser("run", help="connect a bot to a referee and play its matches")
+    p.add_argument("--bot", required=True, help="random, greedy or MODULE:CLASS")
+    p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")
+    p.add_argument("--threads", type=int, default=8,
+                   help="decisions computed at once across matches; 0 decides inline")
+    _server_flag(p)
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(run=_run_bot_run)
+
+    match = sub.add_parser("match", help="play or show single matches").add_subparsers(
+        dest="match_command", required=True, parser_class=_Parser)
+    p = match.add_parser("play", help="queue one match (admin), wait and print its result")
+    p.add_argument("--players", type=int, choices=(3, 4), default=3)
+    p.add_argument("--bots", required=True, help="comma-separated bot ids or names, in seat order")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--time-per-move", default="2s", help="per-decision limit (default 2s)")
+    p.add_argument("--time-bank", default="30s", help="time bank per seat (default 30s)")
+    p.add_argument("--max-strikes", type=int, default=3)
+    p.add_argument("--disconnect-grace", default="30s")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the end")
+    p.add_argument("--out", default=None, help="transcript file (default <match_id>.jsonl)")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_match_play)
+    p = match.add_parser("show", help="print a match's status or result")
+    p.add_argument("match_id")
+    p.add_argument("--out", default=None, help="transcript file (default <match_id>.jsonl)")
+    _server_flag(p)
+    p.set_defaults(run=_run_match_show)

@@ -1,0 +1,204 @@
+"""The bot SDK: connect a `clients.bot.Bot` to a referee and play every match it is given.
+
+    from clients.sdk import register, run_bot
+    bot_id, token = register("127.0.0.1:50051", "my-bot")
+    run_bot(MyBot, "127.0.0.1:50051", token)   # blocks; Ctrl-C to stop
+
+One Play stream carries all of the bot's matches. Each (match, seat) gets its
+own Bot instance, seeded from the match id and seat; decisions of different
+matches run concurrently in a thread pool so a slow decision in one match does
+not hold up another. The stream reconnects with exponential backoff and jitter;
+the referee redelivers whatever was pending, so a reconnect loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import grpc
+
+from clients import wire
+from clients.bot import Bot
+from proto.moon.v1 import bot_pb2, bot_pb2_grpc
+
+__all__ = ["BotRunner", "FatalStreamError", "register", "run_bot"]
+
+log = logging.getLogger("moonshot.bot")
+
+_CHANNEL_OPTIONS = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+
+
+class FatalStreamError(Exception):
+    """The referee refused the bot for good (bad token, or replaced by a newer stream)."""
+
+
+def register(server: str, name: str, admin_token: str | None = None,
+             timeout: float = 10.0) -> tuple[str, str]:
+    """Register a bot named `name`; return (bot_id, token). The token is shown only once."""
+    metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token else ()
+    with grpc.insecure_channel(server) as channel:
+        stub = bot_pb2_grpc.BotServiceStub(channel)
+        resp = stub.RegisterBot(bot_pb2.RegisterBotRequest(name=name), metadata=metadata,
+                                timeout=timeout)
+    return resp.bot_id, resp.token
+
+
+def _seed_of(match_id: str, seat: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{match_id}/{seat}".encode()).digest()[:8], "big")
+
+
+@dataclass
+class BotRunner:
+    """Plays a bot over one Play stream, reconnecting as needed."""
+
+    factory: Callable[[int | None], Bot]
+    server: str
+    token: str
+    threads: int = 8  # 0: decide inline on the event loop (for instant bots)
+    max_backoff: float = 30.0
+    decisions: int = 0
+    bots: dict[tuple[str, int], Bot] = field(default_factory=dict)
+    _stop: asyncio.Event | None = None
+    _pool: ThreadPoolExecutor | None = None
+    _write_lock: asyncio.Lock | None = None
+
+    def stop(self) -> None:
+        """Ask `run` to return after the current stream ends."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def run(self) -> None:
+        """Connect, play, reconnect on failure; return when stopped or refused for good."""
+        self._stop = asyncio.Event()
+        self._write_lock = asyncio.Lock()  # grpc.aio allows one write at a time per call
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads else None
+        backoff = 0.25
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    await self._session()
+                    reason = "stream ended"
+                except FatalStreamError:
+                    raise
+                except grpc.aio.AioRpcError as exc:
+                    code = exc.code()
+                    if code == grpc.StatusCode.UNAUTHENTICATED:
+                        raise FatalStreamError(
+                            f"referee refused the token: {exc.details()}") from None
+                    if code == grpc.StatusCode.ABORTED:
+                        raise FatalStreamError(
+                            f"stream closed by the referee: {exc.details()}") from None
+                    reason = f"{code.name}: {exc.details()}"
+                if self._stop.is_set():
+                    break
+                if time.monotonic() - started > 10:
+                    backoff = 0.25  # the last session was healthy: start over gently
+                delay = backoff * random.uniform(0.5, 1.5)
+                log.warning("disconnected (%s); reconnecting in %.2fs", reason, delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
+                backoff = min(backoff * 2, self.max_backoff)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _session(self) -> None:
+        assert self._stop is not None
+        async with grpc.aio.insecure_channel(self.server, options=_CHANNEL_OPTIONS) as channel:
+            stub = bot_pb2_grpc.BotServiceStub(channel)
+            call = stub.Play(metadata=(("authorization", f"Bearer {self.token}"),))
+            stopper = asyncio.create_task(self._stop.wait())
+            tasks: set[asyncio.Task[None]] = set()
+            try:
+                while True:
+                    read = asyncio.ensure_future(call.read())
+                    done, _ = await asyncio.wait({read, stopper},
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    if stopper in done:
+                        read.cancel()
+                        call.cancel()
+                        return
+                    msg = read.result()
+                    if msg is grpc.aio.EOF or not isinstance(msg, bot_pb2.PlayResponse):
+                        return
+                    task = self._handle(call, msg)
+                    if task is not None:
+                        tasks.add(task)
+                        task.add_done_callback(tasks.discard)
+            finally:
+                stopper.cancel()
+                for t in tasks:
+                    t.cancel()
+
+    def _handle(self, call: grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse],
+                msg: bot_pb2.PlayResponse) -> asyncio.Task[None] | None:
+        kind = msg.WhichOneof("message")
+        if kind == "decision_request":
+            return asyncio.create_task(self._decide(call, msg.decision_request))
+        if kind == "welcome":
+            w = msg.welcome
+            log.info("connected to %s as %s (%s)", self.server, w.name, w.bot_id)
+        elif kind == "match_started":
+            ms = msg.match_started
+            log.info("match %s started: seat %d of %s", ms.match_id, ms.seat, list(ms.seat_names))
+        elif kind == "match_ended":
+            me = msg.match_ended
+            bot = self.bots.pop((me.match_id, me.seat), None)
+            log.info("match %s ended: %s, placement %s", me.match_id, me.result.end,
+                     list(me.result.placement))
+            if bot is not None:
+                with contextlib.suppress(Exception):
+                    bot.game_over(wire.result_from_pb(me.result))
+        elif kind == "decision_rejected":
+            d = msg.decision_rejected
+            log.warning("decision %s rejected: %s", d.request_id, d.message)
+        return None
+
+    async def _decide(self, call: grpc.aio.StreamStreamCall[bot_pb2.PlayRequest,
+                                                             bot_pb2.PlayResponse],
+                      req: bot_pb2.PlayResponse.DecisionRequest) -> None:
+        key = (req.match_id, req.seat)
+        bot = self.bots.get(key)
+        if bot is None:
+            bot = self.bots[key] = self.factory(_seed_of(*key))
+        obs = wire.observation_from_pb(req.observation)
+        legal = wire.actions_from_pb(req.legal_actions)
+        try:
+            if self._pool is None:
+                action = bot.act(obs, legal)
+            else:
+                loop = asyncio.get_running_loop()
+                action = await loop.run_in_executor(self._pool, bot.act, obs, legal)
+        except Exception:
+            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
+                          req.request_id)
+            return
+        self.decisions += 1
+        log.debug("%s seat %d: %s", req.match_id, req.seat, action.label)
+        assert self._write_lock is not None
+        async with self._write_lock:
+            with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError):
+                await call.write(bot_pb2.PlayRequest(
+                    decision=bot_pb2.PlayRequest.Decision(request_id=req.request_id,
+                                                          action_id=action.id)))
+
+
+def run_bot(factory: Callable[[int | None], Bot], server: str, token: str,
+            threads: int = 8) -> None:
+    """Play until interrupted (blocking); raises FatalStreamError if refused for good."""
+    runner = BotRunner(factory, server, token, threads=threads)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(runner.run())

@@ -1,0 +1,146 @@
+"""The referee process: a grpc.aio server with health checking and reflection.
+
+`serve()` wires the servicers to one Redis, installs the admin token, starts the
+hub, and runs until SIGTERM or SIGINT, then stops gracefully: new calls are
+refused, streams get a grace period, presence is withdrawn so match jobs pause
+the clocks of bots that were connected here until they reconnect elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import grpc
+import redis
+import redis.asyncio as aioredis
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from proto.moon.v1 import (
+    bot_pb2,
+    bot_pb2_grpc,
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+    rating_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
+from server.bots import BotServicer
+from server.hub import Hub
+from server.later import RatingServicer, TournamentServicer
+from server.matches import MatchServicer
+from workers import store
+from workers.queues import rq_connection
+
+__all__ = ["Referee", "serve"]
+
+log = logging.getLogger("moonshot.referee")
+
+SERVICE_NAMES: tuple[str, ...] = (
+    bot_pb2.DESCRIPTOR.services_by_name["BotService"].full_name,
+    match_pb2.DESCRIPTOR.services_by_name["MatchService"].full_name,
+    tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].full_name,
+    rating_pb2.DESCRIPTOR.services_by_name["RatingService"].full_name,
+)
+
+
+@dataclass
+class Referee:
+    """A running referee: its server, hub and the port it listens on."""
+
+    server: grpc.aio.Server
+    hub: Hub
+    port: int
+    health: health.aio.HealthServicer
+    admin_token: str | None
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Graceful stop: NOT_SERVING, end streams, stop the server."""
+        await self.health.enter_graceful_shutdown()
+        await self.hub.stop()
+        await self.server.stop(grace)
+
+
+async def start(listen: str, redis_url: str, admin_token: str | None = None,
+                open_registration: bool = True) -> Referee:
+    """Start a referee on `listen` (HOST:PORT; port 0 picks a free one)."""
+    r = store.connect(redis_url)
+    r.ping()
+    generated = store.ensure_admin_token(r, admin_token)
+    ar = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    hub = Hub(ar)
+    await hub.start()
+    server = grpc.aio.server(options=[
+        ("grpc.keepalive_time_ms", 20_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ])
+    bot_pb2_grpc.add_BotServiceServicer_to_server(
+        BotServicer(r, hub, open_registration), server
+    )
+    match_pb2_grpc.add_MatchServiceServicer_to_server(
+        MatchServicer(r, rq_connection(redis_url)), server
+    )
+    tournament_pb2_grpc.add_TournamentServiceServicer_to_server(TournamentServicer(), server)
+    rating_pb2_grpc.add_RatingServiceServicer_to_server(RatingServicer(), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for name in (*SERVICE_NAMES, ""):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection(
+        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        raise OSError(f"cannot listen on {listen}")
+    await server.start()
+    return Referee(server, hub, port, health_servicer, generated)
+
+
+async def _serve(listen: str, redis_url: str, admin_token: str | None,
+                 open_registration: bool, ready: asyncio.Event | None) -> None:
+    ref = await start(listen, redis_url, admin_token, open_registration)
+    host = listen.rsplit(":", 1)[0]
+    print(f"referee listening on {host}:{ref.port}", flush=True)
+    if ref.admin_token:
+        print(f"admin token (shown once, keep it): {ref.admin_token}", flush=True)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    if ready is not None:
+        ready.set()
+    await stopping.wait()
+    print("referee stopping", flush=True)
+    await ref.stop()
+    print("referee stopped", flush=True)
+
+
+def serve(listen: str, redis_url: str, admin_token: str | None = None,
+          open_registration: bool = True) -> None:
+    """Run a referee until SIGTERM/SIGINT."""
+    token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
+    try:
+        asyncio.run(_serve(listen, redis_url, token, open_registration, None))
+    except redis.ConnectionError as exc:
+        raise SystemExit(f"moonshot referee: cannot reach Redis at {redis_url}: {exc}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m server.app LISTEN REDIS_URL` for quick runs; the CLI is the usual way."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    serve(args[0], args[1])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""BotService: registering bots, and the Play stream that carries their matches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import redis
+
+from proto.moon.v1 import bot_pb2, bot_pb2_grpc
+from server import wire
+from server.edge import bearer_token, status_of, unary
+from server.hub import Hub, Stream
+from workers import store
+from workers.errors import InvalidArgument, ServiceError, Unauthenticated
+
+__all__ = ["BotServicer"]
+
+log = logging.getLogger("moonshot.referee")
+
+VERSION = "moonshot/0.1"
+_PAGE = 100
+
+
+class BotServicer(bot_pb2_grpc.BotServiceServicer):
+    """Thin: decode, call the store or the hub, encode."""
+
+    def __init__(self, r: redis.Redis, hub: Hub, open_registration: bool = True) -> None:
+        self.r = r
+        self.hub = hub
+        self.open_registration = open_registration
+
+    @unary
+    async def RegisterBot(
+        self, request: bot_pb2.RegisterBotRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bot_pb2.RegisterBotResponse:
+        """Register a bot; return its id and its token, once."""
+        if not self.open_registration:
+            await asyncio.to_thread(store.check_admin, self.r, bearer_token(context))
+        record, token = await asyncio.to_thread(store.register_bot, self.r, request.name)
+        log.info("registered bot %s (%s)", record.name, record.bot_id)
+        return bot_pb2.RegisterBotResponse(bot_id=record.bot_id, token=token)
+
+    @unary
+    async def GetBot(
+        self, request: bot_pb2.GetBotRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bot_pb2.GetBotResponse:
+        """One bot, by id or name."""
+        if not request.bot_id:
+            raise InvalidArgument("bot_id: required")
+        record = await asyncio.to_thread(store.find_bot, self.r, request.bot_id)
+        connected = await asyncio.to_thread(store.is_connected, self.r, record.bot_id)
+        return bot_pb2.GetBotResponse(bot=wire.bot_to_pb(record, connected))
+
+    @unary
+    async def ListBots(
+        self, request: bot_pb2.ListBotsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bot_pb2.ListBotsResponse:
+        """Bots, oldest first, a page at a time."""
+        size = request.page_size or _PAGE
+        try:
+            start = int(request.page_token or 0)
+        except ValueError:
+            raise InvalidArgument("page_token: not a token this server issued") from None
+        records = await asyncio.to_thread(store.list_bots, self.r)
+        page = records[start : start + size]
+        connected = await asyncio.to_thread(
+            lambda: [store.is_connected(self.r, b.bot_id) for b in page]
+        )
+        nxt = str(start + size) if start + size < len(records) else ""
+        return bot_pb2.ListBotsResponse(
+            bots=[wire.bot_to_pb(b, c) for b, c in zip(page, connected, strict=True)],
+            next_page_token=nxt,
+        )
+
+    async def Play(
+        self,
+        request_iterator: AsyncIterator[bot_pb2.PlayRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[bot_pb2.PlayResponse]:
+        """The bot's bidirectional stream: requests out, decisions in."""
+        try:
+            token = bearer_token(context)
+            if token is None:
+                raise Unauthenticated(
+                    "Play needs the bot token: send metadata 'authorization: Bearer <token>'"
+                )
+            bot = await asyncio.to_thread(store.authenticate_bot, self.r, token)
+        except Exception as exc:
+            code, message = status_of(exc)
+            await context.abort(code, message)
+        stream = Stream(bot.bot_id)
+        log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id)
+        yield bot_pb2.PlayResponse(
+            welcome=bot_pb2.PlayResponse.Welcome(
+                bot_id=bot.bot_id, name=bot.name, server_version=VERSION
+            )
+        )
+        await self.hub.attach(stream)
+        reader = asyncio.create_task(self._read(request_iterator, stream))
+        try:
+            while True:
+                event = await stream.outbox.get()
+                if event is None:
+                    if stream.abort_reason:
+                        await context.abort(grpc.StatusCode.ABORTED, stream.abort_reason)
+                    break
+                yield wire.event_to_pb(event)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            await self.hub.detach(stream)
+            log.info("bot %s stream %s closed", bot.bot_id, stream.id)
+
+    async def _read(self, requests: AsyncIterator[bot_pb2.PlayRequest], stream: Stream) -> None:
+        """Handle what the bot sends until it closes its side."""
+        try:
+            async for msg in requests:
+                kind = msg.WhichOneof("message")
+                if kind == "decision":
+                    d = msg.decision
+                    rejected = await self.hub.answer(stream, d.request_id, d.action_id)
+                    if rejected is not None:
+                        stream.deliver(rejected)
+                elif kind == "ping":
+                    stream.outbox.put_nowait({"type": "pong", "nonce": msg.ping.nonce})
+        except (asyncio.CancelledError, grpc.aio.AioRpcError):
+            pass
+        except ServiceError as exc:
+            log.warning("bot %s: %s", stream.bot_id, exc)
+        finally:
+            stream.close()

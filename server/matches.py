@@ -1,0 +1,142 @@
+"""MatchService: organisers create single matches; anyone may read them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import redis
+
+from proto.moon.v1 import match_pb2, match_pb2_grpc
+from server import wire
+from server.edge import bearer_token, unary
+from workers import store
+from workers.errors import InvalidArgument, NotFound
+from workers.queues import enqueue_match
+from workers.spec import MatchSpec, new_match_id
+
+__all__ = ["MatchServicer"]
+
+_PAGE = 50
+
+
+class MatchServicer(match_pb2_grpc.MatchServiceServicer):
+    """Thin: decode, call the store and the queue, encode."""
+
+    def __init__(self, r: redis.Redis, rq_conn: redis.Redis) -> None:
+        self.r = r
+        self.rq_conn = rq_conn
+
+    @unary
+    async def CreateMatch(
+        self, request: match_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> match_pb2.CreateMatchResponse:
+        """Validate, store and queue one match (admin)."""
+        await asyncio.to_thread(store.check_admin, self.r, bearer_token(context))
+        players = request.players
+        if players not in (3, 4):
+            raise InvalidArgument(f"players: must be 3 or 4, got {players}")
+        if len(request.bot_ids) != players:
+            raise InvalidArgument(
+                f"bot_ids: a {players}-player match needs {players} bot ids, "
+                f"got {len(request.bot_ids)}"
+            )
+        records = []
+        for i, bot_id in enumerate(request.bot_ids):
+            try:
+                records.append(await asyncio.to_thread(store.find_bot, self.r, bot_id))
+            except NotFound:
+                raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {bot_id!r}") from None
+        spec = MatchSpec.build(
+            match_id=new_match_id(),
+            players=players,
+            bot_ids=[b.bot_id for b in records],
+            seat_names=[b.name for b in records],
+            rules=dict(request.rules),
+            seed=request.seed if request.HasField("seed") else None,
+            clock=wire.clock_from_pb(request.clock if request.HasField("clock") else None),
+            faults=wire.faults_from_pb(request.faults if request.HasField("faults") else None),
+        )
+        await asyncio.to_thread(store.create_match, self.r, spec)
+        await asyncio.to_thread(enqueue_match, self.rq_conn, spec.match_id)
+        record = await asyncio.to_thread(store.get_match, self.r, spec.match_id)
+        return match_pb2.CreateMatchResponse(
+            match_id=spec.match_id, match=wire.match_to_pb(record)
+        )
+
+    @unary
+    async def GetMatch(
+        self, request: match_pb2.GetMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> match_pb2.GetMatchResponse:
+        """A match with its status and, once finished, result and transcript."""
+        if not request.match_id:
+            raise InvalidArgument("match_id: required")
+        record = await asyncio.to_thread(store.get_match, self.r, request.match_id)
+        reveal = await self._reveal(context, record)
+        return match_pb2.GetMatchResponse(match=wire.match_to_pb(record, reveal=reveal))
+
+    async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
+                      record: store.MatchRecord) -> bool:
+        """May this caller see the seed and transcript? Organisers always; others once the
+        match is over and no other game can still be dealt from the same seed."""
+        if await asyncio.to_thread(store.is_admin, self.r, bearer_token(context)):
+            return True
+        if record.status != "finished":
+            return False
+        if record.spec.tournament_id:
+            return await asyncio.to_thread(store.tournament_over, self.r,
+                                           record.spec.tournament_id)
+        return True
+
+    @unary
+    async def ListMatches(
+        self, request: match_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> match_pb2.ListMatchesResponse:
+        """Matches, newest first, a page at a time, optionally filtered."""
+        size = request.page_size or _PAGE
+        try:
+            start = int(request.page_token or 0)
+        except ValueError:
+            raise InvalidArgument("page_token: not a token this server issued") from None
+        status = wire.match_status_name(request.status) if request.status else ""
+
+        def load() -> tuple[list[store.MatchRecord], bool]:
+            ids = store.list_matches(self.r, limit=10**9, tournament_id=request.tournament_id)
+            out: list[store.MatchRecord] = []
+            skipped = 0
+            more = False
+            for mid in ids:
+                rec = store.get_match(self.r, mid)
+                if status and rec.status != status:
+                    continue
+                if request.bot_id and request.bot_id not in rec.spec.bot_ids:
+                    continue
+                if skipped < start:
+                    skipped += 1
+                    continue
+                if len(out) == size:
+                    more = True
+                    break
+                out.append(rec)
+            return out, more
+
+        records, more = await asyncio.to_thread(load)
+        reveal = [await self._reveal(context, r) for r in records]
+        return match_pb2.ListMatchesResponse(
+            matches=[wire.match_to_pb(r, with_transcript=False, reveal=v)
+                     for r, v in zip(records, reveal, strict=True)],
+            next_page_token=str(start + size) if more else "",
+        )
+
+    async def WatchMatch(
+        self, request: match_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
+        """Not built yet: answers UNIMPLEMENTED."""
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "MatchService.WatchMatch is part of the protocol but not built in this release yet; "
+            "poll GetMatch",
+        )
+        yield match_pb2.WatchMatchResponse()  # type: ignore[unreachable]  # makes a generator

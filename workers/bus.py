@@ -1,0 +1,38 @@
+"""The referee's side of decision delivery: forwarding an answer to the match job.
+
+A match job stores each decision request in the bot's pending hash and publishes
+it on the bot's channel (see `workers.match`). When an answer arrives on a bot's
+stream, the referee runs `ACCEPT` atomically: if the request is pending *for
+that bot*, it is removed and the answer pushed to the match's reply list; if not,
+nothing changes. So a bot can answer only requests addressed to it, and only the
+first answer to a request counts, even with many streams and referees.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workers import keys
+
+__all__ = ["ACCEPT_LUA", "accept_args", "match_of_request"]
+
+ACCEPT_LUA = """
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+def match_of_request(request_id: str) -> str:
+    """The match id a request id names (`<match_id>/<seq>`), or '' when malformed."""
+    match_id, sep, seq = request_id.rpartition("/")
+    return match_id if sep and match_id and seq.isdigit() else ""
+
+
+def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str], list[str]]:
+    """KEYS and ARGV for ACCEPT."""
+    match_id = match_of_request(request_id)
+    reply = json.dumps({"request_id": request_id, "action_id": action_id, "bot_id": bot_id})
+    return [keys.pending(bot_id), keys.replies(match_id)], [request_id, reply]

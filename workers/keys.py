@@ -1,0 +1,122 @@
+"""Every Redis key the project uses, in one place, so the data model can be read at a glance.
+
+| key                         | type   | holds                                               |
+|-----------------------------|--------|-----------------------------------------------------|
+| ms:admin:token              | string | SHA-256 of the admin token                          |
+| ms:bots                     | zset   | bot ids by registration time                        |
+| ms:bot:{id}                 | hash   | name, token hash, created_at                        |
+| ms:botname:{name}           | string | bot id (makes names unique)                         |
+| ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
+| ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
+| ms:bot:{id}:presence        | zset   | live stream ids, scored by their expiry time        |
+| ms:matches                  | zset   | match ids by creation time                          |
+| ms:match:{id}               | hash   | the match spec and status                           |
+| ms:match:{id}:log           | list   | one JSON entry per accepted action, in order        |
+| ms:match:{id}:replies       | list   | answers forwarded by referees to the match job      |
+| ms:match:{id}:lease         | string | id of the job run hosting the match, with a TTL     |
+| ms:match:{id}:result        | string | result + transcript JSON, written once (SET NX)     |
+| ms:tournaments              | zset   | tournament ids by creation time                     |
+| ms:tournament:{id}          | hash   | the tournament spec and status                      |
+| ms:tournament:{id}:matches  | zset   | match ids the tournament created, in order          |
+| ms:tournament:{id}:events   | stream | numbered events (id `<seq>-0`) for watchers         |
+| ms:tournament:{id}:emitted  | set    | keys of events emitted, so none is emitted twice    |
+| ms:tournament:{id}:lock     | string | held by the scheduler run advancing it              |
+| ms:tournament:{id}:dirty    | string | set when the scheduler should look again            |
+| ms:results:{pool}           | zset   | finished match ids per rating pool (3p, 2v2)        |
+"""
+
+from __future__ import annotations
+
+P = "ms:"
+
+ADMIN_TOKEN = P + "admin:token"
+BOTS = P + "bots"
+MATCHES = P + "matches"
+
+
+def bot(bot_id: str) -> str:
+    """Hash of one bot's record."""
+    return f"{P}bot:{bot_id}"
+
+
+def bot_name(name: str) -> str:
+    """Name -> id index (SET NX keeps names unique)."""
+    return f"{P}botname:{name}"
+
+
+def pending(bot_id: str) -> str:
+    """Decision requests addressed to a bot and not answered yet."""
+    return f"{P}bot:{bot_id}:pending"
+
+
+def events(bot_id: str) -> str:
+    """Pub/sub channel that carries requests and events to the bot's streams."""
+    return f"{P}bot:{bot_id}:events"
+
+
+def presence(bot_id: str) -> str:
+    """Live stream ids of a bot, scored by expiry (unix seconds)."""
+    return f"{P}bot:{bot_id}:presence"
+
+
+def match(match_id: str) -> str:
+    """Hash of a match's spec and status."""
+    return f"{P}match:{match_id}"
+
+
+def match_log(match_id: str) -> str:
+    """Accepted actions of a match, in order."""
+    return f"{P}match:{match_id}:log"
+
+
+def replies(match_id: str) -> str:
+    """Answers for a match's job."""
+    return f"{P}match:{match_id}:replies"
+
+
+def lease(match_id: str) -> str:
+    """Which job run hosts the match now."""
+    return f"{P}match:{match_id}:lease"
+
+
+def result(match_id: str) -> str:
+    """The finished match: result and transcript, written once."""
+    return f"{P}match:{match_id}:result"
+
+
+def tournament(tournament_id: str) -> str:
+    """Hash of a tournament's spec and status."""
+    return f"{P}tournament:{tournament_id}"
+
+
+TOURNAMENTS = P + "tournaments"
+
+
+def tournament_events(tournament_id: str) -> str:
+    """Stream of a tournament's events; entry ids are `<sequence>-0`."""
+    return f"{P}tournament:{tournament_id}:events"
+
+
+def tournament_emitted(tournament_id: str) -> str:
+    """Keys of events already emitted, so a re-run emits nothing twice."""
+    return f"{P}tournament:{tournament_id}:emitted"
+
+
+def tournament_matches(tournament_id: str) -> str:
+    """Ids of the matches a tournament has created, scored by creation order."""
+    return f"{P}tournament:{tournament_id}:matches"
+
+
+def tournament_lock(tournament_id: str) -> str:
+    """Held while one run of the scheduler advances the tournament."""
+    return f"{P}tournament:{tournament_id}:lock"
+
+
+def tournament_dirty(tournament_id: str) -> str:
+    """Set when something happened that the scheduler has not looked at yet."""
+    return f"{P}tournament:{tournament_id}:dirty"
+
+
+def results(pool: str) -> str:
+    """Finished match ids of a rating pool (`3p` or `2v2`), scored by finish time."""
+    return f"{P}results:{pool}"

@@ -1,0 +1,418 @@
+"""The match job: host one game between remote bots, decision by decision, through Redis.
+
+`run_match(match_id)` is the RQ job. It loads the spec, takes the match's
+lease (so two runs never host the same match at once), replays the action log
+(so a killed run resumes exactly where it stopped), then loops:
+
+1. build the decision request for the seat to act and, in one MULTI, append the
+   previous accepted action to the log, store the request as pending for the bot
+   and publish it on the bot's channel (the log entry is durable before the next
+   request goes out);
+2. wait for the referee to forward the bot's answer, measuring the clock here and
+   pausing it while the bot has no live stream;
+3. accept a legal, timely answer; replace a late or illegal one with a random
+   legal action and count a strike; forfeit the bot after too many strikes or a
+   disconnect longer than the grace period.
+
+At the end the transcript and result are written once (SET NX) whatever retries
+happen, and every seat's bot hears that the match ended.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from moon import GameState
+from moon.actions import ACTIONS, MOON
+from moon.deal import mix64
+from moon.transcript import transcript
+from workers import keys
+from workers.outcome import forfeit_winner, result_of
+from workers.spec import MatchSpec
+
+__all__ = ["LEASE_MS", "MatchHost", "run_match"]
+
+log = logging.getLogger("moonshot.match")
+
+LEASE_MS = 4000  # a dead run's lease lapses this long after its last renewal
+_SLICE_S = 0.25  # longest single wait, so presence and the lease are checked often
+
+
+class Forfeit(Exception):
+    """A seat forfeits the match."""
+
+    def __init__(self, seat: int, reason: str) -> None:
+        super().__init__(reason)
+        self.seat = seat
+        self.reason = reason
+
+
+@dataclass
+class SeatClock:
+    """What the clock and the fault counter say about one seat."""
+
+    bank_ms: int
+    strikes: int = 0
+
+
+@dataclass
+class Answer:
+    """How a decision was settled."""
+
+    action: int
+    by: str  # "bot", "late" or "illegal"
+    ms: int
+    bank_ms: int  # the seat's bank after this decision
+    note: str = ""
+    us: float = 0.0  # round trip: request sent to answer received (or given up on), in us
+
+
+@dataclass
+class MatchHost:
+    """Runs one match; one instance per job run."""
+
+    r: redis.Redis
+    match_id: str
+    run_id: str
+    spec: MatchSpec = field(init=False)
+    state: GameState = field(init=False)
+    clocks: list[SeatClock] = field(init=False)
+    faults: list[dict[str, Any]] = field(init=False)
+    _lease_at: float = 0.0
+    _first_decision: bool = True  # of this run: its request may repeat one a dead run sent
+
+    # --------------------------------------------------------------- setup
+
+    def load(self) -> None:
+        """Read the spec and replay the log into a fresh state."""
+        raw = self.r.hget(keys.match(self.match_id), "spec")
+        if raw is None:
+            raise LookupError(f"no match {self.match_id!r}")
+        self.spec = MatchSpec.from_json(str(raw))
+        self.state = GameState.new(self.spec.rules, self.spec.seed)
+        self.clocks = [SeatClock(self.spec.clock.time_bank_ms) for _ in self.spec.bot_ids]
+        self.faults = []
+
+    def replay_log(self) -> tuple[int, str] | None:
+        """Apply every logged action; return a logged forfeit (seat, reason) if any."""
+        entries: list[str] = self.r.lrange(keys.match_log(self.match_id), 0, -1)  # type: ignore[assignment]
+        for raw in entries:
+            e = json.loads(raw)
+            if "forfeit" in e:
+                return int(e["forfeit"]), str(e["reason"])
+            self._account(e)
+            self.state.apply_id(int(e["action"]))
+        return None
+
+    def _account(self, e: dict[str, Any]) -> None:
+        """Update clocks, strikes and the fault list from one log entry."""
+        clock = self.clocks[int(e["seat"])]
+        clock.bank_ms = int(e["bank"])
+        if e["by"] != "bot":
+            clock.strikes += 1
+            self.faults.append(
+                {
+                    "seq": int(e["seq"]),
+                    "hand": self.state.hand_index + 1,
+                    "seat": int(e["seat"]),
+                    "kind": e["by"],
+                    "reason": e.get("note", ""),
+                    "replacement": ACTIONS[int(e["action"])].label,
+                }
+            )
+
+    # --------------------------------------------------------------- lease
+
+    def acquire_lease(self, wait_s: float = 3 * LEASE_MS / 1000) -> bool:
+        """Take the match's lease, waiting for a dead run's lease to lapse."""
+        key = keys.lease(self.match_id)
+        end = time.monotonic() + wait_s
+        while True:
+            if self.r.set(key, self.run_id, nx=True, px=LEASE_MS):
+                self._lease_at = time.monotonic()
+                return True
+            if self.r.get(key) == self.run_id:
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.1)
+
+    def renew_lease(self) -> None:
+        """Extend the lease; stop hosting if another run holds it now."""
+        now = time.monotonic()
+        if now - self._lease_at < 1.0:
+            return
+        key = keys.lease(self.match_id)
+        if self.r.get(key) not in (self.run_id, None):
+            raise RuntimeError(f"lost the lease of match {self.match_id}")
+        self.r.set(key, self.run_id, px=LEASE_MS)
+        self._lease_at = now
+
+    def release_lease(self) -> None:
+        """Drop the lease if we still hold it."""
+        key = keys.lease(self.match_id)
+        if self.r.get(key) == self.run_id:
+            self.r.delete(key)
+
+    # ---------------------------------------------------------------- run
+
+    def run(self) -> dict[str, Any]:
+        """Host the match to its end (or return the stored result); the job's body."""
+        self.load()
+        stored = self.r.get(keys.result(self.match_id))
+        if stored is not None:
+            return dict(json.loads(str(stored))["result"])
+        if not self.acquire_lease():
+            raise RuntimeError(f"match {self.match_id} is hosted by another live run")
+        try:
+            return self._host()
+        finally:
+            self.release_lease()
+
+    def _host(self) -> dict[str, Any]:
+        mkey = keys.match(self.match_id)
+        stored = self.r.get(keys.result(self.match_id))
+        if stored is not None:  # finished by a run that held the lease before us
+            return dict(json.loads(str(stored))["result"])
+        self.r.hset(mkey, "status", "running")
+        self.r.hsetnx(mkey, "started_at", repr(time.time()))
+        logged = self.replay_log()
+        self._announce_start()
+        forfeit: Forfeit | None = Forfeit(*logged) if logged else None
+        pending_entry: str | None = None
+        st = self.state
+        while forfeit is None and not st.is_over:
+            seat = st.to_act
+            seq = len(st.actions)
+            try:
+                answer = self._decide(seat, seq, pending_entry)
+            except Forfeit as f:
+                forfeit = f
+                pending_entry = None
+                self.r.rpush(keys.match_log(self.match_id),
+                             json.dumps({"forfeit": f.seat, "reason": f.reason, "seq": seq}))
+                break
+            clock = self.clocks[seat]
+            entry: dict[str, Any] = {"seq": seq, "seat": seat, "action": answer.action,
+                                     "by": answer.by, "ms": answer.ms, "bank": answer.bank_ms}
+            if answer.note:
+                entry["note"] = answer.note
+            entry["us"] = round(answer.us, 1)
+            self._account(entry)  # the same bookkeeping a resumed run does from the log
+            st.apply_id(answer.action)
+            pending_entry = json.dumps(entry, separators=(",", ":"))
+            if answer.by != "bot" and clock.strikes >= self.spec.faults.max_strikes:
+                self.r.rpush(keys.match_log(self.match_id), pending_entry)
+                pending_entry = None
+                forfeit = Forfeit(seat, f"{clock.strikes} strikes (late or illegal answers)")
+                self.r.rpush(keys.match_log(self.match_id), json.dumps(
+                    {"forfeit": seat, "reason": forfeit.reason, "seq": seq + 1}))
+        if pending_entry is not None:
+            self.r.rpush(keys.match_log(self.match_id), pending_entry)
+        return self._finish(forfeit)
+
+    # ------------------------------------------------------------ decide
+
+    def _request(self, seat: int, seq: int) -> dict[str, Any]:
+        st = self.state
+        clock = self.clocks[seat]
+        move = self.spec.clock.move_time_ms
+        return {
+            "type": "decision",
+            "request_id": f"{self.match_id}/{seq}",
+            "match_id": self.match_id,
+            "seat": seat,
+            "observation": st.observation(seat).to_json(),
+            "legal": list(st.legal_ids()),
+            "time_limit_ms": move,
+            "time_bank_ms": clock.bank_ms,
+            "deadline_unix_ms": int(time.time() * 1000) + move + clock.bank_ms,
+            "strikes": clock.strikes,
+        }
+
+    def _decide(self, seat: int, seq: int, log_entry: str | None) -> Answer:
+        """Send the request (after logging the last action) and settle the answer."""
+        bot = self.spec.bot_ids[seat]
+        req = self._request(seat, seq)
+        req_id = req["request_id"]
+        payload = json.dumps(req, separators=(",", ":"))
+        pipe = self.r.pipeline(transaction=True)
+        if log_entry is not None:
+            pipe.rpush(keys.match_log(self.match_id), log_entry)
+        pipe.hset(keys.pending(bot), req_id, payload)
+        pipe.publish(keys.events(bot), payload)
+        sent = time.monotonic()
+        pipe.execute()
+
+        legal = req["legal"]
+        clock = self.clocks[seat]
+        limit_ms = self.spec.clock.move_time_ms + clock.bank_ms
+        used = 0.0
+        last = time.monotonic()
+        absent_since: float | None = None
+        present = True
+        reply_key = keys.replies(self.match_id)
+        grace = self.spec.faults.disconnect_grace_ms / 1000
+        while True:
+            left = limit_ms / 1000 - used
+            item = self.r.blpop([reply_key], timeout=max(0.001, min(_SLICE_S, left)))
+            now = time.monotonic()
+            if present:
+                used += now - last
+            last = now
+            # Every pass, not only on timeouts: a match of quick answers would otherwise
+            # let its lease lapse after LEASE_MS and a second run could start hosting it.
+            self.renew_lease()
+            if item is not None:
+                reply = json.loads(item[1])
+                if reply.get("request_id") != req_id:
+                    continue  # an answer to an earlier request, from before a restart
+                if self._first_decision:
+                    # A killed run may have sent this very request and the bot answered
+                    # it (this is that answer); the copy we sent again must not stay pending.
+                    self._first_decision = False
+                    self.r.hdel(keys.pending(bot), req_id)
+                answer = self._judge(seat, seq, req, int(reply["action_id"]), used * 1000)
+                answer.us = (now - sent) * 1e6
+                return answer
+            present = self._present(bot)
+            if present:
+                absent_since = None
+            else:
+                absent_since = absent_since or now
+                if now - absent_since > grace:
+                    self.r.hdel(keys.pending(bot), req_id)
+                    raise Forfeit(seat, f"disconnected for more than {grace:g} s")
+            if used * 1000 >= limit_ms:
+                buzzer: Answer | None = None
+                if self.r.hdel(keys.pending(bot), req_id) == 0:
+                    # The referee forwarded an answer at the buzzer: collect and judge it.
+                    item = self.r.blpop([reply_key], timeout=1.0)
+                    if item is not None and json.loads(item[1]).get("request_id") == req_id:
+                        buzzer = self._judge(seat, seq, req,
+                                             int(json.loads(item[1])["action_id"]), used * 1000)
+                answer = buzzer or self._replace(seat, seq, req, legal, "late",
+                                                 f"no answer within {limit_ms} ms", used * 1000)
+                answer.us = (time.monotonic() - sent) * 1e6
+                return answer
+
+    def _judge(self, seat: int, seq: int, req: dict[str, Any], action: int,
+               ms: float) -> Answer:
+        move = self.spec.clock.move_time_ms
+        if ms > move + self.clocks[seat].bank_ms:
+            return self._replace(seat, seq, req, req["legal"], "late",
+                                 f"answered after {ms:.0f} ms, limit "
+                                 f"{move + self.clocks[seat].bank_ms} ms", ms)
+        if action not in req["legal"]:
+            label = ACTIONS[action].label if action in ACTIONS else f"id {action}"
+            return self._replace(seat, seq, req, req["legal"], "illegal",
+                                 f"{label!r} is not a legal action here", ms)
+        return Answer(action, "bot", round(ms), self._bank_after(seat, ms))
+
+    def _bank_after(self, seat: int, ms: float) -> int:
+        """The bank left once a decision that took `ms` is charged."""
+        over = max(0, round(ms) - self.spec.clock.move_time_ms)
+        return max(0, self.clocks[seat].bank_ms - over)
+
+    def _replace(self, seat: int, seq: int, req: dict[str, Any], legal: list[int], kind: str,
+                 note: str, ms: float) -> Answer:
+        """A random legal action (never a moon bid unless forced) stands in; a strike counts."""
+        strikes = self.clocks[seat].strikes + 1
+        rng = random.Random(mix64(self.spec.seed ^ mix64(seq + 0x5EED)))
+        choices = [a for a in legal if a != MOON] or legal
+        action = rng.choice(choices)
+        bot = self.spec.bot_ids[seat]
+        event = {
+            "type": "decision_rejected",
+            "request_id": req["request_id"],
+            "match_id": self.match_id,
+            "reason": "late" if kind == "late" else "illegal_action",
+            "message": f"{note}; replaced by {ACTIONS[action].label!r} "
+                       f"(strike {strikes} of {self.spec.faults.max_strikes})",
+            "replacement_action_id": action,
+            "strikes": strikes,
+        }
+        self.r.publish(keys.events(bot), json.dumps(event))
+        log.info("match %s seat %d: %s", self.match_id, seat, event["message"])
+        return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
+
+    def _present(self, bot: str) -> bool:
+        return bool(self.r.zcount(keys.presence(bot), time.time(), "+inf"))
+
+    # ------------------------------------------------------------ events
+
+    def _announce_start(self) -> None:
+        spec = self.spec
+        pipe = self.r.pipeline(transaction=False)
+        for seat, bot in enumerate(spec.bot_ids):
+            pipe.publish(keys.events(bot), json.dumps({
+                "type": "match_started", "match_id": self.match_id, "seat": seat,
+                "players": spec.players, "rules": spec.rules.options(),
+                "seat_names": list(spec.seat_names), "tournament_id": spec.tournament_id,
+                "clock": {"move_time_ms": spec.clock.move_time_ms,
+                          "time_bank_ms": spec.clock.time_bank_ms},
+                "faults": {"max_strikes": spec.faults.max_strikes,
+                           "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
+            }))
+        pipe.execute()
+
+    def _finish(self, forfeit: Forfeit | None) -> dict[str, Any]:
+        st = self.state
+        spec = self.spec
+        extra: dict[str, Any] = {
+            "match_id": self.match_id,
+            "bot_ids": list(spec.bot_ids),
+            "clock": {"move_time_ms": spec.clock.move_time_ms,
+                      "time_bank_ms": spec.clock.time_bank_ms},
+            "faults": self.faults,
+        }
+        if forfeit is not None:
+            extra["end"] = "forfeit"
+            extra["forfeit"] = {"seat": forfeit.seat, "reason": forfeit.reason}
+            extra["winner"] = forfeit_winner(spec.players, st.scores, forfeit.seat)
+        record = transcript(spec.rules, spec.seed, st.actions, spec.seat_names, extra=extra)
+        result = result_of(record)
+        done = json.dumps({"result": result, "transcript": record}, separators=(",", ":"))
+        mkey = keys.match(self.match_id)
+        first = self.r.set(keys.result(self.match_id), done, nx=True)
+        if first:
+            pipe = self.r.pipeline(transaction=True)
+            pipe.hset(mkey, mapping={"status": "finished", "finished_at": repr(time.time())})
+            for seat, bot in enumerate(spec.bot_ids):
+                pipe.publish(keys.events(bot), json.dumps({
+                    "type": "match_ended", "match_id": self.match_id, "seat": seat,
+                    "result": result,
+                }))
+            pipe.execute()
+        stored = self.r.get(keys.result(self.match_id))
+        return dict(json.loads(str(stored))["result"])
+
+
+def _job_redis() -> tuple[redis.Redis, str]:
+    from rq import get_current_job
+
+    job = get_current_job()
+    if job is None:
+        raise RuntimeError("run_match must run inside an RQ job")
+    kwargs = dict(job.connection.connection_pool.connection_kwargs)
+    kwargs["decode_responses"] = True
+    pool = redis.ConnectionPool(connection_class=job.connection.connection_pool.connection_class,
+                                **kwargs)
+    return redis.Redis(connection_pool=pool), f"{job.id}:{job.worker_name or ''}:{time.time()}"
+
+
+def run_match(match_id: str) -> dict[str, Any]:
+    """RQ job: host match `match_id` to its end and return its result."""
+    r, run_id = _job_redis()
+    try:
+        return MatchHost(r, match_id, run_id).run()
+    except Exception as exc:
+        r.hset(keys.match(match_id), mapping={"error": f"{type(exc).__name__}: {exc}"})
+        raise

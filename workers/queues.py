@@ -1,0 +1,56 @@
+"""RQ queues, job ids and the worker: every job is enqueued here, with the JSON serializer.
+
+Jobs take only ids and plain values (never pickles). Job ids derive from what
+the job is for (`match-<match_id>`), so enqueueing the same thing twice cannot
+create a second, different job; the match lease and the write-once result make
+even a duplicated run harmless.
+"""
+
+from __future__ import annotations
+
+import redis
+from rq import Queue, Retry, Worker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+__all__ = ["CONTROL_QUEUE", "MATCH_QUEUE", "enqueue_match", "make_worker", "rq_connection"]
+
+MATCH_QUEUE = "moonshot-matches"
+CONTROL_QUEUE = "moonshot-control"
+MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its log
+
+
+def rq_connection(url: str) -> redis.Redis:
+    """A bytes-mode client, as RQ requires."""
+    return redis.Redis.from_url(url)
+
+
+def _queue(conn: redis.Redis, name: str) -> Queue:
+    return Queue(name, connection=conn, serializer=JSONSerializer)
+
+
+def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
+    """Queue the job that hosts `match_id` (id `match-<match_id>`)."""
+    return _queue(conn, MATCH_QUEUE).enqueue(
+        "workers.match.run_match",
+        match_id,
+        job_id=f"match-{match_id}",
+        retry=Retry(max=MATCH_RETRIES),
+        job_timeout=7 * 24 * 3600,
+        result_ttl=7 * 24 * 3600,
+        failure_ttl=30 * 24 * 3600,
+        description=f"host match {match_id}",
+    )
+
+
+def make_worker(conn: redis.Redis, name: str | None = None) -> Worker:
+    """A worker on the project's queues (control first, then matches)."""
+    return Worker(
+        [_queue(conn, CONTROL_QUEUE), _queue(conn, MATCH_QUEUE)],
+        connection=conn,
+        serializer=JSONSerializer,
+        name=name,
+        # Abandoned jobs (a whole worker killed) are found and retried sooner than RQ's default.
+        maintenance_interval=30,
+        job_monitoring_interval=5,
+    )

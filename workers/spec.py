@@ -1,0 +1,158 @@
+"""Match specs and their policies (clock, faults): pure values, validated once, stored as JSON."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from moon import MoonError, Rules
+from moon.deal import MAX_SEED
+from workers.errors import InvalidArgument
+
+__all__ = ["DEFAULT_CLOCK", "DEFAULT_FAULTS", "Clock", "Faults", "MatchSpec", "new_match_id"]
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """Per-decision limit plus a bank drawn on when a decision runs over it."""
+
+    move_time_ms: int = 2000
+    time_bank_ms: int = 30000
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.move_time_ms <= 600_000:
+            raise InvalidArgument(
+                f"clock.move_time_ms must be from 1 to 600000, got {self.move_time_ms}"
+            )
+        if not 0 <= self.time_bank_ms <= 3_600_000:
+            raise InvalidArgument(
+                f"clock.time_bank_ms must be from 0 to 3600000, got {self.time_bank_ms}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """When a bot forfeits: after `max_strikes` strikes, or a disconnect longer than the grace."""
+
+    max_strikes: int = 3
+    disconnect_grace_ms: int = 30000
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_strikes <= 1000:
+            raise InvalidArgument(
+                f"faults.max_strikes must be from 1 to 1000, got {self.max_strikes}"
+            )
+        if not 0 <= self.disconnect_grace_ms <= 3_600_000:
+            raise InvalidArgument(
+                "faults.disconnect_grace_ms must be from 0 to 3600000, "
+                f"got {self.disconnect_grace_ms}"
+            )
+
+
+DEFAULT_CLOCK = Clock()
+DEFAULT_FAULTS = Faults()
+
+
+def new_match_id() -> str:
+    """A fresh random match id (tournament matches derive theirs from the schedule)."""
+    return "m-" + secrets.token_hex(6)
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSpec:
+    """Everything that defines a match; the match job needs nothing else."""
+
+    match_id: str
+    rules: Rules
+    seed: int
+    bot_ids: tuple[str, ...]
+    seat_names: tuple[str, ...]
+    clock: Clock = DEFAULT_CLOCK
+    faults: Faults = DEFAULT_FAULTS
+    tournament_id: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = self.rules.players
+        if len(self.bot_ids) != n:
+            raise InvalidArgument(
+                f"bot_ids: a {n}-player match needs {n} bots, got {len(self.bot_ids)}"
+            )
+        if len(self.seat_names) != n:
+            raise InvalidArgument(f"seat_names: expected {n}, got {len(self.seat_names)}")
+        if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
+            raise InvalidArgument(f"seed must be from 0 to {MAX_SEED}, got {self.seed}")
+
+    @property
+    def players(self) -> int:
+        """3 or 4."""
+        return self.rules.players
+
+    @staticmethod
+    def build(
+        match_id: str,
+        players: int,
+        bot_ids: Sequence[str],
+        seat_names: Sequence[str],
+        rules: Mapping[str, object] | None = None,
+        seed: int | None = None,
+        clock: Clock = DEFAULT_CLOCK,
+        faults: Faults = DEFAULT_FAULTS,
+        tournament_id: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> MatchSpec:
+        """Validate raw request values into a spec; errors name the field."""
+        if players not in (3, 4):
+            raise InvalidArgument(f"players must be 3 or 4, got {players}")
+        try:
+            parsed = Rules.make(players, dict(rules or {}))
+        except MoonError as exc:
+            raise InvalidArgument(f"rules: {exc}") from None
+        return MatchSpec(
+            match_id=match_id,
+            rules=parsed,
+            seed=secrets.randbits(63) if seed is None else seed,
+            bot_ids=tuple(bot_ids),
+            seat_names=tuple(seat_names),
+            clock=clock,
+            faults=faults,
+            tournament_id=tournament_id,
+            meta=dict(meta or {}),
+        )
+
+    def to_json(self) -> str:
+        """The spec as a JSON string."""
+        return json.dumps(
+            {
+                "match_id": self.match_id,
+                "players": self.players,
+                "rules": self.rules.options(),
+                "seed": self.seed,
+                "bot_ids": list(self.bot_ids),
+                "seat_names": list(self.seat_names),
+                "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
+                "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
+                "tournament_id": self.tournament_id,
+                "meta": dict(self.meta),
+            },
+            separators=(",", ":"),
+        )
+
+    @staticmethod
+    def from_json(text: str) -> MatchSpec:
+        """Inverse of `to_json`."""
+        d = json.loads(text)
+        return MatchSpec(
+            match_id=d["match_id"],
+            rules=Rules.make(int(d["players"]), d["rules"]),
+            seed=int(d["seed"]),
+            bot_ids=tuple(d["bot_ids"]),
+            seat_names=tuple(d["seat_names"]),
+            clock=Clock(*d["clock"]),
+            faults=Faults(*d["faults"]),
+            tournament_id=d.get("tournament_id", ""),
+            meta=d.get("meta", {}),
+        )

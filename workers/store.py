@@ -1,0 +1,253 @@
+"""Persistent records in Redis: bots and their tokens, the admin token, matches.
+
+Tokens are random secrets shown once; Redis keeps only their SHA-256 (they
+carry 256 bits of entropy, so a fast hash is enough). A bot token reads
+`<bot_id>.<secret>`, which lets the referee find the record without a scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from workers import keys
+from workers.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+from workers.spec import MatchSpec
+
+__all__ = [
+    "BotRecord",
+    "MatchRecord",
+    "authenticate_bot",
+    "check_admin",
+    "connect",
+    "create_match",
+    "ensure_admin_token",
+    "find_bot",
+    "get_bot",
+    "get_match",
+    "is_admin",
+    "is_connected",
+    "list_bots",
+    "list_matches",
+    "register_bot",
+]
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+Redis = redis.Redis
+
+
+def connect(url: str) -> Redis:
+    """A client for `url` that returns str, not bytes."""
+    return redis.Redis.from_url(url, decode_responses=True)
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- bots
+
+
+@dataclass(frozen=True, slots=True)
+class BotRecord:
+    """A registered bot."""
+
+    bot_id: str
+    name: str
+    created_at: float
+
+
+def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
+    """Register `name`; return the record and its secret token (shown once)."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise InvalidArgument(
+            f"name: {name!r} is not a valid bot name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
+        )
+    bot_id = "b-" + secrets.token_hex(6)
+    if not r.set(keys.bot_name(name.lower()), bot_id, nx=True):
+        raise AlreadyExists(f"name: a bot named {name!r} exists already (names ignore case)")
+    secret = secrets.token_urlsafe(32)
+    now = time.time()
+    pipe = r.pipeline()
+    pipe.hset(keys.bot(bot_id), mapping={"name": name, "token": _hash(secret),
+                                          "created_at": repr(now)})
+    pipe.zadd(keys.BOTS, {bot_id: now})
+    pipe.execute()
+    return BotRecord(bot_id, name, now), f"{bot_id}.{secret}"
+
+
+def get_bot(r: Redis, bot_id: str) -> BotRecord:
+    """The bot with this id, or NotFound."""
+    d: dict[str, str] = r.hgetall(keys.bot(bot_id))  # type: ignore[assignment]
+    if not d:
+        raise NotFound(f"no bot with id {bot_id!r}")
+    return BotRecord(bot_id, d["name"], float(d["created_at"]))
+
+
+def find_bot(r: Redis, id_or_name: str) -> BotRecord:
+    """A bot by id, or by name when no id matches."""
+    if r.exists(keys.bot(id_or_name)):
+        return get_bot(r, id_or_name)
+    bot_id = r.get(keys.bot_name(id_or_name.lower()))
+    if bot_id is None:
+        raise NotFound(f"no bot with id or name {id_or_name!r}")
+    return get_bot(r, str(bot_id))
+
+
+def list_bots(r: Redis) -> list[BotRecord]:
+    """Every bot, oldest first."""
+    ids: list[str] = r.zrange(keys.BOTS, 0, -1)  # type: ignore[assignment]
+    pipe = r.pipeline()
+    for bot_id in ids:
+        pipe.hgetall(keys.bot(bot_id))
+    rows: list[dict[str, str]] = pipe.execute()
+    return [
+        BotRecord(bot_id, d["name"], float(d["created_at"]))
+        for bot_id, d in zip(ids, rows, strict=True)
+        if d
+    ]
+
+
+def authenticate_bot(r: Redis, token: str) -> BotRecord:
+    """The bot a token belongs to, or Unauthenticated."""
+    bot_id, dot, secret = token.partition(".")
+    if not dot or not bot_id.startswith("b-"):
+        raise Unauthenticated("not a bot token: expected the token RegisterBot returned")
+    stored = r.hget(keys.bot(bot_id), "token")
+    if stored is None or not hmac.compare_digest(str(stored), _hash(secret)):
+        raise Unauthenticated("bot token rejected: unknown bot or wrong secret")
+    return get_bot(r, bot_id)
+
+
+def is_connected(r: Redis, bot_id: str, now: float | None = None) -> bool:
+    """True while at least one live stream of the bot is registered."""
+    return bool(r.zcount(keys.presence(bot_id), now if now is not None else time.time(), "+inf"))
+
+
+# --------------------------------------------------------------- admin
+
+
+def ensure_admin_token(r: Redis, token: str | None) -> str | None:
+    """Install the admin token; return a newly generated one (to print), else None.
+
+    With `token` given (from the environment) its hash replaces the stored one.
+    Without, the first referee to start generates one; later ones find the hash.
+    """
+    if token:
+        r.set(keys.ADMIN_TOKEN, _hash(token))
+        return None
+    fresh = "adm." + secrets.token_urlsafe(32)
+    if r.set(keys.ADMIN_TOKEN, _hash(fresh), nx=True):
+        return fresh
+    return None
+
+
+def is_admin(r: Redis, token: str | None) -> bool:
+    """True when `token` is the admin token (no error either way)."""
+    if not token:
+        return False
+    stored = r.get(keys.ADMIN_TOKEN)
+    return stored is not None and hmac.compare_digest(str(stored), _hash(token))
+
+
+def check_admin(r: Redis, token: str | None) -> None:
+    """Raise unless `token` is the admin token."""
+    if not token:
+        raise Unauthenticated(
+            "this call needs the admin token: send metadata 'authorization: Bearer <token>'"
+        )
+    stored = r.get(keys.ADMIN_TOKEN)
+    if stored is not None and hmac.compare_digest(str(stored), _hash(token)):
+        return
+    if token.startswith("b-") and "." in token:
+        raise PermissionDenied("a bot token cannot make organiser calls: use the admin token")
+    raise Unauthenticated("admin token rejected")
+
+
+# ------------------------------------------------------------- matches
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """A match as stored: its spec, status and (once finished) result and transcript."""
+
+    spec: MatchSpec
+    status: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    actions: int
+    error: str
+    result: dict[str, Any] | None
+    transcript: dict[str, Any] | None
+
+
+def create_match(r: Redis, spec: MatchSpec) -> bool:
+    """Store a new match as queued; False when that id exists already (nothing changes)."""
+    now = time.time()
+    key = keys.match(spec.match_id)
+    if not r.hsetnx(key, "spec", spec.to_json()):
+        return False
+    pipe = r.pipeline()
+    pipe.hset(key, mapping={"status": "queued", "created_at": repr(now)})
+    pipe.zadd(keys.MATCHES, {spec.match_id: now})
+    pipe.execute()
+    return True
+
+
+def get_match(r: Redis, match_id: str) -> MatchRecord:
+    """The stored match, or NotFound."""
+    pipe = r.pipeline()
+    pipe.hgetall(keys.match(match_id))
+    pipe.llen(keys.match_log(match_id))
+    pipe.get(keys.result(match_id))
+    d, n_actions, stored = pipe.execute()
+    if not d:
+        raise NotFound(f"no match with id {match_id!r}")
+    done = json.loads(stored) if stored else None
+    return MatchRecord(
+        spec=MatchSpec.from_json(d["spec"]),
+        status=d.get("status", "queued"),
+        created_at=float(d.get("created_at", 0)),
+        started_at=float(d["started_at"]) if d.get("started_at") else None,
+        finished_at=float(d["finished_at"]) if d.get("finished_at") else None,
+        actions=int(n_actions),
+        error=d.get("error", ""),
+        result=done["result"] if done else None,
+        transcript=done["transcript"] if done else None,
+    )
+
+
+def list_matches(r: Redis, limit: int = 100, tournament_id: str = "") -> list[str]:
+    """Match ids, newest first."""
+    ids: list[str] = r.zrevrange(keys.MATCHES, 0, -1 if tournament_id else limit - 1)  # type: ignore[assignment]
+    if not tournament_id:
+        return ids
+    pipe = r.pipeline()
+    for mid in ids:
+        pipe.hget(keys.match(mid), "spec")
+    out = []
+    for mid, spec in zip(ids, pipe.execute(), strict=True):
+        if spec and json.loads(spec).get("tournament_id") == tournament_id:
+            out.append(mid)
+    return out[:limit]
+
+
+def tournament_over(r: Redis, tournament_id: str) -> bool:
+    """True once a tournament has finished (its seeds can no longer help anyone)."""
+    return r.hget(keys.tournament(tournament_id), "status") in ("finished", "failed")
