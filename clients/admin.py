@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import grpc
 
-from proto.moon.v1 import game_pb2, match_pb2, match_pb2_grpc
+from proto.moon.v1 import (
+    game_pb2,
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+    rating_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
 
 __all__ = ["Admin"]
 
@@ -19,6 +27,8 @@ class Admin:
         self.channel = grpc.insecure_channel(server)
         self.token = token
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
+        self.tournaments = tournament_pb2_grpc.TournamentServiceStub(self.channel)
+        self.ratings = rating_pb2_grpc.RatingServiceStub(self.channel)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -61,3 +71,60 @@ class Admin:
             if time.monotonic() > end:
                 raise TimeoutError(f"match {match_id} not finished after {timeout:g} s")
             time.sleep(poll)
+
+    def create_tournament(self, *, name: str, players: int, format: str, bot_ids: Sequence[str],
+                          rules: Mapping[str, str] | None = None, rounds: int = 1,
+                          series_length: int = 1, seed: int | None = None,
+                          duplicate: bool = True, rotate_partners: bool = False,
+                          seeding: str = "rating", all_triples: bool = False,
+                          move_time_ms: int = 2000, time_bank_ms: int = 30000,
+                          max_strikes: int = 3, grace_ms: int = 30000,
+                          ) -> tournament_pb2.Tournament:
+        """Create a tournament (admin); `format` is round_robin, single_elimination or
+        double_elimination, `seeding` rating or given."""
+        formats = {
+            "round_robin": tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
+            "single_elimination": tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION,
+            "double_elimination": tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION,
+        }
+        spec = tournament_pb2.TournamentSpec(
+            name=name, players=players,
+            format=formats.get(format, tournament_pb2.TOURNAMENT_FORMAT_UNSPECIFIED),
+            bot_ids=list(bot_ids), rules=dict(rules or {}), rounds=rounds,
+            series_length=series_length, duplicate_deals=duplicate,
+            rotate_partners=rotate_partners, all_triples=all_triples,
+            seeding=(tournament_pb2.SEEDING_GIVEN_ORDER if seeding == "given"
+                     else tournament_pb2.SEEDING_RATING),
+            clock=game_pb2.ClockPolicy(move_time_ms=move_time_ms, time_bank_ms=time_bank_ms),
+            faults=game_pb2.FaultPolicy(max_strikes=max_strikes, disconnect_grace_ms=grace_ms),
+        )
+        if seed is not None:
+            spec.seed = seed
+        resp = self.tournaments.CreateTournament(
+            tournament_pb2.CreateTournamentRequest(spec=spec), metadata=self.metadata, timeout=60)
+        return resp.tournament
+
+    def get_tournament(self, tournament_id: str) -> tournament_pb2.Tournament:
+        """One tournament."""
+        return self.tournaments.GetTournament(
+            tournament_pb2.GetTournamentRequest(tournament_id=tournament_id),
+            metadata=self.metadata, timeout=30).tournament
+
+    def standings(self, tournament_id: str) -> tournament_pb2.Standings:
+        """Standings, crosstable and bracket."""
+        return self.tournaments.GetStandings(
+            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=60
+        ).standings
+
+    def watch(self, tournament_id: str, after: int = 0
+              ) -> Iterator[tournament_pb2.WatchTournamentResponse]:
+        """The tournament's events after sequence `after`, until it finishes."""
+        yield from self.tournaments.WatchTournament(
+            tournament_pb2.WatchTournamentRequest(tournament_id=tournament_id,
+                                                  after_sequence=after))
+
+    def get_ratings(self, pool: str = "3p") -> rating_pb2.GetRatingsResponse:
+        """Ratings of a pool: `3p` or `2v2`."""
+        value = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
+                 else rating_pb2.RATING_POOL_THREE_PLAYER)
+        return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=value), timeout=60)

@@ -105,12 +105,13 @@ def _run_selfplay(args: argparse.Namespace) -> int:
 
 def build_parser() -> _Parser:
     """The full command-line parser."""
-    from clients import commands
+    from clients import commands, organiser
 
     parser = _Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_selfplay(sub)
     commands.add_all(sub)
+    organiser.add_organiser(sub)
     return parser
 
 

@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import re
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,7 @@ def _run_worker(args: argparse.Namespace) -> int:
     import redis
 
     from workers.queues import make_worker, rq_connection
+    from workers.recovery import start_recovery_thread
 
     _setup_logging(args.verbose)
     conn = rq_connection(args.redis)
@@ -99,7 +102,55 @@ def _run_worker(args: argparse.Namespace) -> int:
     except redis.ConnectionError as exc:
         raise CommandError(f"cannot reach Redis at {args.redis}: {exc}") from None
     worker = make_worker(conn, name=args.name)
-    worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
+    if not args.burst:
+        # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
+        # one pass per period across them all (see workers.recovery for why not RQ's scheduler).
+        start_recovery_thread(args.redis)
+    worker.work(burst=args.burst, with_scheduler=not args.burst,
+                logging_level="DEBUG" if args.verbose else "INFO")
+    return 0
+
+
+def _run_up(args: argparse.Namespace) -> int:
+    import signal
+
+    from clients.stack import LocalStack
+
+    stack = LocalStack(Path(args.data), listen=args.listen, workers=args.workers,
+                       redis_url=args.redis or os.environ.get("REDIS_URL") or None)
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        stack.start()
+    except RuntimeError as exc:
+        stack.stop()
+        raise CommandError(str(exc)) from None
+    token_file = Path(args.data) / "admin-token"
+    print(f"moonshot is up ({args.workers} workers); Ctrl-C stops everything")
+    print(f"  referee:     {stack.address}")
+    print(f"  redis:       {stack.redis_url}")
+    print(f"  admin token: {stack.admin_token}")
+    print(f"  data:        {Path(args.data).resolve()} (logs in logs/, token in {token_file.name})")
+    print(f"  export MOONSHOT_SERVER={stack.address} MOONSHOT_ADMIN_TOKEN={stack.admin_token}",
+          flush=True)
+    try:
+        while not stopping:
+            dead = stack.check()
+            if dead:
+                print(f"moonshot up: {', '.join(dead)} stopped unexpectedly; see "
+                      f"{Path(args.data) / 'logs'}", file=sys.stderr, flush=True)
+                break
+            time.sleep(0.5)
+    finally:
+        print("stopping ...", flush=True)
+        stack.stop()
+        print("stopped", flush=True)
     return 0
 
 
@@ -234,6 +285,15 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
                    help="who may register bots (default: anyone)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_referee)
+
+    p = sub.add_parser("up", help="run Redis, a referee and workers on this machine")
+    p.add_argument("--data", default=os.environ.get("MOONSHOT_DATA", DATA_DIR),
+                   help=f"data folder: Redis files, logs, admin token (default {DATA_DIR})")
+    p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--redis", default=None, metavar="URL",
+                   help="use this Redis instead of starting one (default $REDIS_URL)")
+    p.set_defaults(run=_run_up)
 
     p = sub.add_parser("worker", help="run an RQ worker that hosts matches")
     p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")

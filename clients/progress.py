@@ -20,10 +20,11 @@ def format_duration(seconds: float) -> str:
 
 
 class Progress:
-    """Redraws one line on a terminal; silent when the stream is not a terminal."""
+    """Redraws one line on a terminal; off a terminal, silent or (`plain`) a line per tenth."""
 
     def __init__(self, total: int, label: str = "", unit: str = "games",
-                 stream: TextIO | None = None, enabled: bool | None = None) -> None:
+                 stream: TextIO | None = None, enabled: bool | None = None,
+                 plain: bool = False) -> None:
         self.total = total
         self.label = label
         self.unit = unit
@@ -32,6 +33,7 @@ class Progress:
         self.start = time.monotonic()
         self._last = 0.0
         self.done = 0
+        self.plain = plain  # off a terminal, print a plain line per tenth instead
 
     def line(self, done: int) -> str:
         """The bar as text, for `done` of `total`."""
@@ -46,10 +48,17 @@ class Progress:
         return (f"{prefix}[{bar}] {done}/{self.total} {self.unit} "
                 f"{rate:.1f}/s ETA {format_duration(eta)}")
 
-    def update(self, done: int, force: bool = False) -> None:
-        """Redraw if enabled, at most ten times a second."""
+    def update(self, done: int, force: bool = False, total: int | None = None) -> None:
+        """Redraw, at most ten times a second; off a terminal, one line per tenth done."""
+        if total is not None:
+            self.total = max(total, done)
+        step = self.total // 10 or 1
+        crossed = done // step > self.done // step or (done >= self.total > self.done)
         self.done = done
         if not self.enabled:
+            if self.plain and crossed:
+                self.stream.write(self.line(done) + "\n")
+                self.stream.flush()
             return
         now = time.monotonic()
         if force or now - self._last >= 0.1 or done >= self.total:

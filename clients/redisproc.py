@@ -79,7 +79,10 @@ class RedisServer:
             "--protected-mode", "no",
             "--logfile", str((self.data_dir / "redis.log").resolve()),
         ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its own session: a Ctrl-C meant for the parent must not stop Redis before the
+        # processes that still need it.
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
         client = redis.Redis(host=self.host, port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:

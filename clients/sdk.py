@@ -27,6 +27,7 @@ import grpc
 
 from clients import wire
 from clients.bot import Bot
+from moon import Action, Observation
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 
 __all__ = ["BotRunner", "FatalStreamError", "register", "run_bot"]
@@ -38,6 +39,9 @@ _CHANNEL_OPTIONS = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 1),
 ]
+
+
+_Call = grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse]
 
 
 class FatalStreamError(Exception):
@@ -72,7 +76,6 @@ class BotRunner:
     bots: dict[tuple[str, int], Bot] = field(default_factory=dict)
     _stop: asyncio.Event | None = None
     _pool: ThreadPoolExecutor | None = None
-    _write_lock: asyncio.Lock | None = None
 
     def stop(self) -> None:
         """Ask `run` to return after the current stream ends."""
@@ -82,7 +85,6 @@ class BotRunner:
     async def run(self) -> None:
         """Connect, play, reconnect on failure; return when stopped or refused for good."""
         self._stop = asyncio.Event()
-        self._write_lock = asyncio.Lock()  # grpc.aio allows one write at a time per call
         self._pool = ThreadPoolExecutor(self.threads) if self.threads else None
         backoff = 0.25
         try:
@@ -120,34 +122,50 @@ class BotRunner:
         async with grpc.aio.insecure_channel(self.server, options=_CHANNEL_OPTIONS) as channel:
             stub = bot_pb2_grpc.BotServiceStub(channel)
             call = stub.Play(metadata=(("authorization", f"Bearer {self.token}"),))
-            stopper = asyncio.create_task(self._stop.wait())
+            # One task reads, one writes (grpc.aio allows one write at a time per call),
+            # so neither a read nor a decision waits for a write to complete.
+            outbox: asyncio.Queue[bot_pb2.PlayRequest] = asyncio.Queue()
             tasks: set[asyncio.Task[None]] = set()
+            reader = asyncio.create_task(self._read(call, outbox, tasks))
+            writer = asyncio.create_task(self._write(call, outbox))
+            stopper = asyncio.create_task(self._stop.wait())
             try:
-                while True:
-                    read = asyncio.ensure_future(call.read())
-                    done, _ = await asyncio.wait({read, stopper},
-                                                 return_when=asyncio.FIRST_COMPLETED)
-                    if stopper in done:
-                        read.cancel()
-                        call.cancel()
-                        return
-                    msg = read.result()
-                    if msg is grpc.aio.EOF or not isinstance(msg, bot_pb2.PlayResponse):
-                        return
-                    task = self._handle(call, msg)
-                    if task is not None:
-                        tasks.add(task)
-                        task.add_done_callback(tasks.discard)
+                done, _ = await asyncio.wait({reader, writer, stopper},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if stopper in done:
+                    call.cancel()
+                    return
+                for t in done:
+                    t.result()  # the error that ended the stream, if any
             finally:
-                stopper.cancel()
-                for t in tasks:
+                for t in (reader, writer, stopper, *tasks):
                     t.cancel()
 
-    def _handle(self, call: grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse],
-                msg: bot_pb2.PlayResponse) -> asyncio.Task[None] | None:
-        kind = msg.WhichOneof("message")
-        if kind == "decision_request":
-            return asyncio.create_task(self._decide(call, msg.decision_request))
+    async def _read(self, call: _Call, outbox: asyncio.Queue[bot_pb2.PlayRequest],
+                    tasks: set[asyncio.Task[None]]) -> None:
+        while True:
+            msg = await call.read()
+            if msg is grpc.aio.EOF or not isinstance(msg, bot_pb2.PlayResponse):
+                return
+            kind = msg.WhichOneof("message")
+            if kind != "decision_request":
+                self._note(kind, msg)
+            elif self._pool is None:  # instant bots: decide right here, no task
+                answer = self._decide(msg.decision_request)
+                if answer is not None:
+                    outbox.put_nowait(answer)
+            else:
+                task = asyncio.create_task(self._decide_in_pool(msg.decision_request, outbox))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+    async def _write(self, call: _Call, outbox: asyncio.Queue[bot_pb2.PlayRequest]) -> None:
+        while True:
+            answer = await outbox.get()
+            with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError):
+                await call.write(answer)  # a broken stream shows up on the read side
+
+    def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":
             w = msg.welcome
             log.info("connected to %s as %s (%s)", self.server, w.name, w.bot_id)
@@ -165,35 +183,44 @@ class BotRunner:
         elif kind == "decision_rejected":
             d = msg.decision_rejected
             log.warning("decision %s rejected: %s", d.request_id, d.message)
-        return None
 
-    async def _decide(self, call: grpc.aio.StreamStreamCall[bot_pb2.PlayRequest,
-                                                             bot_pb2.PlayResponse],
-                      req: bot_pb2.PlayResponse.DecisionRequest) -> None:
+    def _inputs(self, req: bot_pb2.PlayResponse.DecisionRequest
+                ) -> tuple[Bot, Observation, tuple[Action, ...]]:
         key = (req.match_id, req.seat)
         bot = self.bots.get(key)
         if bot is None:
             bot = self.bots[key] = self.factory(_seed_of(*key))
-        obs = wire.observation_from_pb(req.observation)
-        legal = wire.actions_from_pb(req.legal_actions)
+        return bot, wire.observation_from_pb(req.observation), wire.actions_from_pb(
+            req.legal_actions)
+
+    def _answer(self, req: bot_pb2.PlayResponse.DecisionRequest,
+                action: Action) -> bot_pb2.PlayRequest:
+        self.decisions += 1
+        log.debug("%s seat %d: %s", req.match_id, req.seat, action.label)
+        return wire.decision_pb(req.request_id, action)
+
+    def _decide(self, req: bot_pb2.PlayResponse.DecisionRequest) -> bot_pb2.PlayRequest | None:
+        """Decide on the event loop; None when the bot failed (the clock will run out)."""
         try:
-            if self._pool is None:
-                action = bot.act(obs, legal)
-            else:
-                loop = asyncio.get_running_loop()
-                action = await loop.run_in_executor(self._pool, bot.act, obs, legal)
+            bot, obs, legal = self._inputs(req)
+            return self._answer(req, bot.act(obs, legal))
+        except Exception:
+            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
+                          req.request_id)
+            return None
+
+    async def _decide_in_pool(self, req: bot_pb2.PlayResponse.DecisionRequest,
+                              outbox: asyncio.Queue[bot_pb2.PlayRequest]) -> None:
+        assert self._pool is not None
+        try:
+            bot, obs, legal = self._inputs(req)
+            action = await asyncio.get_running_loop().run_in_executor(
+                self._pool, bot.act, obs, legal)
         except Exception:
             log.exception("bot raised on %s; not answering (the referee's clock will run out)",
                           req.request_id)
             return
-        self.decisions += 1
-        log.debug("%s seat %d: %s", req.match_id, req.seat, action.label)
-        assert self._write_lock is not None
-        async with self._write_lock:
-            with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError):
-                await call.write(bot_pb2.PlayRequest(
-                    decision=bot_pb2.PlayRequest.Decision(request_id=req.request_id,
-                                                          action_id=action.id)))
+        outbox.put_nowait(self._answer(req, action))
 
 
 def run_bot(factory: Callable[[int | None], Bot], server: str, token: str,

@@ -39,7 +39,7 @@ def check_seed(seed: object) -> int:
     return seed
 
 
-# How to draw the swap digits of a shuffle of `length` items, in order.
+# How to draw the swap digits of a shuffle, in order.
 #
 # Peeling digits off the 128-bit `r` one at a time makes every step a
 # multi-digit big-int division. Instead the radices are grouped so that each
@@ -51,13 +51,14 @@ def check_seed(seed: object) -> int:
 _Plan = tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
 
 
-def _plan(length: int) -> _Plan:
+def _plan(length: int, keep: int) -> _Plan:
+    """The steps i = length-1 down to `keep`+1 (all of them when keep is 0)."""
     groups = []
     i = length - 1
-    while i > 0:
+    while i > keep:
         steps: list[tuple[int, int]] = []
         product = 1
-        while i > 0 and product * (i + 1) < 1 << 30:
+        while i > keep and product * (i + 1) < 1 << 30:
             steps.append((i, i + 1))
             product *= i + 1
             i -= 1
@@ -65,19 +66,24 @@ def _plan(length: int) -> _Plan:
     return tuple(groups)
 
 
-_PLANS: dict[int, _Plan] = {n: _plan(n) for n in range(29)}
-
+_PLANS: dict[tuple[int, int], _Plan] = {
+    (n, keep): _plan(n, keep) for n in range(29) for keep in (0, 6)
+}
 
 # mix64(hand) for the first hands of a game: a constant of the generator, like
 # the tables in `moon.contracts`, that saves one of a deal's four mixes.
 _HAND_KEYS: tuple[int, ...] = tuple(mix64(hand) for hand in range(256))
 
 
-def _shuffle(seed: int, hand: int, items: list[int]) -> None:
-    """Permute `items` in place: the shuffle of hand `hand` of game `seed`."""
+def _shuffle(seed: int, hand: int, items: list[int], keep: int = 0) -> None:
+    """Permute `items` in place: the shuffle of hand `hand` of game `seed`.
+
+    Fisher-Yates fixes the last position first; with `keep` > 0 it stops once
+    only positions 0..keep remain, leaving them in an unspecified order.
+    """
     h = mix64(seed ^ (_HAND_KEYS[hand] if 0 <= hand < 256 else mix64(hand)))
     r = (mix64(h) << 64) | mix64(h ^ _SECOND_HALF_STREAM)
-    plan = _PLANS.get(len(items)) or _plan(len(items))
+    plan = _PLANS.get((len(items), keep)) or _plan(len(items), keep)
     for product, steps in plan:
         c = r % product
         r //= product
@@ -94,17 +100,23 @@ def deal_order(seed: int, hand: int, tiles: tuple[int, ...]) -> list[int]:
     return out
 
 
-def deal_masks(seed: int, hand: int, tiles: tuple[int, ...], players: int) -> tuple[list[int], int]:
-    """`deal_order`'s deal as the engine holds it: 7-tile hand masks and the widow.
+def deal_masks(
+    seed: int, hand: int, tile_bits: tuple[int, ...], players: int
+) -> tuple[list[int], int]:
+    """`deal_order`'s deal as the engine holds it: hand masks per seat and the widow.
 
-    Seat `s` gets the tiles at positions 7s..7s+6 of `deal_order`, the widow is
-    the tile at position 21 (-1 when there are only 7*players tiles). The same
-    shuffle runs on the tiles' bits, so each hand is the sum of a slice: no
-    per-tile loop.
+    `tile_bits` is `1 << t` for each tile `t` of the tiles `deal_order` would
+    get, in the same order. Seat `s` (of 3 or 4) gets the tiles at positions
+    7s..7s+6 of `deal_order`; the widow is the tile at position 7*players, or -1
+    when there is none. Shuffling the bits makes each hand the sum of a slice,
+    and as seat 0's hand is a set, the last six swaps (which only reorder
+    positions 0..6) are skipped.
     """
-    bits = [1 << t for t in tiles]
-    _shuffle(seed, hand, bits)
-    hands = [sum(bits[k : k + 7]) for k in range(0, 7 * players, 7)]
+    bits = list(tile_bits)
+    _shuffle(seed, hand, bits, keep=6)
+    hands = [sum(bits[0:7]), sum(bits[7:14]), sum(bits[14:21])]
+    if players == 4:
+        hands.append(sum(bits[21:28]))
     widow = bits[7 * players].bit_length() - 1 if len(bits) > 7 * players else -1
     return hands, widow
 

@@ -25,7 +25,7 @@ from moon.deal import check_seed, deal_masks, first_bidder
 from moon.errors import IllegalActionError
 from moon.observation import BidMade, Observation, Phase, Play, Trick
 from moon.rules import Rules
-from moon.tiles import ALL_TILES, tiles_of
+from moon.tiles import ALL_TILES, BIT, tiles_of
 
 __all__ = ["GameState", "Phase", "tile_set"]
 
@@ -75,6 +75,18 @@ _BIDS_OPEN: dict[int, tuple[tuple[int, ...], ...]] = {
 # The last seat's bids after everyone passed, when all_pass is "forced": no pass.
 _BIDS_FORCED: dict[int, tuple[int, ...]] = {m: _bid_ids(m, 0, True) for m in (3, 4, 5)}
 
+# For observations. Their parts are immutable values, so one prebuilt instance
+# per (seat, tile) play and per (seat, bid) call serves every observation (bids
+# cover every id below TRUMP_BASE, all that `apply_id` files as a call).
+_PLAY_VALUES = tuple(tuple(Play(s, tile) for tile in ALL_TILES) for s in range(4))
+_BID_VALUES = tuple(tuple(BidMade(s, b) for b in range(TRUMP_BASE)) for s in range(4))
+_PHASES = tuple(Phase)  # by value: _PHASES[p] is Phase(p)
+# A hand's tiles highest first (as `tiles_of`) from four 7-bit table lookups.
+_TILES_0, _TILES_7, _TILES_14, _TILES_21 = (
+    tuple(tuple(ALL_TILES[lo + i] for i in reversed(range(7)) if m >> i & 1) for m in range(128))
+    for lo in (0, 7, 14, 21)
+)
+
 
 class GameState:
     """A mutable game in progress; `copy()` is cheap, for search."""
@@ -83,7 +95,7 @@ class GameState:
         "_bid_forced",
         "_bid_open",
         "_next",
-        "_tiles",
+        "_tile_bits",
         "actions",
         "best_power",
         "best_seat",
@@ -147,7 +159,7 @@ class GameState:
     # Constants of the rules, fixed by `new` (so `moon.sampling`, which builds its
     # states with `new`, gets them too) and shared by copies: the hot path reads
     # one attribute instead of recomputing them from `rules`.
-    _tiles: tuple[int, ...]  # tile indices in play
+    _tile_bits: tuple[int, ...]  # 1 << t for each tile t in play, for `deal_masks`
     _next: tuple[int, ...]  # the seat after each seat, clockwise
     _bid_open: tuple[tuple[int, ...], ...]  # legal bids by the highest bid so far
     _bid_forced: tuple[int, ...]  # legal bids of a forced last seat; () if never forced
@@ -172,7 +184,7 @@ class GameState:
         self.end = None
         self.record = record
         self.hand_log = []
-        self._tiles = tile_set(rules)
+        self._tile_bits = tuple(BIT[t] for t in tile_set(rules))
         self._next = (*range(1, self.n), 0)
         self._bid_open = _BIDS_OPEN[rules.min_bid]
         self._bid_forced = _BIDS_FORCED[rules.min_bid] if rules.all_pass == "forced" else ()
@@ -185,7 +197,7 @@ class GameState:
         return self
 
     def _deal(self, first: int) -> None:
-        self.hands, self.widow = deal_masks(self.seed, self.hand_index, self._tiles, self.n)
+        self.hands, self.widow = deal_masks(self.seed, self.hand_index, self._tile_bits, self.n)
         self.dealt = tuple(self.hands)
         self.first_bidder = first
         self.to_act = first
@@ -213,7 +225,7 @@ class GameState:
         c.seed = self.seed
         c.n = self.n
         c.record = self.record
-        c._tiles = self._tiles
+        c._tile_bits = self._tile_bits
         c._next = self._next
         c._bid_open = self._bid_open
         c._bid_forced = self._bid_forced
@@ -302,7 +314,9 @@ class GameState:
         is_bidder = seat == self.bidder and self.phase != _BID
         widow_seen = is_bidder and self.widow_taken
         played = self.bidder >= 0 and self.phase != _BID
-        plays = [Play(s, ALL_TILES[t]) for s, t in self.plays]
+        h = self.hands[seat]
+        values = _PLAY_VALUES
+        plays = [values[s][t] for s, t in self.plays]
         done = len(self.winners)
         tricks = tuple(
             Trick(plays[k * n].seat, tuple(plays[k * n : (k + 1) * n]), w)
@@ -312,11 +326,12 @@ class GameState:
             seat=seat,
             rules=self.rules,
             hand_number=self.hand_index + (self.phase != _OVER),
-            phase=Phase(self.phase),
+            phase=_PHASES[self.phase],
             to_act=self.to_act,
             first_bidder=self.first_bidder,
-            hand=tiles_of(self.hands[seat]),
-            bids=tuple(BidMade(s, b) for s, b in self.bids),
+            hand=_TILES_21[h >> 21] + _TILES_14[h >> 14 & 0x7F] + _TILES_7[h >> 7 & 0x7F]
+            + _TILES_0[h & 0x7F],
+            bids=tuple([_BID_VALUES[s][b] for s, b in self.bids]),
             bidder=self.bidder if played else None,
             bid=self.bid if played else None,
             contract=self.contract if self.contract >= 0 else None,
@@ -326,12 +341,12 @@ class GameState:
             current=tuple(plays[done * n :]),
             tricks_won=tuple(self.tricks_won),
             scores=tuple(self.scores),
-            hand_sizes=tuple(m.bit_count() for m in self.hands),
+            hand_sizes=tuple(map(int.bit_count, self.hands)),
         )
 
     def legal_actions(self) -> tuple[Action, ...]:
         """The legal actions for the seat to act, sorted by id."""
-        return tuple(ACTIONS[i] for i in self.legal_ids())
+        return tuple(map(ACTIONS.__getitem__, self.legal_ids()))
 
     # -------------------------------------------------------------- moves
 
@@ -348,6 +363,9 @@ class GameState:
                 action=action.label,
             )
         legal = self.legal_ids()
+        if action.id in legal and (seat is None or seat == self.to_act):
+            self.apply_id(action.id)
+            return
         what = ("bid", "discard", "name trumps", "play")[self.phase]
         if seat is not None and seat != self.to_act:
             raise IllegalActionError(
@@ -356,16 +374,14 @@ class GameState:
                 action=action.label,
                 legal=tuple(ACTIONS[i].label for i in legal),
             )
-        if action.id not in legal:
-            labels = tuple(ACTIONS[i].label for i in legal)
-            raise IllegalActionError(
-                f"seat {self.to_act} may not {action} in hand {self.hand_index + 1} "
-                f"(phase {what}); legal: {', '.join(labels)}",
-                seat=self.to_act,
-                action=action.label,
-                legal=labels,
-            )
-        self.apply_id(action.id)
+        labels = tuple(ACTIONS[i].label for i in legal)
+        raise IllegalActionError(
+            f"seat {self.to_act} may not {action} in hand {self.hand_index + 1} "
+            f"(phase {what}); legal: {', '.join(labels)}",
+            seat=self.to_act,
+            action=action.label,
+            legal=labels,
+        )
 
     def apply_id(self, aid: int) -> None:
         """Unchecked apply by action id: the fast path for replay and search."""
@@ -373,7 +389,7 @@ class GameState:
         s = self.to_act
         if aid >= PLAY_BASE:
             t = aid - PLAY_BASE
-            self.hands[s] ^= 1 << t
+            self.hands[s] ^= BIT[t]
             self.plays.append((s, t))
             k = self.in_trick
             if k:
@@ -419,14 +435,14 @@ class GameState:
         if aid < DISCARD_BASE:  # name trumps
             self.contract = aid - TRUMP_BASE
             if self.widow >= 0 and self.rules.trump_before_widow:
-                self.hands[s] |= 1 << self.widow
+                self.hands[s] |= BIT[self.widow]
                 self.phase = _DISCARD
             else:
                 self.phase = _PLAY
             return
         # discard
         t = aid - DISCARD_BASE
-        self.hands[s] ^= 1 << t
+        self.hands[s] ^= BIT[t]
         self.discard = t
         self.phase = _PLAY if self.contract >= 0 else _TRUMP
 
@@ -435,7 +451,7 @@ class GameState:
         self.bid = self.high
         self.to_act = b
         if self.widow >= 0 and not self.rules.trump_before_widow:
-            self.hands[b] |= 1 << self.widow
+            self.hands[b] |= BIT[self.widow]
             self.phase = _DISCARD
         else:
             self.phase = _TRUMP

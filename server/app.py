@@ -23,7 +23,6 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.moon.v1 import (
     bot_pb2,
-    bot_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
@@ -32,9 +31,10 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 from server.bots import BotServicer
+from server.bots import add_to_server as add_bot_service
 from server.hub import Hub
-from server.later import RatingServicer, TournamentServicer
 from server.matches import MatchServicer
+from server.tournaments import RatingServicer, TournamentServicer
 from workers import store
 from workers.queues import rq_connection
 
@@ -74,7 +74,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     r.ping()
     generated = store.ensure_admin_token(r, admin_token)
     ar = aioredis.Redis.from_url(redis_url, decode_responses=True)
-    hub = Hub(ar)
+    hub = Hub(ar, redis_url)
     await hub.start()
     server = grpc.aio.server(options=[
         ("grpc.keepalive_time_ms", 20_000),
@@ -82,14 +82,14 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
         ("grpc.keepalive_permit_without_calls", 1),
     ])
-    bot_pb2_grpc.add_BotServiceServicer_to_server(
-        BotServicer(r, hub, open_registration), server
-    )
+    add_bot_service(BotServicer(r, hub, open_registration), server)
     match_pb2_grpc.add_MatchServiceServicer_to_server(
         MatchServicer(r, rq_connection(redis_url)), server
     )
-    tournament_pb2_grpc.add_TournamentServiceServicer_to_server(TournamentServicer(), server)
-    rating_pb2_grpc.add_RatingServiceServicer_to_server(RatingServicer(), server)
+    tournament_pb2_grpc.add_TournamentServiceServicer_to_server(
+        TournamentServicer(r, ar, rq_connection(redis_url)), server
+    )
+    rating_pb2_grpc.add_RatingServiceServicer_to_server(RatingServicer(r), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):

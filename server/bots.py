@@ -18,7 +18,7 @@ from server.hub import Hub, Stream
 from workers import store
 from workers.errors import InvalidArgument, ServiceError, Unauthenticated
 
-__all__ = ["BotServicer"]
+__all__ = ["BotServicer", "add_to_server"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -77,11 +77,11 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             next_page_token=nxt,
         )
 
-    async def Play(
+    async def Play(  # type: ignore[override]  # may yield wire bytes: see add_to_server
         self,
         request_iterator: AsyncIterator[bot_pb2.PlayRequest],
         context: grpc.aio.ServicerContext[Any, Any],
-    ) -> AsyncIterator[bot_pb2.PlayResponse]:
+    ) -> AsyncIterator[bot_pb2.PlayResponse | bytes]:
         """The bot's bidirectional stream: requests out, decisions in."""
         try:
             token = bearer_token(context)
@@ -109,7 +109,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                     if stream.abort_reason:
                         await context.abort(grpc.StatusCode.ABORTED, stream.abort_reason)
                     break
-                yield wire.event_to_pb(event)
+                yield wire.event_to_bytes(event)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -135,3 +135,36 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             log.warning("bot %s: %s", stream.bot_id, exc)
         finally:
             stream.close()
+
+
+def _serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+class _Captured:
+    """Stands in for a server to catch the method handlers the generated code registers."""
+
+    handlers: dict[str, Any]
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the same handlers come to add_registered_method_handlers."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        """Keep them."""
+        self.handlers = dict(handlers)
+
+
+def add_to_server(servicer: BotServicer, server: grpc.aio.Server) -> None:
+    """Register BotService as the generated code does, except that Play may yield bytes.
+
+    A decision is encoded straight to wire bytes (`wire.event_to_bytes`, the hot
+    path); parsing them into a PlayResponse only for gRPC to serialize it again
+    would cost about as much as the encoding.
+    """
+    captured = _Captured()
+    bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, captured)  # type: ignore[arg-type]
+    handlers = captured.handlers
+    handlers["Play"] = handlers["Play"]._replace(response_serializer=_serialize_play)
+    service = bot_pb2.DESCRIPTOR.services_by_name["BotService"].full_name
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+    server.add_registered_method_handlers(service, handlers)

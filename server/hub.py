@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import secrets
@@ -23,7 +24,10 @@ import time
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
+from server.resp import Reply, RespConnection
 from workers import keys
 from workers.bus import ACCEPT_LUA, accept_args, match_of_request
 
@@ -71,18 +75,23 @@ class Stream:
 class Hub:
     """Routes events from Redis to this referee's bot streams, and answers back."""
 
-    def __init__(self, r: aioredis.Redis) -> None:
-        self.r = r
-        self.pubsub = r.pubsub(ignore_subscribe_messages=True)
+    def __init__(self, r: aioredis.Redis, url: str) -> None:
+        self.r = r  # everything but the hot path
+        self.url = url
         self.streams: dict[str, set[Stream]] = {}
-        self._accept = r.register_script(ACCEPT_LUA)
+        # The hot path (see server.resp): requests arrive on `_sub`, answers leave on `_cmd`.
+        self._sub: RespConnection | None = None
+        self._cmd: RespConnection | None = None
+        self._accept_sha = hashlib.sha1(ACCEPT_LUA.encode()).hexdigest()
         self._tasks: list[asyncio.Task[None]] = []
         self._sub_lock = asyncio.Lock()
+        self._detaching: set[asyncio.Future[None]] = set()  # referenced until they finish
+        self._cmd_lock = asyncio.Lock()
         self.control_channel = f"{keys.P}referee:{secrets.token_hex(6)}"
 
     async def start(self) -> None:
         """Open the pub/sub connection and start the listener and presence tasks."""
-        await self.pubsub.subscribe(self.control_channel)
+        self._sub = await self._subscribe_all()
         self._tasks = [
             asyncio.create_task(self._listen(), name="hub-listen"),
             asyncio.create_task(self._keep_presence(), name="hub-presence"),
@@ -99,8 +108,9 @@ class Hub:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-        with contextlib.suppress(Exception):
-            await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+        for conn in (self._sub, self._cmd):
+            if conn is not None:
+                conn.close()
 
     # ----------------------------------------------------------- streams
 
@@ -109,8 +119,11 @@ class Hub:
         bot = stream.bot_id
         async with self._sub_lock:
             group = self.streams.setdefault(bot, set())
-            if not group:
-                await self.pubsub.subscribe(keys.events(bot))
+            if not group and self._sub is not None and self._sub.is_open:
+                # If the connection is down, `_listen` subscribes (every bot with a
+                # stream here) once it is back, then delivers what is pending again.
+                with contextlib.suppress(RedisConnectionError):
+                    await self._sub.call("SUBSCRIBE", keys.events(bot))
             group.add(stream)
         await self.r.zadd(keys.presence(bot), {stream.id: time.time() + PRESENCE_TTL_S})
         # A bot has one live stream: older ones, on this referee or another, end now.
@@ -123,7 +136,19 @@ class Hub:
             stream.deliver(json.loads(pending[rid]))
 
     async def detach(self, stream: Stream) -> None:
-        """Unregister a stream; unsubscribe when it was the bot's last here."""
+        """Unregister a stream; unsubscribe when it was the bot's last here.
+
+        Runs to the end even when the caller is cancelled: the RPC of a bot that vanished
+        is cancelled while its stream is being detached, and stopping half-way would leave
+        the bot marked present (its clock running, its grace not started) until the entry
+        expires, and out of the refresh that would otherwise remove it.
+        """
+        task = asyncio.ensure_future(self._detach(stream))
+        self._detaching.add(task)
+        task.add_done_callback(self._detaching.discard)
+        await asyncio.shield(task)
+
+    async def _detach(self, stream: Stream) -> None:
         bot = stream.bot_id
         stream.closed = True
         async with self._sub_lock:
@@ -132,8 +157,9 @@ class Hub:
                 group.discard(stream)
                 if not group:
                     del self.streams[bot]
-                    with contextlib.suppress(Exception):
-                        await self.pubsub.unsubscribe(keys.events(bot))
+                    if self._sub is not None and self._sub.is_open:
+                        with contextlib.suppress(Exception):
+                            await self._sub.call("UNSUBSCRIBE", keys.events(bot))
         with contextlib.suppress(Exception):
             await self.r.zrem(keys.presence(bot), stream.id)
 
@@ -145,7 +171,7 @@ class Hub:
         """Forward an answer; return a `decision_rejected` event when it is refused."""
         k, argv = accept_args(stream.bot_id, request_id, action_id)
         match_id = match_of_request(request_id)
-        if match_id and await self._accept(keys=k, args=argv) == 1:
+        if match_id and await self._run_accept(k, argv) == 1:
             return None
         reason, message = await self._why_refused(stream.bot_id, request_id, match_id)
         return {
@@ -158,13 +184,36 @@ class Hub:
             "strikes": 0,
         }
 
+    async def _run_accept(self, k: list[str], argv: list[str]) -> Reply:
+        """ACCEPT on the hot-path connection (opened again if it was lost, retried once)."""
+        for attempt in (1, 2):
+            conn = self._cmd
+            if conn is None or not conn.is_open:
+                async with self._cmd_lock:
+                    conn = self._cmd
+                    if conn is None or not conn.is_open:
+                        conn = self._cmd = await RespConnection.open(self.url)
+            try:
+                try:
+                    return await conn.call("EVALSHA", self._accept_sha, 2, *k, *argv)
+                except ResponseError as exc:
+                    if not str(exc).startswith("NOSCRIPT"):
+                        raise
+                    return await conn.call("EVAL", ACCEPT_LUA, 2, *k, *argv)
+            except RedisConnectionError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
     async def _why_refused(self, bot_id: str, request_id: str, match_id: str) -> tuple[str, str]:
         if not match_id:
             return "unknown_request", f"no such request {request_id!r}"
         raw = await self.r.hget(keys.match(match_id), "spec")
         if raw is None:
             return "unknown_request", f"no such request {request_id!r}: unknown match"
-        if bot_id not in json.loads(raw)["bot_ids"]:
+        bot_ids: list[str] = json.loads(raw)["bot_ids"]
+        if bot_id not in bot_ids or await self._for_another_seat(
+                bot_id, bot_ids, match_id, request_id):
             return (
                 "not_yours",
                 f"PERMISSION_DENIED: request {request_id!r} is not addressed to bot {bot_id}",
@@ -174,33 +223,71 @@ class Hub:
             f"request {request_id!r} is no longer pending (answered already or timed out)",
         )
 
+    async def _for_another_seat(self, bot_id: str, bot_ids: list[str], match_id: str,
+                                request_id: str) -> bool:
+        """True when the request is (or was) addressed to a seat of the match that another
+        bot holds: a player of the match answering for another one is refused as such."""
+        seq = int(request_id.rpartition("/")[2])
+        logged = await self.r.lindex(keys.match_log(match_id), seq)  # entry i has seq i
+        if logged is not None and "seat" in (entry := json.loads(logged)):
+            return bool(bot_ids[int(entry["seat"])] != bot_id)
+        pipe = self.r.pipeline(transaction=False)
+        others = sorted(set(bot_ids) - {bot_id})
+        for other in others:
+            pipe.hexists(keys.pending(other), request_id)
+        return any(await pipe.execute())
+
     # ------------------------------------------------------------- tasks
 
+    async def _subscribe_all(self) -> RespConnection:
+        """A new pub/sub connection subscribed to the control channel and every bot's here."""
+        conn = await RespConnection.open(self.url, on_message=self._on_message)
+        try:
+            await conn.call("SUBSCRIBE", self.control_channel)
+            for bot in list(self.streams):
+                await conn.call("SUBSCRIBE", keys.events(bot))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     async def _listen(self) -> None:
+        """Keep the pub/sub connection up; its messages arrive through `_on_message`."""
         while True:
+            if self._sub is not None:
+                await self._sub.closed
+            log.warning("pub/sub connection to Redis lost; reconnecting")
             try:
-                msg = await self.pubsub.get_message(timeout=1.0)
+                async with self._sub_lock:
+                    self._sub = None
+                    self._sub = await self._subscribe_all()
+                # Requests published while we were away are still pending: send them again
+                # (each stream drops what it already has).
+                for bot, group in list(self.streams.items()):
+                    pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
+                    for rid in sorted(pending, key=_request_order):
+                        for s in list(group):
+                            s.deliver(json.loads(pending[rid]))
             except asyncio.CancelledError:
                 raise
             except Exception:  # a Redis hiccup must not end the hub
-                log.exception("pub/sub read failed; retrying")
+                log.exception("pub/sub reconnect failed; retrying")
                 await asyncio.sleep(0.5)
-                continue
-            if msg is None or msg.get("type") != "message":
-                continue
-            channel = msg["channel"]
-            bot = channel[len(keys.P) + 4 : -len(":events")]
-            group = self.streams.get(bot)
-            if not group:
-                continue
-            event = json.loads(msg["data"])
-            if event.get("type") == "superseded":
-                for s in list(group):
-                    if s.id != event["stream"]:
-                        s.close("a newer stream of this bot replaced this one")
-                continue
+
+    def _on_message(self, channel: bytes, data: bytes) -> None:
+        """A pub/sub message: fan it out to the bot's streams (called as it is parsed)."""
+        bot = channel[len(keys.P) + 4 : -len(":events")].decode()
+        group = self.streams.get(bot)
+        if not group:
+            return
+        event = json.loads(data)
+        if event.get("type") == "superseded":
             for s in list(group):
-                s.deliver(event)
+                if s.id != event["stream"]:
+                    s.close("a newer stream of this bot replaced this one")
+            return
+        for s in list(group):
+            s.deliver(event)
 
     async def _keep_presence(self) -> None:
         while True:
@@ -208,11 +295,20 @@ class Hub:
             try:
                 expiry = time.time() + PRESENCE_TTL_S
                 pipe = self.r.pipeline(transaction=False)
+                refreshed = [s for group in list(self.streams.values()) for s in group]
                 for bot, group in list(self.streams.items()):
                     if group:
                         pipe.zadd(keys.presence(bot), {s.id: expiry for s in group})
                         pipe.zremrangebyscore(keys.presence(bot), "-inf", time.time())
                 await pipe.execute()
+                # A stream detached while the refresh was on its way may have been
+                # written back after its removal: take it out again.
+                gone = [s for s in refreshed if s.closed]
+                if gone:
+                    pipe = self.r.pipeline(transaction=False)
+                    for s in gone:
+                        pipe.zrem(keys.presence(s.bot_id), s.id)
+                    await pipe.execute()
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -11,15 +11,17 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import bearer_token, unary
-from workers import store
+from server.edge import bearer_token, streaming, unary
+from workers import keys, store
 from workers.errors import InvalidArgument, NotFound
+from workers.match_events import MatchEvents
 from workers.queues import enqueue_match
 from workers.spec import MatchSpec, new_match_id
 
 __all__ = ["MatchServicer"]
 
 _PAGE = 50
+_WATCH_POLL_S = 0.1
 
 
 class MatchServicer(match_pb2_grpc.MatchServiceServicer):
@@ -130,13 +132,32 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             next_page_token=str(start + size) if more else "",
         )
 
+    @streaming
     async def WatchMatch(
         self, request: match_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
-        """Not built yet: answers UNIMPLEMENTED."""
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            "MatchService.WatchMatch is part of the protocol but not built in this release yet; "
-            "poll GetMatch",
-        )
-        yield match_pb2.WatchMatchResponse()  # type: ignore[unreachable]  # makes a generator
+        """The match's public events after `after_sequence`, live, until it ends."""
+        if not request.match_id:
+            raise InvalidArgument("match_id: required")
+        record = await asyncio.to_thread(store.get_match, self.r, request.match_id)
+        events = MatchEvents(record.spec)
+        sent = request.after_sequence
+        pb_match = wire.match_to_pb(record, with_transcript=False,
+                                    reveal=await self._reveal(context, record))
+        while True:
+            entries: list[str] = await asyncio.to_thread(
+                self.r.lrange, keys.match_log(request.match_id), events.consumed, -1)  # type: ignore[arg-type]
+            events.feed(entries)
+            if not entries:
+                record = await asyncio.to_thread(store.get_match, self.r, request.match_id)
+                if record.status in ("finished", "failed"):
+                    # Anything logged between the two reads comes first.
+                    events.feed(await asyncio.to_thread(
+                        self.r.lrange, keys.match_log(request.match_id), events.consumed, -1))  # type: ignore[arg-type]
+                    events.finish(record.status, record.result, record.error)
+            for seq in range(sent + 1, len(events.events) + 1):
+                yield wire.match_event_to_pb(seq, events.events[seq - 1], pb_match)
+                sent = seq
+            if events.events[-1]["type"] == "match_finished":
+                return
+            await asyncio.sleep(_WATCH_POLL_S)

@@ -31,14 +31,16 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from moon import Action, Observation, Rules, Tile
 from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
-from moon.contracts import CONTRACTS, contract_name
+from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
-from proto.moon.v1 import bot_pb2, game_pb2, match_pb2
+from proto.moon.v1 import bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
 from workers.errors import InvalidArgument
 from workers.spec import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults
 
 if TYPE_CHECKING:
+    from workers.standings_view import StandingsView
     from workers.store import BotRecord, MatchRecord
+    from workers.tournament import TournamentSpec
 
 __all__ = [
     "action_to_pb",
@@ -480,4 +482,242 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         pb.started_at.CopyFrom(_timestamp(record.started_at))
     if record.finished_at is not None:
         pb.finished_at.CopyFrom(_timestamp(record.finished_at))
+    return pb
+
+
+# ------------------------------------------------------------ tournaments
+
+_FORMATS: dict[tournament_pb2.TournamentFormat.ValueType, str] = {
+    tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round_robin",
+    tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single_elimination",
+    tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double_elimination",
+}
+_FORMAT_PB = {v: k for k, v in _FORMATS.items()}
+_SEEDINGS: dict[tournament_pb2.Seeding.ValueType, str] = {
+    tournament_pb2.SEEDING_UNSPECIFIED: "rating",
+    tournament_pb2.SEEDING_RATING: "rating",
+    tournament_pb2.SEEDING_GIVEN_ORDER: "given",
+}
+_T_STATUS: dict[str, tournament_pb2.TournamentStatus.ValueType] = {
+    "running": tournament_pb2.TOURNAMENT_STATUS_RUNNING,
+    "finished": tournament_pb2.TOURNAMENT_STATUS_FINISHED,
+    "failed": tournament_pb2.TOURNAMENT_STATUS_FAILED,
+}
+_SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
+    "W": tournament_pb2.BRACKET_SIDE_WINNERS,
+    "T": tournament_pb2.BRACKET_SIDE_WINNERS,
+    "L": tournament_pb2.BRACKET_SIDE_LOSERS,
+    "GF": tournament_pb2.BRACKET_SIDE_GRAND_FINAL,
+}
+
+
+def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
+    """The fields of a CreateTournament spec as `workers.tournament.build_spec` takes them."""
+    if pb.format not in _FORMATS:
+        raise InvalidArgument("spec.format: choose ROUND_ROBIN, SINGLE_ELIMINATION or "
+                              "DOUBLE_ELIMINATION")
+    if pb.seeding not in _SEEDINGS:
+        raise InvalidArgument(f"spec.seeding: unknown value {pb.seeding}")
+    return {
+        "name": pb.name,
+        "players": pb.players,
+        "format": _FORMATS[pb.format],
+        "bot_ids": list(pb.bot_ids),
+        "rules": dict(pb.rules),
+        "clock": clock_from_pb(pb.clock if pb.HasField("clock") else None),
+        "faults": faults_from_pb(pb.faults if pb.HasField("faults") else None),
+        "rounds": pb.rounds or 1,
+        "series_length": pb.series_length or 1,
+        "seed": pb.seed if pb.HasField("seed") else None,
+        "duplicate": pb.duplicate_deals if pb.HasField("duplicate_deals") else True,
+        "rotate_partners": pb.rotate_partners,
+        "seeding": _SEEDINGS[pb.seeding],
+        "all_triples": pb.all_triples,
+    }
+
+
+def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentSpec:
+    """A stored tournament spec as a message; the seed only when `reveal`."""
+    pb = tournament_pb2.TournamentSpec(
+        name=spec.name, players=spec.players, format=_FORMAT_PB[spec.format],
+        bot_ids=spec.bot_ids, rules={k: _option_text(v) for k, v in spec.rules.options().items()},
+        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults), rounds=spec.rounds,
+        series_length=spec.series_length, duplicate_deals=spec.duplicate,
+        rotate_partners=spec.rotate_partners, all_triples=spec.all_triples,
+        seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
+                 else tournament_pb2.SEEDING_GIVEN_ORDER),
+    )
+    if reveal:
+        pb.seed = spec.seed
+    return pb
+
+
+def _option_text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def tournament_to_pb(spec: TournamentSpec, info: Mapping[str, str],
+                     reveal: bool) -> tournament_pb2.Tournament:
+    """A stored tournament (spec + status hash) as a message."""
+    pb = tournament_pb2.Tournament(
+        tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
+        status=_T_STATUS.get(info.get("status", ""),
+                             tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
+        matches_total=int(info.get("total", 0)), matches_done=int(info.get("done", 0)),
+        error=info.get("error", ""),
+    )
+    if info.get("created_at"):
+        pb.created_at.CopyFrom(_timestamp(float(info["created_at"])))
+    if info.get("finished_at"):
+        pb.finished_at.CopyFrom(_timestamp(float(info["finished_at"])))
+    return pb
+
+
+def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
+    """A tournament's standings, crosstable and bracket as a message."""
+    pb = tournament_pb2.Standings(
+        tournament_id=view.tournament_id, sequence=view.sequence,
+        matches_done=view.done, matches_total=view.total,
+    )
+    for row in view.rows:
+        pb.rows.append(tournament_pb2.StandingRow(
+            rank=row["rank"], bot_id=row["bot_id"], name=row["name"], games=row["games"],
+            wins=row["wins"], draws=row["draws"], losses=row["losses"], points=row["points"],
+            score=row["score"], rating=row.get("rating", 0.0), forfeits=row["forfeits"],
+            eliminated=row.get("eliminated", False),
+        ))
+    for bot, cells in view.crosstable.items():
+        pb.crosstable.append(tournament_pb2.CrosstableRow(bot_id=bot, cells=[
+            tournament_pb2.CrosstableCell(opponent_bot_id=o, games=c[0], wins=c[1], draws=c[2],
+                                          losses=c[3])
+            for o, c in sorted(cells.items())
+        ]))
+    if view.bracket is not None:
+        pb.bracket.CopyFrom(_bracket_to_pb(view))
+    return pb
+
+
+def _bracket_to_pb(view: StandingsView) -> tournament_pb2.Bracket:
+    state = view.bracket
+    assert state is not None
+    seeds = {b: i + 1 for i, b in enumerate(state.bracket.participants)}
+    out = tournament_pb2.Bracket(champion_bot_id=state.champion or "")
+    rounds: dict[tuple[str, int], tournament_pb2.BracketRound] = {}
+    for ms in state.matches:
+        m = ms.match
+        key = (m.section, m.round)
+        if key not in rounds:
+            name = "grand final" if m.section == "GF" else (
+                f"{'losers' if m.section == 'L' else 'round'} {m.round}")
+            side = _SECTIONS.get(m.section, tournament_pb2.BRACKET_SIDE_UNSPECIFIED)
+            rounds[key] = tournament_pb2.BracketRound(side=side,
+                                                       number=m.round, name=name)
+        status = ms.status.value
+        state_pb = {
+            "pending": tournament_pb2.BracketMatch.STATE_WAITING,
+            "ready": tournament_pb2.BracketMatch.STATE_PLAYING,
+            "done": tournament_pb2.BracketMatch.STATE_DECIDED,
+            "bye": tournament_pb2.BracketMatch.STATE_BYE,
+            "skipped": tournament_pb2.BracketMatch.STATE_BYE,
+        }[status]
+        bm = tournament_pb2.BracketMatch(
+            bracket_match_id=m.id, state=state_pb, winner_bot_id=ms.winner or "",
+            match_ids=view.bracket_games.get(m.id, []),
+        )
+        for slot, (who, src) in enumerate(zip(ms.slots, m.sources, strict=True)):
+            wins, score = view.slot_scores.get((m.id, who or ""), (0, 0))
+            bm.slots.append(tournament_pb2.BracketSlot(
+                bot_id=who or "", seed=seeds.get(who or "", 0), source=_source_text(src),
+                wins=wins, score=score))
+            del slot
+        for rank, nxt, _slot in state.bracket.destinations(m.id):
+            if rank == 1:
+                bm.winner_to = nxt
+            elif rank == 2 and not bm.loser_to:
+                bm.loser_to = nxt
+        rounds[key].matches.append(bm)
+    out.rounds.extend(rounds.values())
+    return out
+
+
+def _source_text(src: object) -> str:
+    seed = getattr(src, "seed", None)
+    if seed is not None:
+        return f"seed {seed}"
+    rank = getattr(src, "rank", 1)
+    what = "winner" if rank == 1 else "loser" if rank == 2 else f"place {rank}"
+    return f"{what} of {getattr(src, 'match_id', '?')}"
+
+
+def tournament_event_to_pb(sequence: int, event: Mapping[str, Any],
+                           extra: Mapping[str, Any]) -> tournament_pb2.WatchTournamentResponse:
+    """One stored tournament event as a watch message; `extra` carries the messages the
+    servicer attaches (`standings`, `tournament`)."""
+    pb = tournament_pb2.WatchTournamentResponse(sequence=sequence)
+    if event.get("time"):
+        pb.time.CopyFrom(_timestamp(float(event["time"])))
+    kind = event["type"]
+    W = tournament_pb2.WatchTournamentResponse
+    if kind == "match_started":
+        pb.match_started.CopyFrom(W.MatchStarted(
+            match_id=event["match_id"], bot_ids=event["bot_ids"],
+            seat_names=event["seat_names"], bracket_match_id=event.get("bracket_match_id", "")))
+    elif kind == "match_finished":
+        pb.match_finished.CopyFrom(W.MatchFinished(
+            match_id=event["match_id"], result=result_to_pb(event["result"]),
+            matches_done=event["done"], matches_total=event["total"]))
+    elif kind == "standings_changed":
+        pb.standings_changed.standings.CopyFrom(extra["standings"])
+    elif kind == "tournament_finished":
+        pb.tournament_finished.tournament.CopyFrom(extra["tournament"])
+        pb.tournament_finished.standings.CopyFrom(extra["standings"])
+    return pb
+
+
+def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType,
+                  rows: Iterable[tuple[str, str, float, int]],
+                  games: int) -> rating_pb2.GetRatingsResponse:
+    """Ratings (bot id, name, rating, games), best first."""
+    return rating_pb2.GetRatingsResponse(
+        pool=pool, method="sequential Elo (K=32) in match-id order", games=games,
+        ratings=[rating_pb2.Rating(bot_id=b, name=n, rating=x, games=g)
+                 for b, n, x, g in rows])
+
+
+def match_event_to_pb(sequence: int, event: Mapping[str, Any],
+                      match: match_pb2.Match) -> match_pb2.WatchMatchResponse:
+    """One derived match event (`workers.match_events`) as a watch message."""
+    W = match_pb2.WatchMatchResponse
+    pb = W(sequence=sequence)
+    kind = event["type"]
+    if kind == "match_started":
+        pb.match_started.match.CopyFrom(match)
+    elif kind == "action_taken":
+        at = W.ActionTaken(seat=event["seat"], hand_number=event["hand_number"],
+                           kind=event["kind"] + 1, actions_played=event["actions_played"])
+        if event["action"] is not None:
+            at.action.CopyFrom(action_to_pb(ACTIONS[event["action"]]))
+        pb.action_taken.CopyFrom(at)
+    elif kind == "fault":
+        pb.fault.CopyFrom(W.Fault(
+            seat=event["seat"],
+            kind=(W.Fault.KIND_LATE if event["kind"] == "late" else W.Fault.KIND_ILLEGAL_ACTION),
+            replacement_action_id=event["replacement"], strikes=event["strikes"],
+            message=event["message"]))
+    elif kind == "hand_ended":
+        he = W.HandEnded(hand_number=event["hand_number"], tricks_won=event["tricks_won"],
+                         points=event["points"], scores=event["scores"])
+        if event["bidder"] is not None:
+            he.bidder = event["bidder"]
+            he.bid = event["bid"]
+            he.trump = parse_contract(event["trump"]) + 1  # type: ignore[assignment]
+            he.made = bool(event["made"])
+        pb.hand_ended.CopyFrom(he)
+    elif kind == "match_finished":
+        mf = W.MatchFinished(status=_STATUS.get(event["status"],
+                                                match_pb2.MATCH_STATUS_UNSPECIFIED),
+                             error=event.get("error", ""))
+        if event.get("result") is not None:
+            mf.result.CopyFrom(result_to_pb(event["result"]))
+        pb.match_finished.CopyFrom(mf)
     return pb

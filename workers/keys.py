@@ -10,6 +10,7 @@
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by their expiry time        |
 | ms:matches                  | zset   | match ids by creation time                          |
+| ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
 | ms:match:{id}:log           | list   | one JSON entry per accepted action, in order        |
 | ms:match:{id}:replies       | list   | answers forwarded by referees to the match job      |
@@ -23,6 +24,7 @@
 | ms:tournament:{id}:lock     | string | held by the scheduler run advancing it              |
 | ms:tournament:{id}:dirty    | string | set when the scheduler should look again            |
 | ms:results:{pool}           | zset   | finished match ids per rating pool (3p, 2v2)        |
+| ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from __future__ import annotations
 P = "ms:"
 
 ADMIN_TOKEN = P + "admin:token"
+OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
+RECOVERY_LOCK = P + "recovery:lock"
 
 
 def bot(bot_id: str) -> str:

@@ -33,11 +33,11 @@ from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import transcript
-from workers import keys
+from workers import events, keys
 from workers.outcome import forfeit_winner, result_of
 from workers.spec import MatchSpec
 
-__all__ = ["LEASE_MS", "MatchHost", "run_match"]
+__all__ = ["LEASE_MS", "MatchHost"]
 
 log = logging.getLogger("moonshot.match")
 
@@ -81,6 +81,7 @@ class MatchHost:
     r: redis.Redis
     match_id: str
     run_id: str
+    rq_conn: redis.Redis | None = None  # to queue the tournament's next scheduling step
     spec: MatchSpec = field(init=False)
     state: GameState = field(init=False)
     clocks: list[SeatClock] = field(init=False)
@@ -166,9 +167,8 @@ class MatchHost:
     def run(self) -> dict[str, Any]:
         """Host the match to its end (or return the stored result); the job's body."""
         self.load()
-        stored = self.r.get(keys.result(self.match_id))
-        if stored is not None:
-            return dict(json.loads(str(stored))["result"])
+        if self.r.exists(keys.result(self.match_id)):
+            return self._stored_result()
         if not self.acquire_lease():
             raise RuntimeError(f"match {self.match_id} is hosted by another live run")
         try:
@@ -178,11 +178,16 @@ class MatchHost:
 
     def _host(self) -> dict[str, Any]:
         mkey = keys.match(self.match_id)
-        stored = self.r.get(keys.result(self.match_id))
-        if stored is not None:  # finished by a run that held the lease before us
-            return dict(json.loads(str(stored))["result"])
+        if self.r.exists(keys.result(self.match_id)):  # finished by the lease's last holder
+            return self._stored_result()
         self.r.hset(mkey, "status", "running")
         self.r.hsetnx(mkey, "started_at", repr(time.time()))
+        if self.spec.tournament_id:
+            events.emit(self.r, self.spec.tournament_id, f"started:{self.match_id}", {
+                "type": "match_started", "match_id": self.match_id,
+                "bot_ids": list(self.spec.bot_ids), "seat_names": list(self.spec.seat_names),
+                "bracket_match_id": str(self.spec.meta.get("bracket_match", "")),
+            })
         logged = self.replay_log()
         self._announce_start()
         forfeit: Forfeit | None = Forfeit(*logged) if logged else None
@@ -383,36 +388,28 @@ class MatchHost:
         mkey = keys.match(self.match_id)
         first = self.r.set(keys.result(self.match_id), done, nx=True)
         if first:
+            pool = "3p" if spec.players == 3 else "2v2"
             pipe = self.r.pipeline(transaction=True)
             pipe.hset(mkey, mapping={"status": "finished", "finished_at": repr(time.time())})
+            pipe.zadd(keys.results(pool), {self.match_id: time.time()})
+            pipe.srem(keys.OPEN_MATCHES, self.match_id)
             for seat, bot in enumerate(spec.bot_ids):
                 pipe.publish(keys.events(bot), json.dumps({
                     "type": "match_ended", "match_id": self.match_id, "seat": seat,
                     "result": result,
                 }))
             pipe.execute()
+        return self._stored_result()
+
+    def _stored_result(self) -> dict[str, Any]:
+        """The written-once result; also nudges the tournament's scheduler.
+
+        The nudge happens on every run that ends here, even when an earlier run
+        stored the result: that run may have died before nudging.
+        """
+        if self.spec.tournament_id and self.rq_conn is not None:
+            from workers.queues import enqueue_advance
+
+            enqueue_advance(self.rq_conn, self.spec.tournament_id)
         stored = self.r.get(keys.result(self.match_id))
         return dict(json.loads(str(stored))["result"])
-
-
-def _job_redis() -> tuple[redis.Redis, str]:
-    from rq import get_current_job
-
-    job = get_current_job()
-    if job is None:
-        raise RuntimeError("run_match must run inside an RQ job")
-    kwargs = dict(job.connection.connection_pool.connection_kwargs)
-    kwargs["decode_responses"] = True
-    pool = redis.ConnectionPool(connection_class=job.connection.connection_pool.connection_class,
-                                **kwargs)
-    return redis.Redis(connection_pool=pool), f"{job.id}:{job.worker_name or ''}:{time.time()}"
-
-
-def run_match(match_id: str) -> dict[str, Any]:
-    """RQ job: host match `match_id` to its end and return its result."""
-    r, run_id = _job_redis()
-    try:
-        return MatchHost(r, match_id, run_id).run()
-    except Exception as exc:
-        r.hset(keys.match(match_id), mapping={"error": f"{type(exc).__name__}: {exc}"})
-        raise

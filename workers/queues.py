@@ -13,7 +13,14 @@ from rq import Queue, Retry, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-__all__ = ["CONTROL_QUEUE", "MATCH_QUEUE", "enqueue_match", "make_worker", "rq_connection"]
+__all__ = [
+    "CONTROL_QUEUE",
+    "MATCH_QUEUE",
+    "enqueue_advance",
+    "enqueue_match",
+    "make_worker",
+    "rq_connection",
+]
 
 MATCH_QUEUE = "moonshot-matches"
 CONTROL_QUEUE = "moonshot-control"
@@ -32,7 +39,7 @@ def _queue(conn: redis.Redis, name: str) -> Queue:
 def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
     """Queue the job that hosts `match_id` (id `match-<match_id>`)."""
     return _queue(conn, MATCH_QUEUE).enqueue(
-        "workers.match.run_match",
+        "workers.jobs.run_match",
         match_id,
         job_id=f"match-{match_id}",
         retry=Retry(max=MATCH_RETRIES),
@@ -43,6 +50,20 @@ def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
     )
 
 
+def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
+    """Queue a scheduling step of a tournament (idempotent; runs serialize on a lock)."""
+    return _queue(conn, CONTROL_QUEUE).enqueue(
+        "workers.jobs.advance_tournament",
+        tournament_id,
+        job_id=f"advance-{tournament_id}",
+        retry=Retry(max=MATCH_RETRIES),
+        job_timeout=3600,
+        result_ttl=3600,
+        failure_ttl=30 * 24 * 3600,
+        description=f"advance tournament {tournament_id}",
+    )
+
+
 def make_worker(conn: redis.Redis, name: str | None = None) -> Worker:
     """A worker on the project's queues (control first, then matches)."""
     return Worker(
@@ -50,7 +71,8 @@ def make_worker(conn: redis.Redis, name: str | None = None) -> Worker:
         connection=conn,
         serializer=JSONSerializer,
         name=name,
-        # Abandoned jobs (a whole worker killed) are found and retried sooner than RQ's default.
+        # RQ's own clean-up of abandoned jobs runs only when an idle worker's dequeue times
+        # out; `workers.recovery` is what re-queues a killed worker's match within seconds.
         maintenance_interval=30,
         job_monitoring_interval=5,
     )

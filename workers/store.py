@@ -206,6 +206,7 @@ def create_match(r: Redis, spec: MatchSpec) -> bool:
     pipe = r.pipeline()
     pipe.hset(key, mapping={"status": "queued", "created_at": repr(now)})
     pipe.zadd(keys.MATCHES, {spec.match_id: now})
+    pipe.sadd(keys.OPEN_MATCHES, spec.match_id)
     pipe.execute()
     return True
 

@@ -1,0 +1,98 @@
+"""`moonshot demo`: the whole product on one machine, start to finish, in about a minute.
+
+It brings up Redis, a referee and workers (`clients.stack`), registers the
+built-in bots over gRPC and runs each as its own `moonshot bot run` process,
+plays a 3-player round robin and a 2v2 single-elimination bracket with a live
+progress bar, prints the standings, the bracket and the ratings, and stops
+everything.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from clients.admin import Admin
+from clients.organiser import watch_tournament
+from clients.render import bracket_text, ratings_table, standings_table
+from clients.stack import LocalStack
+
+__all__ = ["run_demo"]
+
+_BOTS = (("greedy", "greedy"), ("greedy", "greedy"), ("greedy", "greedy"),
+         ("random", "random"), ("random", "random"))
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False) -> int:
+    """Run the demo; returns the exit code."""
+    started = time.monotonic()
+    temp = data_dir is None
+    data = Path(tempfile.mkdtemp(prefix="moonshot-demo-")) if temp else data_dir
+    assert data is not None
+    stack = LocalStack(data, listen="127.0.0.1:0", workers=workers)
+    try:
+        _say(f"starting Redis, a referee and {workers} workers (data in {data}) ...")
+        stack.start()
+        _say(f"referee listening on {stack.address}")
+        admin = Admin(stack.address, stack.admin_token)
+        suffix = "" if temp else "-" + secrets.token_hex(2)
+        bots: list[tuple[str, str]] = []  # (bot id, name)
+        counts: dict[str, int] = {}
+        for kind, spec in _BOTS:
+            counts[kind] = counts.get(kind, 0) + 1
+            name = f"{kind}-{counts[kind]}{suffix}"
+            reg = stack.spawn(f"register-{name}", ["bot", "register", name, "--json",
+                                                   "--server", stack.address])
+            reg.popen.wait(30)
+            if reg.popen.returncode != 0:
+                raise RuntimeError(f"registering {name} failed:\n{reg.output()}")
+            info = json.loads(reg.output().strip().splitlines()[-1])
+            bot = stack.spawn(f"bot-{name}", ["bot", "run", "--bot", spec, "--server",
+                                              stack.address, "--token", info["token"]])
+            bot.wait_for(r"connected to ", timeout=30)
+            bots.append((info["bot_id"], name))
+        _say(f"registered and connected {len(bots)} bot processes: "
+             f"{', '.join(n for _, n in bots)}")
+
+        ids = [b for b, _ in bots]
+        _say("\n== 3-player round robin, duplicate deals (every seating of every table) ==")
+        rr = admin.create_tournament(
+            name="demo round robin", players=3, format="round_robin", bot_ids=ids,
+            seeding="given", seed=2026, rules={"max_hands": "30" if quick else "100"})
+        st = watch_tournament(admin, rr.tournament_id, "round robin")
+        _say(standings_table(st, f"standings ({st.matches_done} games)"))
+
+        _say("\n== 2v2 single elimination (one bot per team), series of duplicate pairs ==")
+        ko = admin.create_tournament(
+            name="demo knockout", players=4, format="single_elimination", bot_ids=ids,
+            seeding="given", seed=2027, series_length=1 if quick else 3,
+            rules={"max_hands": "30" if quick else "100"})
+        st2 = watch_tournament(admin, ko.tournament_id, "knockout")
+        _say(bracket_text(st2))
+        _say("")
+        _say(standings_table(st2, f"knockout standings ({st2.matches_done} games)"))
+
+        _say("")
+        _say(ratings_table(admin.get_ratings("3p"), "ratings, 3-player pool"))
+        _say("")
+        _say(ratings_table(admin.get_ratings("2v2"), "ratings, 2v2 pool"))
+        admin.close()
+        _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; stopping ...")
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted; stopping ...", file=sys.stderr)
+        return 130
+    finally:
+        stack.stop()
+        if temp:
+            shutil.rmtree(data, ignore_errors=True)
+        _say("stopped")

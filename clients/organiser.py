@@ -1,0 +1,211 @@
+"""Organiser commands: tournament create/watch/show, ratings, and the one-command demo."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import grpc
+
+from clients.admin import Admin
+from clients.cli import CommandError, UsageError, _Parser
+from clients.commands import (
+    _admin_flag,
+    _rpc_error,
+    _server_flag,
+    admin_token,
+    parse_duration_ms,
+    server_address,
+)
+from clients.progress import Progress
+from clients.render import bracket_text, ratings_table, standings_table
+from moon import MoonError, Rules
+from proto.moon.v1 import tournament_pb2
+
+__all__ = ["add_organiser", "watch_tournament"]
+
+_FORMATS = {"round-robin": "round_robin", "single-elimination": "single_elimination",
+            "double-elimination": "double_elimination", "rr": "round_robin",
+            "single": "single_elimination", "double": "double_elimination"}
+
+
+def watch_tournament(admin: Admin, tournament_id: str, label: str = "",
+                     quiet: bool = False) -> tournament_pb2.Standings:
+    """Follow a tournament to its end with a progress bar; return the final standings.
+
+    Reconnects after a dropped stream from the last event seen, so nothing is missed
+    or shown twice.
+    """
+    t = admin.get_tournament(tournament_id)
+    bar = Progress(max(t.matches_total, 1), label or t.spec.name, unit="games",
+                   enabled=None if not quiet else False, plain=not quiet)
+    bar.update(t.matches_done, total=max(t.matches_total, 1))
+    after = 0
+    final: tournament_pb2.Standings | None = None
+    failures = 0
+    while final is None:
+        try:
+            for ev in admin.watch(tournament_id, after):
+                after = ev.sequence
+                failures = 0
+                kind = ev.WhichOneof("event")
+                if kind == "match_finished":
+                    mf = ev.match_finished
+                    bar.update(mf.matches_done, total=max(mf.matches_total, 1))
+                elif kind == "tournament_finished":
+                    final = ev.tournament_finished.standings
+                    bar.update(final.matches_done, total=final.matches_done)
+            if final is None:
+                t = admin.get_tournament(tournament_id)
+                if t.status != tournament_pb2.TOURNAMENT_STATUS_RUNNING:
+                    final = admin.standings(tournament_id)
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                            grpc.StatusCode.CANCELLED) or failures >= 30:
+                raise
+            failures += 1
+            time.sleep(min(0.2 * 2 ** failures, 5.0))
+    bar.close()
+    return final
+
+
+def _print_standings(admin: Admin, st: tournament_pb2.Standings, title: str) -> None:
+    print(standings_table(st, title))
+    text = bracket_text(st)
+    if text:
+        print()
+        print(text)
+
+
+def _run_create(args: argparse.Namespace) -> int:
+    fmt = _FORMATS.get(args.format)
+    if fmt is None:
+        raise UsageError(f"moonshot tournament create: --format must be one of "
+                         f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
+    try:
+        Rules.parse_assignments(args.players, args.rule)
+    except MoonError as exc:
+        raise UsageError(f"moonshot tournament create: {exc}") from None
+    bots = [b.strip() for b in args.bots.split(",") if b.strip()]
+    admin = Admin(server_address(args), admin_token(args))
+    try:
+        t = admin.create_tournament(
+            name=args.name, players=args.players, format=fmt, bot_ids=bots,
+            rules=dict(kv.split("=", 1) for kv in args.rule), rounds=args.rounds,
+            series_length=args.series, seed=args.seed, duplicate=not args.no_duplicate,
+            rotate_partners=args.rotate_partners, seeding=args.seeding,
+            all_triples=args.all_triples, move_time_ms=parse_duration_ms(args.time_per_move),
+            time_bank_ms=parse_duration_ms(args.time_bank), max_strikes=args.max_strikes,
+            grace_ms=parse_duration_ms(args.disconnect_grace),
+        )
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    print(f"tournament {t.tournament_id} created: {args.name} "
+          f"({len(t.spec.bot_ids)} bots, seed {t.spec.seed})")
+    if not args.watch:
+        print(f"follow it with: moonshot tournament watch {t.tournament_id}")
+        return 0
+    try:
+        st = watch_tournament(admin, t.tournament_id)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    _print_standings(admin, st, f"final standings of {args.name}")
+    return 0
+
+
+def _run_watch(args: argparse.Namespace) -> int:
+    admin = Admin(server_address(args), None)
+    try:
+        st = watch_tournament(admin, args.tournament_id, quiet=args.quiet)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    _print_standings(admin, st, "final standings")
+    return 0
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    admin = Admin(server_address(args), None)
+    try:
+        t = admin.get_tournament(args.tournament_id)
+        st = admin.standings(args.tournament_id)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    status = tournament_pb2.TournamentStatus.Name(t.status).removeprefix("TOURNAMENT_STATUS_")
+    print(f"{t.spec.name} ({t.tournament_id}): {status.lower()}, "
+          f"{st.matches_done}/{st.matches_total} games")
+    _print_standings(admin, st, "")
+    return 0
+
+
+def _run_ratings(args: argparse.Namespace) -> int:
+    admin = Admin(server_address(args), None)
+    try:
+        resp = admin.get_ratings(args.pool)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc) from None
+    print(ratings_table(resp, f"ratings, {args.pool} pool"))
+    return 0
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from clients.demo import run_demo
+
+    try:
+        return run_demo(Path(args.data) if args.data else None, workers=args.workers,
+                        quick=args.quick)
+    except RuntimeError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """Add tournament, ratings and demo commands."""
+    tour = sub.add_parser("tournament", help="create, watch or show tournaments").add_subparsers(
+        dest="tournament_command", required=True, parser_class=_Parser)
+    p = tour.add_parser("create", help="create a tournament (admin)")
+    p.add_argument("--name", required=True)
+    p.add_argument("--players", type=int, choices=(3, 4), default=3)
+    p.add_argument("--format", default="round-robin",
+                   help="round-robin, single-elimination or double-elimination")
+    p.add_argument("--bots", required=True, help="comma-separated bot ids or names")
+    p.add_argument("--rounds", type=int, default=1, help="round robin: times through the schedule")
+    p.add_argument("--series", type=int, default=1,
+                   help="brackets: best of N duplicate sets per match (N odd)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--no-duplicate", action="store_true",
+                   help="one game per table instead of one per seating")
+    p.add_argument("--rotate-partners", action="store_true",
+                   help="2v2 round robin: rotate partners for individual results")
+    p.add_argument("--seeding", choices=("rating", "given"), default="rating")
+    p.add_argument("--all-triples", action="store_true",
+                   help="3p round robin: every triple of bots, not a balanced design")
+    p.add_argument("--time-per-move", default="2s")
+    p.add_argument("--time-bank", default="30s")
+    p.add_argument("--max-strikes", type=int, default=3)
+    p.add_argument("--disconnect-grace", default="30s")
+    p.add_argument("--watch", action="store_true", help="follow it to the end")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_create)
+    p = tour.add_parser("watch", help="follow a tournament live to its end")
+    p.add_argument("tournament_id")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _server_flag(p)
+    p.set_defaults(run=_run_watch)
+    p = tour.add_parser("show", help="print a tournament's standings and bracket")
+    p.add_argument("tournament_id")
+    _server_flag(p)
+    p.set_defaults(run=_run_show)
+
+    p = sub.add_parser("ratings", help="print the ratings of a pool")
+    p.add_argument("--pool", choices=("3p", "2v2"), default="3p")
+    _server_flag(p)
+    p.set_defaults(run=_run_ratings)
+
+    p = sub.add_parser("demo", help="run a whole demo: stack, bots, a round robin and a bracket")
+    p.add_argument("--data", default=None, help="keep the demo's data here (default: a temp dir)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
+    p.set_defaults(run=_run_demo)

@@ -1,0 +1,61 @@
+"""Text renderings for the terminal: standings, brackets, ratings."""
+
+from __future__ import annotations
+
+from proto.moon.v1 import rating_pb2, tournament_pb2
+
+__all__ = ["bracket_text", "ratings_table", "standings_table"]
+
+
+def standings_table(st: tournament_pb2.Standings, title: str = "") -> str:
+    """The standings as an aligned table."""
+    lines = [title] if title else []
+    lines.append(f"{'#':>3}  {'bot':<22}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
+                 f"{'pts':>7}{'score':>8}{'elo':>8}{'ff':>4}")
+    for row in st.rows:
+        out = " (out)" if row.eliminated else ""
+        lines.append(f"{row.rank:>3}  {row.name + out:<22}{row.games:>6}{row.wins:>5}"
+                     f"{row.draws:>4}{row.losses:>5}{row.points:>7.1f}{row.score:>8}"
+                     f"{row.rating:>8.0f}{row.forfeits:>4}")
+    return "\n".join(lines)
+
+
+def bracket_text(st: tournament_pb2.Standings) -> str:
+    """The bracket, round by round, with series scores and winners."""
+    if not st.HasField("bracket") or not st.bracket.rounds:
+        return ""
+    names = {row.bot_id: row.name for row in st.rows}
+    state_names = {
+        tournament_pb2.BracketMatch.STATE_WAITING: "waiting",
+        tournament_pb2.BracketMatch.STATE_PLAYING: "playing",
+        tournament_pb2.BracketMatch.STATE_DECIDED: "decided",
+        tournament_pb2.BracketMatch.STATE_BYE: "bye",
+    }
+    lines = []
+    for rnd in st.bracket.rounds:
+        lines.append(f"{rnd.name}:")
+        for m in rnd.matches:
+            slots = []
+            for slot in m.slots:
+                who = names.get(slot.bot_id, slot.bot_id) if slot.bot_id else f"({slot.source})"
+                if slot.bot_id and m.state != tournament_pb2.BracketMatch.STATE_BYE:
+                    who += f" [{slot.wins}]"
+                slots.append(who)
+            winner = names.get(m.winner_bot_id, m.winner_bot_id)
+            result = f" -> {winner}" if winner else ""
+            lines.append(f"  {m.bracket_match_id:<6} {' vs '.join(slots):<52} "
+                         f"{state_names.get(m.state, '')}{result}")
+    if st.bracket.champion_bot_id:
+        champion = names.get(st.bracket.champion_bot_id, st.bracket.champion_bot_id)
+        lines.append(f"champion: {champion}")
+    return "\n".join(lines)
+
+
+def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
+    """Ratings, best first."""
+    lines = [title] if title else []
+    lines.append(f"{'#':>3}  {'bot':<22}{'rating':>8}{'games':>7}")
+    for i, row in enumerate(resp.ratings, 1):
+        lines.append(f"{i:>3}  {row.name:<22}{row.rating:>8.1f}{row.games:>7}")
+    lines.append(f"({resp.method}; {resp.games} games)")
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""TournamentService and RatingService: organisers create tournaments; anyone may follow them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import redis
+import redis.asyncio as aioredis
+
+from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
+from server import wire
+from server.edge import bearer_token, streaming, unary
+from workers import keys, store
+from workers.errors import InvalidArgument
+from workers.ratings import ratings_for
+from workers.standings_view import standings_view
+from workers.tournament import TournamentSpec, build_spec, create_tournament, load_spec
+
+__all__ = ["RatingServicer", "TournamentServicer"]
+
+_PAGE = 50
+_WATCH_BLOCK_MS = 1000
+
+
+class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
+    """Thin: decode, call `workers.tournament`, encode."""
+
+    def __init__(self, r: redis.Redis, ar: aioredis.Redis, rq_conn: redis.Redis) -> None:
+        self.r = r
+        self.ar = ar
+        self.rq_conn = rq_conn
+
+    async def _load(self, tournament_id: str) -> tuple[TournamentSpec, dict[str, str]]:
+        if not tournament_id:
+            raise InvalidArgument("tournament_id: required")
+        spec = await asyncio.to_thread(load_spec, self.r, tournament_id)
+        info: dict[str, str] = await asyncio.to_thread(
+            self.r.hgetall, keys.tournament(tournament_id))  # type: ignore[arg-type]
+        return spec, info
+
+    async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
+                      info: dict[str, str]) -> bool:
+        """The seed fixes every deal: organisers see it, others once the tournament is over."""
+        if info.get("status") in ("finished", "failed"):
+            return True
+        return await asyncio.to_thread(store.is_admin, self.r, bearer_token(context))
+
+    @unary
+    async def CreateTournament(
+        self, request: tournament_pb2.CreateTournamentRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.CreateTournamentResponse:
+        """Validate everything up front, store, and queue the first scheduling step (admin)."""
+        await asyncio.to_thread(store.check_admin, self.r, bearer_token(context))
+        if not request.HasField("spec"):
+            raise InvalidArgument("spec: required")
+        fields = wire.spec_request_from_pb(request.spec)
+        spec = await asyncio.to_thread(lambda: build_spec(self.r, **fields))
+        await asyncio.to_thread(create_tournament, self.r, self.rq_conn, spec)
+        _, info = await self._load(spec.tournament_id)
+        return tournament_pb2.CreateTournamentResponse(
+            tournament_id=spec.tournament_id,
+            tournament=wire.tournament_to_pb(spec, info, reveal=True))
+
+    @unary
+    async def GetTournament(
+        self, request: tournament_pb2.GetTournamentRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.GetTournamentResponse:
+        """A tournament with its progress."""
+        spec, info = await self._load(request.tournament_id)
+        reveal = await self._reveal(context, info)
+        return tournament_pb2.GetTournamentResponse(
+            tournament=wire.tournament_to_pb(spec, info, reveal))
+
+    @unary
+    async def ListTournaments(
+        self, request: tournament_pb2.ListTournamentsRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.ListTournamentsResponse:
+        """Tournaments, newest first, a page at a time."""
+        size = request.page_size or _PAGE
+        try:
+            start = int(request.page_token or 0)
+        except ValueError:
+            raise InvalidArgument("page_token: not a token this server issued") from None
+        ids: list[str] = await asyncio.to_thread(
+            self.r.zrevrange, keys.TOURNAMENTS, 0, -1)  # type: ignore[arg-type]
+        out: list[tournament_pb2.Tournament] = []
+        skipped = 0
+        more = False
+        for tid in ids:
+            spec, info = await self._load(tid)
+            if request.status and wire.tournament_to_pb(spec, info, False).status != \
+                    request.status:
+                continue
+            if skipped < start:
+                skipped += 1
+                continue
+            if len(out) == size:
+                more = True
+                break
+            out.append(wire.tournament_to_pb(spec, info, await self._reveal(context, info)))
+        return tournament_pb2.ListTournamentsResponse(
+            tournaments=out, next_page_token=str(start + size) if more else "")
+
+    @unary
+    async def GetStandings(
+        self, request: tournament_pb2.GetStandingsRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.GetStandingsResponse:
+        """Standings, crosstable, bracket and progress."""
+        spec, _ = await self._load(request.tournament_id)
+        view = await asyncio.to_thread(standings_view, self.r, spec)
+        return tournament_pb2.GetStandingsResponse(standings=wire.standings_to_pb(view))
+
+    @streaming
+    async def WatchTournament(
+        self, request: tournament_pb2.WatchTournamentRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
+        """Every event after `after_sequence`, then live ones, until the tournament ends."""
+        spec, _ = await self._load(request.tournament_id)
+        after = request.after_sequence
+        stream = keys.tournament_events(spec.tournament_id)
+        while True:
+            reply: Any = await self.ar.xread({stream: f"{after}-0"}, count=200,
+                                             block=_WATCH_BLOCK_MS)
+            batch = [(int(str(eid).split("-", 1)[0]), json.loads(fields["e"]))
+                     for _s, entries in (reply or []) for eid, fields in entries]
+            if not batch:
+                _, info = await self._load(spec.tournament_id)
+                if info.get("status") in ("finished", "failed") and await self._drained(
+                        stream, after):
+                    return
+                continue
+            extra: dict[str, Any] = {}
+            if any(e["type"] in ("standings_changed", "tournament_finished") for _, e in batch):
+                # One view per batch: a replayed StandingsChanged carries the current table.
+                view = await asyncio.to_thread(standings_view, self.r, spec)
+                extra["standings"] = wire.standings_to_pb(view)
+            for seq, event in batch:
+                if event["type"] == "tournament_finished":
+                    _, info = await self._load(spec.tournament_id)
+                    extra["tournament"] = wire.tournament_to_pb(spec, info, reveal=True)
+                yield wire.tournament_event_to_pb(seq, event, extra)
+                after = seq
+                if event["type"] == "tournament_finished":
+                    return
+
+    async def _drained(self, stream: str, after: int) -> bool:
+        last: Any = await self.ar.xrevrange(stream, count=1)
+        return not last or int(str(last[0][0]).split("-", 1)[0]) <= after
+
+
+class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
+    """Ratings per pool, computed from the stored results."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.r = r
+
+    @unary
+    async def GetRatings(
+        self, request: rating_pb2.GetRatingsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> rating_pb2.GetRatingsResponse:
+        """Every rated bot of the pool, best first."""
+        pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
+        pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
+                   else rating_pb2.RATING_POOL_THREE_PLAYER)
+        ratings = await asyncio.to_thread(ratings_for, self.r, pool)
+        names = {b.bot_id: b.name for b in await asyncio.to_thread(store.list_bots, self.r)}
+        rows = sorted(((b, names.get(b, b), x.rating, x.games) for b, x in ratings.items()),
+                      key=lambda row: (-row[2], row[0]))
+        games: int = await asyncio.to_thread(self.r.zcard, keys.results(pool))
+        return wire.ratings_to_pb(pool_pb, rows, games)

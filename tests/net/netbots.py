@@ -1,0 +1,82 @@
+"""Bots with special behaviours for the end-to-end tests, run as `netbots:ClassName`.
+
+Each runs in its own `moonshot bot run` process (tests/net is on its PYTHONPATH).
+They print marker lines that the tests wait for; the SDK's own log says the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from clients.bot import Bot
+from clients.builtin import GreedyBot
+from moon import Action, Observation
+from moon.actions import ACTIONS
+
+
+class IllegalBot(Bot):
+    """Always answers with an action that is not legal (the lowest id that is not)."""
+
+    name = "illegal"
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """The first action of the whole table that `legal` does not hold."""
+        ok = {a.id for a in legal}
+        return next(a for i, a in sorted(ACTIONS.items()) if i not in ok)
+
+
+class SlowBot(Bot):
+    """Answers legally, but only after `DELAY_S`, longer than the tests' per-move limit."""
+
+    name = "slow"
+    DELAY_S = 1.2
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """legal[0], late."""
+        time.sleep(self.DELAY_S)
+        return legal[0]
+
+
+class SlowGreedyBot(GreedyBot):
+    """GreedyBot (deterministic given the observation) that takes a little time per move,
+    so a match lasts long enough to be killed in the middle."""
+
+    name = "slow-greedy"
+    DELAY_S = 0.015
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """GreedyBot's choice, after a short pause."""
+        time.sleep(self.DELAY_S)
+        return super().act(obs, legal)
+
+
+_decisions = 0
+_lock = threading.Lock()
+
+
+class HangBot(GreedyBot):
+    """Plays like GreedyBot, then hangs for good on its `HANG_AT`-th decision of the process.
+
+    Before hanging it prints `HANGING seat S hand H phase P`, so a test knows the
+    bot holds an unanswered request and can kill the process at that moment.
+    """
+
+    name = "hang"
+    HANG_AT = 4
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """GreedyBot's choice, except on the HANG_AT-th call: never returns."""
+        global _decisions
+        with _lock:
+            _decisions += 1
+            n = _decisions
+        if n == self.HANG_AT:
+            print(f"HANGING seat {obs.seat} hand {obs.hand_number} phase {obs.phase.name}",
+                  flush=True)
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+        return super().act(obs, legal)

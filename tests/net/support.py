@@ -1,0 +1,81 @@
+"""Helpers shared by the end-to-end tests: polling, Redis peeks, match checks."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+
+from clients.admin import Admin
+from moon import GameState, Rules
+from moon.transcript import actions_of, replay
+from proto.moon.v1 import match_pb2
+from workers import keys
+
+T = TypeVar("T")
+
+
+def wait_until(what: str, probe: Callable[[], T | None], timeout: float = 30.0,
+               every: float = 0.05) -> T:
+    """Poll `probe` until it returns something truthy; TimeoutError naming `what` otherwise."""
+    end = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+def finished(admin: Admin, match_id: str, timeout: float = 60.0) -> match_pb2.Match:
+    """Wait for the match to finish; fail with its error if it failed."""
+    m = admin.wait_match(match_id, timeout=timeout, poll=0.05)
+    assert m.status == match_pb2.MATCH_STATUS_FINISHED, f"match {match_id} failed: {m.error}"
+    return m
+
+
+def transcript_of(m: match_pb2.Match) -> dict[str, Any]:
+    """The match's transcript, checked to replay under the engine."""
+    assert m.transcript_json, f"match {m.match_id} has no transcript"
+    record: dict[str, Any] = json.loads(m.transcript_json)
+    replay(record)  # raises if any deal, trick, point or score disagrees
+    return record
+
+
+def match_log(r: redis.Redis, match_id: str) -> list[dict[str, Any]]:
+    """The match's action log as stored."""
+    return [json.loads(e) for e in r.lrange(keys.match_log(match_id), 0, -1)]  # type: ignore[union-attr]
+
+
+def pending_ids(r: redis.Redis, bot_id: str) -> set[str]:
+    """Request ids pending for a bot."""
+    return set(r.hkeys(keys.pending(bot_id)))  # type: ignore[arg-type]
+
+
+def check_stored(r: redis.Redis, m: match_pb2.Match, record: dict[str, Any]) -> None:
+    """What a finished match leaves in Redis: the result once, a log of exactly the actions
+    played (each once, in order), no lease, nothing pending for its bots."""
+    stored = json.loads(r.get(keys.result(m.match_id)))  # type: ignore[arg-type]
+    assert stored["transcript"] == record
+    actions = actions_of(record)
+    log = match_log(r, m.match_id)
+    moves = [e for e in log if "action" in e]
+    assert [e["seq"] for e in moves] == list(range(len(actions)))
+    assert [e["action"] for e in moves] == actions
+    assert len(log) - len(moves) == (1 if record.get("end") == "forfeit" else 0)
+    assert not r.exists(keys.lease(m.match_id))
+    for bot_id in set(m.bot_ids):
+        stale = {rid for rid in pending_ids(r, bot_id) if rid.startswith(m.match_id + "/")}
+        assert not stale, f"requests of the finished match still pending: {stale}"
+
+
+def state_at(record: dict[str, Any], seq: int) -> GameState:
+    """The game of a transcript after its first `seq` actions."""
+    st = GameState.new(Rules.make(record["players"], record["rules"]), record["seed"])
+    for aid in actions_of(record)[:seq]:
+        st.apply_id(aid)
+    return st

@@ -1,0 +1,55 @@
+"""`moonshot demo --quick`, the README's first command, end to end as a user runs it."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from stack import env, moonshot
+
+
+@pytest.mark.slow
+def test_demo_quick_runs_end_to_end(tmp_path: Path) -> None:
+    """It brings up its own stack and bot processes, plays a round robin and a bracket, prints
+    the standings, the bracket with its champion and both ratings tables, exits 0 and leaves
+    nothing running behind it."""
+    start = time.monotonic()
+    res = subprocess.run(moonshot("demo", "--quick"), env=env(), capture_output=True, text=True,
+                         timeout=300, check=False, cwd=tmp_path)
+    took = time.monotonic() - start
+    out = res.stdout.replace("\r", "\n")
+    assert res.returncode == 0, out[-3000:] + res.stderr[-3000:]
+    print(f"\nmoonshot demo --quick took {took:.0f} s")
+
+    bots = ["greedy-1", "greedy-2", "greedy-3", "random-1", "random-2"]
+    # 3p round robin of 5 bots: 5 tables (each bot at 3), 6 seatings each.
+    table = re.search(r"standings \(30 games\)\n(.*?)\n\n", out, re.S)
+    assert table, out
+    rows = re.findall(r"^\s+\d+\s+(\S+)\s+(\d+)\s", table.group(1), re.M)
+    assert sorted(b for b, _ in rows) == bots and {g for _, g in rows} == {"18"}, rows
+    # The bracket: byes for the top three seeds, then a champion who is one of the bots.
+    assert out.count("bye ->") == 3, out
+    champion = re.search(r"^champion: (\S+)$", out, re.M)
+    assert champion and champion.group(1) in bots, out
+    for title in ("ratings, 3-player pool", "ratings, 2v2 pool"):
+        block = out[out.index(title):]
+        assert sorted(re.findall(r"^\s+\d+\s+(\S+)\s+-?[\d.]+\s+\d+$", block.split("\n\n")[0],
+                                 re.M)) == bots, block[:800]
+    assert "(sequential Elo (K=32) in match-id order; 30 games)" in out
+    assert out.rstrip().endswith("stopped")
+
+    # Nothing left behind: its Redis (data under the temp folder) and its referee are gone.
+    data = re.search(r"data in (\S+)\)", out)
+    address = re.search(r"referee listening on (\S+):(\d+)", out)
+    assert data and address, out
+    assert not Path(data.group(1)).exists()
+    stray = [p.pid for p in psutil.process_iter(["cmdline"])
+             if any(data.group(1) in part for part in p.info["cmdline"] or ())]
+    assert not stray, f"processes of the demo still running: {stray}"
+    with pytest.raises(OSError):
+        socket.create_connection((address.group(1), int(address.group(2))), timeout=2).close()

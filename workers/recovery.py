@@ -1,0 +1,107 @@
+"""Recovery: put back to work whatever a crash left behind.
+
+A match job that died with its worker, or a scheduling step lost in a full
+restart, is found here and queued again. Running anything twice is harmless
+(the match lease, the write-once result and the idempotent scheduler see to
+that), so recovery may be generous.
+
+Every `moonshot worker` runs it at start and then every few seconds, in a
+background thread of the worker process (`start_recovery_thread`); a lock in
+Redis that lapses after one period makes it about one pass per period across
+all workers. It deliberately does not ride on RQ's scheduler (a job that
+re-queues itself with `enqueue_in`): that scheduler runs in one worker only, so
+when the worker that dies is that one, no pass would run again until an idle
+worker's RQ maintenance takes the scheduler lock over, which takes minutes
+(RQ checks only when its blocking dequeue times out, after 405 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from workers import keys
+
+__all__ = ["EVERY_S", "recover", "start_recovery_thread"]
+
+log = logging.getLogger("moonshot.recovery")
+
+EVERY_S = 5
+_STALE_S = 8.0  # a started job without a lease for this long is presumed dead
+
+
+def _job_needs_requeue(rq_conn: redis.Redis, job_id: str, lease_held: bool) -> bool:
+    try:
+        job = Job.fetch(job_id, connection=rq_conn)
+        status = job.get_status()
+    except NoSuchJobError:
+        return True
+    if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
+        return False
+    if status == JobStatus.STARTED:
+        if lease_held:
+            return False
+        started = job.started_at
+        if started is None:
+            return True
+        age = (datetime.now(UTC) - started.replace(tzinfo=UTC)).total_seconds()
+        return age > _STALE_S
+    # finished without a stored result (cannot happen normally), failed, stopped, canceled
+    return status == JobStatus.FINISHED
+
+
+def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
+    """Queue again every open match with no live host, and nudge running tournaments."""
+    from workers.queues import enqueue_advance, enqueue_match
+
+    requeued: list[str] = []
+    nudged: list[str] = []
+    open_ids: list[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
+    for mid in sorted(open_ids):
+        if r.exists(keys.result(mid)):
+            r.srem(keys.OPEN_MATCHES, mid)
+            continue
+        lease_held = bool(r.exists(keys.lease(mid)))
+        if not lease_held and _job_needs_requeue(rq_conn, f"match-{mid}", lease_held):
+            enqueue_match(rq_conn, mid)
+            requeued.append(mid)
+    for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
+        if r.hget(keys.tournament(str(tid)), "status") == "running":
+            enqueue_advance(rq_conn, str(tid))
+            nudged.append(str(tid))
+    if requeued:
+        log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
+    return {"requeued": requeued, "nudged": nudged, "at": time.time()}
+
+
+def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
+    r = redis.Redis.from_url(url, decode_responses=True)
+    rq_conn = redis.Redis.from_url(url)
+    me = secrets.token_hex(6)
+    while True:
+        try:
+            # Whoever takes the lock does this period's pass; it lapses before the next one.
+            if r.set(keys.RECOVERY_LOCK, me, nx=True, px=int(every * 900)):
+                recover(r, rq_conn)
+        except redis.RedisError as exc:
+            log.warning("recovery pass skipped: %s", exc)  # Redis away: try next period
+        except Exception:
+            log.exception("recovery pass failed")
+        if stop.wait(every):
+            return
+
+
+def start_recovery_thread(url: str, every: float = EVERY_S) -> threading.Event:
+    """Run `recover` now and every `every` s in a daemon thread; set the event to stop it."""
+    stop = threading.Event()
+    threading.Thread(target=_recovery_loop, args=(url, stop, every), name="moonshot-recovery",
+                     daemon=True).start()
+    return stop

@@ -1,0 +1,86 @@
+"""Everything a standings screen shows, computed from the stored results of a tournament."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from workers import bracket as brk
+from workers import keys
+from workers.elo import sequential_elo
+from workers.standings import crosstable
+from workers.tournament import Plan, TournamentSpec, plan, standings_rows, tournament_results
+
+__all__ = ["StandingsView", "standings_view"]
+
+
+@dataclass
+class StandingsView:
+    """Rows, crosstable, bracket state and progress of one tournament."""
+
+    tournament_id: str
+    sequence: int
+    done: int
+    total: int
+    rows: list[dict[str, Any]]
+    crosstable: dict[str, dict[str, list[int]]]  # bot -> opponent -> [games, W, D, L]
+    bracket: brk.BracketState | None = None
+    bracket_games: dict[str, list[str]] = field(default_factory=dict)
+    slot_scores: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+
+
+def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
+               sequence: int) -> StandingsView:
+    """The view, as a pure function of the spec, the results and the plan."""
+    rows = standings_rows(spec, results)
+    elo = sequential_elo(results.values())
+    alive: set[str] = set()
+    if p.bracket is not None:
+        for ms in p.bracket.matches:
+            if ms.status in (brk.Status.PENDING, brk.Status.READY):
+                alive.update(x for x in ms.slots if x)
+        if p.bracket.champion:
+            alive.add(p.bracket.champion)
+    for row in rows:
+        rating = elo.get(row["bot_id"])
+        row["rating"] = round(rating.rating, 1) if rating else 1500.0
+        row["eliminated"] = p.bracket is not None and row["games"] > 0 \
+            and row["bot_id"] not in alive
+    cross: dict[str, dict[str, list[int]]] = {b: {} for b in spec.bot_ids}
+    for (a, b), h in crosstable(results.values()).items():
+        draws = h.games - h.a_ahead - h.b_ahead
+        cross.setdefault(a, {})[b] = [h.games, h.a_ahead, draws, h.b_ahead]
+        cross.setdefault(b, {})[a] = [h.games, h.b_ahead, draws, h.a_ahead]
+    view = StandingsView(spec.tournament_id, sequence, len(results),
+                         len(p.games) + p.remaining_estimate, rows, cross, p.bracket)
+    if p.bracket is not None:
+        for g in p.games:
+            view.bracket_games.setdefault(g.bracket_match, []).append(g.match_id)
+        for mid, game_ids in view.bracket_games.items():
+            series = p.series.get(mid)
+            ms = p.bracket.match(mid)
+            for i, bot in enumerate(ms.participants):
+                score = 0
+                game_wins = 0
+                for gid in game_ids:
+                    res = results.get(gid)
+                    if res is None:
+                        continue
+                    side = res["bot_ids"].index(bot)
+                    side = side % 2 if res["players"] == 4 else side
+                    score += res["final"][side]
+                    game_wins += res["winner"] == side
+                wins = series.wins[i] if series is not None and i < 2 else game_wins
+                view.slot_scores[(mid, bot)] = (wins, score)
+    return view
+
+
+def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:
+    """The current view of a stored tournament."""
+    results = tournament_results(r, spec.tournament_id)
+    last: Any = r.xrevrange(keys.tournament_events(spec.tournament_id), count=1)
+    sequence = int(str(last[0][0]).split("-", 1)[0]) if last else 0
+    return build_view(spec, results, plan(spec, results), sequence)
