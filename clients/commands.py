@@ -106,8 +106,7 @@ def _run_worker(args: argparse.Namespace) -> int:
         # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
         # one pass per period across them all (see workers.recovery for why not RQ's scheduler).
         start_recovery_thread(args.redis)
-    worker.work(burst=args.burst, with_scheduler=not args.burst,
-                logging_level="DEBUG" if args.verbose else "INFO")
+    worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
     return 0
 
 

@@ -68,6 +68,9 @@ def watch_tournament(admin: Admin, tournament_id: str, label: str = "",
             failures += 1
             time.sleep(min(0.2 * 2 ** failures, 5.0))
     bar.close()
+    t = admin.get_tournament(tournament_id)
+    if t.status == tournament_pb2.TOURNAMENT_STATUS_FAILED:
+        raise CommandError(f"tournament {tournament_id} failed: {t.error}")
     return final
 
 

@@ -170,7 +170,10 @@ class MatchHost:
         if self.r.exists(keys.result(self.match_id)):
             return self._stored_result()
         if not self.acquire_lease():
-            raise RuntimeError(f"match {self.match_id} is hosted by another live run")
+            # A live run hosts it (its lease keeps being renewed). Nothing to do here; if
+            # that run dies, its lease lapses and recovery queues the match again.
+            log.info("match %s is hosted by another run; this run stops", self.match_id)
+            return {"hosted_elsewhere": True}
         try:
             return self._host()
         finally:

@@ -38,24 +38,28 @@ EVERY_S = 5
 _STALE_S = 8.0  # a started job without a lease for this long is presumed dead
 
 
-def _job_needs_requeue(rq_conn: redis.Redis, job_id: str, lease_held: bool) -> bool:
+def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
+    """What to do with an open match's job: ("requeue"|"wait"|"failed", detail)."""
     try:
         job = Job.fetch(job_id, connection=rq_conn)
         status = job.get_status()
     except NoSuchJobError:
-        return True
+        return "requeue", "no job"
     if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
-        return False
+        return "wait", str(status)
     if status == JobStatus.STARTED:
-        if lease_held:
-            return False
         started = job.started_at
         if started is None:
-            return True
+            return "requeue", "started, never ran"
         age = (datetime.now(UTC) - started.replace(tzinfo=UTC)).total_seconds()
-        return age > _STALE_S
-    # finished without a stored result (cannot happen normally), failed, stopped, canceled
-    return status == JobStatus.FINISHED
+        return ("requeue", "its worker died") if age > _STALE_S else ("wait", "starting")
+    if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        # RQ gave up after every retry: the match cannot be hosted. Say so rather than
+        # retrying forever; the error is on the match and its tournament.
+        last = job.latest_result()
+        why = (last.exc_string or "")[-300:] if last is not None else ""
+        return "failed", f"its job {status} after every retry: {why}".rstrip(": ")
+    return "requeue", "finished without a result"  # cannot happen normally
 
 
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
@@ -63,23 +67,39 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     from workers.queues import enqueue_advance, enqueue_match
 
     requeued: list[str] = []
+    failed: list[str] = []
     nudged: list[str] = []
     open_ids: list[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
     for mid in sorted(open_ids):
         if r.exists(keys.result(mid)):
             r.srem(keys.OPEN_MATCHES, mid)
             continue
-        lease_held = bool(r.exists(keys.lease(mid)))
-        if not lease_held and _job_needs_requeue(rq_conn, f"match-{mid}", lease_held):
+        if r.exists(keys.lease(mid)):
+            continue  # a live run hosts it
+        what, detail = _job_state(rq_conn, f"match-{mid}")
+        if what == "requeue":
             enqueue_match(rq_conn, mid)
             requeued.append(mid)
+        elif what == "failed":
+            r.hset(keys.match(mid), mapping={"status": "failed", "error": detail})
+            r.srem(keys.OPEN_MATCHES, mid)
+            failed.append(mid)
+            tournament_id = r.hget(keys.match(mid), "tournament_id")
+            if tournament_id:
+                enqueue_advance(rq_conn, str(tournament_id))
     for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
-        if r.hget(keys.tournament(str(tid)), "status") == "running":
+        info = r.hgetall(keys.tournament(str(tid)))
+        # A running tournament with nothing in flight may have lost its scheduling step
+        # (a full restart); one with games in flight is advanced as each one ends.
+        in_flight = r.zcard(keys.tournament_matches(str(tid))) > int(info.get("done", 0))
+        if info.get("status") == "running" and not in_flight:
             enqueue_advance(rq_conn, str(tid))
             nudged.append(str(tid))
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
-    return {"requeued": requeued, "nudged": nudged, "at": time.time()}
+    if failed:
+        log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
+    return {"requeued": requeued, "failed": failed, "nudged": nudged, "at": time.time()}
 
 
 def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:

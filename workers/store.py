@@ -204,7 +204,8 @@ def create_match(r: Redis, spec: MatchSpec) -> bool:
     if not r.hsetnx(key, "spec", spec.to_json()):
         return False
     pipe = r.pipeline()
-    pipe.hset(key, mapping={"status": "queued", "created_at": repr(now)})
+    pipe.hset(key, mapping={"status": "queued", "created_at": repr(now),
+                            "tournament_id": spec.tournament_id})
     pipe.zadd(keys.MATCHES, {spec.match_id: now})
     pipe.sadd(keys.OPEN_MATCHES, spec.match_id)
     pipe.execute()

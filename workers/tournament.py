@@ -418,6 +418,16 @@ def tournament_results(r: redis.Redis, tournament_id: str) -> dict[str, dict[str
 # --------------------------------------------------------------- advance
 
 
+def _failed_matches(r: redis.Redis, match_ids: set[str]) -> list[tuple[str, str]]:
+    """Matches among these that were marked failed (recovery gave up on them), with errors."""
+    ids = sorted(match_ids)
+    pipe = r.pipeline(transaction=False)
+    for mid in ids:
+        pipe.hmget(keys.match(mid), "status", "error")
+    return [(mid, str(err)) for mid, (status, err) in zip(ids, pipe.execute(), strict=True)
+            if status == "failed"]
+
+
 def standings_rows(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]
                    ) -> list[dict[str, Any]]:
     """Standings as plain rows (every bot of the tournament, played or not)."""
@@ -501,7 +511,15 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str, enqueue: Any
         events.emit(r, tid, f"standings:{done}", {
             "type": "standings_changed", "done": done, "total": total,
         })
-    if p.finished and status == "running" and done >= len(p.games):
+    failed = _failed_matches(r, known - set(results))
+    if failed and status == "running":
+        mid, error = failed[0]
+        r.hset(keys.tournament(tid), mapping={
+            "status": "failed", "finished_at": repr(time.time()),
+            "error": f"match {mid} cannot be played: {error}"})
+        events.emit(r, tid, "finished", {"type": "tournament_finished", "done": done})
+        log.error("tournament %s failed: match %s: %s", tid, mid, error)
+    elif p.finished and status == "running" and done >= len(p.games):
         r.hset(keys.tournament(tid), mapping={"status": "finished",
                                               "finished_at": repr(time.time())})
         events.emit(r, tid, "finished", {"type": "tournament_finished", "done": done})

@@ -1,0 +1,451 @@
+"""Whole tournaments on the real stack: round robins, brackets, events, standings, ratings.
+
+Bots are `moonshot bot run` processes over gRPC; matches are RQ jobs on the
+session's workers. Games are kept short (`max_hands`) so every tournament takes
+seconds; the checks are on what was scheduled, played, recorded and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import signal
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import grpc
+import pytest
+import redis
+from stack import Proc, Stack
+from tourney import (
+    RUNNING,
+    Event,
+    Watcher,
+    bare,
+    by_unit,
+    check_recorded_once,
+    check_sequence,
+    check_standings,
+    matches_of,
+    seed_of,
+    wait_finished,
+    watch_all,
+)
+
+from clients.admin import Admin
+from clients.sdk import register
+from proto.moon.v1 import match_pb2, tournament_pb2
+from workers.elo import sequential_elo
+from workers.ratings import pool_results
+from workers.standings import rank_group
+
+SHORT = {"max_hands": "2"}
+KINDS = ("greedy", "random", "greedy", "random", "greedy", "greedy", "random")
+BM = tournament_pb2.BracketMatch
+
+
+@dataclass(frozen=True)
+class Bots:
+    """Registered bots whose processes are running: ids, names and processes, in order."""
+
+    ids: tuple[str, ...]
+    names: tuple[str, ...]
+    procs: tuple[Proc, ...]
+
+
+@pytest.fixture(scope="module")
+def bots7(stack: Stack) -> Bots:
+    """Seven bot processes for this module's tournaments (greedy and random mixed)."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"tn{i + 1}-{kind}-{tag}" for i, kind in enumerate(KINDS)]
+    regs = [register(stack.address, n) for n in names]
+    procs = stack.bots([(kind, token) for kind, (_, token) in zip(KINDS, regs, strict=True)])
+    return Bots(tuple(b for b, _ in regs), tuple(names), tuple(procs))
+
+
+@contextlib.contextmanager
+def paused(procs: Sequence[Proc]) -> Iterator[None]:
+    """SIGSTOP the processes for the duration (no answer can come from them), then go on."""
+    for p in procs:
+        p.popen.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.popen.send_signal(signal.SIGCONT)
+
+
+@dataclass
+class Played:
+    """A finished tournament, everything read back."""
+
+    tournament: tournament_pb2.Tournament
+    games: list[match_pb2.Match]
+    standings: tournament_pb2.Standings
+    events: list[Event]  # a full watch from the start, live
+    resumed: list[Event]  # a watch that hung up after `cut` events, then resumed after it
+    cut: int
+
+
+def _play(admin: Admin, r: redis.Redis, pool: str, cut: int = 4, **spec: object) -> Played:
+    """Create a tournament, watch it live twice over (once in one go, once hanging up after
+    `cut` events and resuming), wait for the end, and check it was recorded once."""
+    t = admin.create_tournament(**spec)  # type: ignore[arg-type]
+    tid = t.tournament_id
+    full = Watcher(admin, tid).start()
+    first = Watcher(admin, tid, stop_after=cut).start()
+    part1 = first.join()
+    assert len(part1) == cut
+    # Still live, most likely: the resumed watch picks up after the last event it processed.
+    part2 = Watcher(admin, tid, after=part1[-1].sequence).start().join()
+    events = full.join()
+    wait_finished(admin, tid)
+    check_recorded_once(r, tid, pool, events)
+    games = matches_of(admin, tid)
+    return Played(admin.get_tournament(tid), games, admin.standings(tid), events,
+                  part1 + part2, cut)
+
+
+def _check_watches(p: Played, admin: Admin) -> None:
+    """The live watch ran 1..N; the interrupted one got exactly the same events; a watch
+    after the end replays them; one from the last sequence gets nothing and ends."""
+    n = len(p.events)
+    check_sequence(p.events)
+    assert [bare(e) for e in p.resumed] == [bare(e) for e in p.events]
+    replay = watch_all(admin, p.tournament.tournament_id)
+    assert [bare(e) for e in replay] == [bare(e) for e in p.events]
+    tail = watch_all(admin, p.tournament.tournament_id, after=n - 3)
+    assert [e.sequence for e in tail] == [n - 2, n - 1, n]
+    assert watch_all(admin, p.tournament.tournament_id, after=n) == []
+    final = p.events[-1].tournament_finished
+    assert final.tournament.status == tournament_pb2.TOURNAMENT_STATUS_FINISHED
+    assert final.standings.matches_done == len(p.games)
+    assert any(e.WhichOneof("event") == "standings_changed" for e in p.events)
+
+
+# ------------------------------------------------------------ 3p round robin
+
+
+@pytest.mark.parametrize("n", [4, 7])
+def test_3p_round_robin(n: int, stack: Stack, admin: Admin, r: redis.Redis,
+                        bots7: Bots) -> None:
+    """4 bots: all four tables, every pair at two of them; 7 bots: the Fano plane, seven
+    tables, every pair at exactly one. Each table is a duplicate set: six games, one per
+    seating of its three bots, all dealt from one seed."""
+    ids = bots7.ids[:n]
+    p = _play(admin, r, "3p", name=f"rr{n}", players=3, format="round_robin",
+              bot_ids=ids, rules=SHORT)
+    tid = p.tournament.tournament_id
+    tables = {4: 4, 7: 7}[n]
+    assert len(p.games) == 6 * tables == p.tournament.matches_total \
+        == p.tournament.matches_done
+    units = by_unit(tid, p.games)
+    assert len(units) == tables
+    meetings: Counter[frozenset[str]] = Counter()
+    seeds = set()
+    for unit, games in units.items():
+        table = set(games[0].bot_ids)
+        assert len(table) == 3 and table <= set(ids), unit
+        assert sorted(tuple(g.bot_ids) for g in games) \
+            == sorted(itertools.permutations(games[0].bot_ids)), unit
+        unit_seeds = {seed_of(g) for g in games}
+        assert len(unit_seeds) == 1, (unit, unit_seeds)
+        seeds |= unit_seeds
+        for g in games:
+            assert json.loads(g.transcript_json)["rules"]["max_hands"] == 2
+        for pair in itertools.combinations(sorted(table), 2):
+            meetings[frozenset(pair)] += 1
+    assert len(seeds) == tables  # a fresh deal per table
+    want = 2 if n == 4 else 1
+    assert meetings == {frozenset(pr): want for pr in itertools.combinations(ids, 2)}
+    check_standings(p.standings, p.games)
+    assert p.standings.HasField("bracket") is False
+    _check_watches(p, admin)
+
+
+# ------------------------------------------------------------ 2v2 brackets
+
+
+def _losses(bracket: tournament_pb2.Bracket) -> Counter[str]:
+    """Bracket matches lost, per bot."""
+    out: Counter[str] = Counter()
+    for rnd in bracket.rounds:
+        for m in rnd.matches:
+            if m.state == BM.STATE_DECIDED:
+                out.update(s.bot_id for s in m.slots if s.bot_id != m.winner_bot_id)
+    return out
+
+
+def _check_series(tid: str, games: list[match_pb2.Match],
+                  bracket: tournament_pb2.Bracket, best_of: int) -> int:
+    """Every bracket match played is a series of duplicate pairs (two games, one seed, the
+    teams swapping seats) won by the bot that won a majority of pairs; returns the number of
+    decided bracket matches."""
+    by_id = {g.match_id: g for g in games}
+    decided = 0
+    seen: set[str] = set()
+    need = best_of // 2 + 1
+    for rnd in bracket.rounds:
+        for bm in rnd.matches:
+            if bm.state == BM.STATE_BYE:
+                assert not bm.match_ids
+                continue
+            assert bm.state == BM.STATE_DECIDED, bm
+            decided += 1
+            a, b = (s.bot_id for s in bm.slots)
+            series = [by_id[mid] for mid in bm.match_ids]
+            seen |= set(bm.match_ids)
+            pairs = by_unit(tid, series)
+            assert list(pairs) == [f"{bm.bracket_match_id}-p{k + 1}" for k in range(len(pairs))]
+            wins: Counter[str] = Counter()
+            for unit, pair in pairs.items():
+                assert len(pair) == 2, unit
+                g1, g2 = pair
+                assert seed_of(g1) == seed_of(g2)
+                assert {tuple(g1.bot_ids), tuple(g2.bot_ids)} == {(a, b, a, b), (b, a, b, a)}
+                results = [{"match_id": g.match_id, "bot_ids": list(g.bot_ids), "players": 4,
+                            "final": list(g.result.final_scores),
+                            "winner": g.result.winner if g.result.HasField("winner") else None,
+                            "placement": list(g.result.placement)} for g in pair]
+                wins[rank_group(results, [s.bot_id for s in sorted(
+                    bm.slots, key=lambda s: s.seed)])[0]] += 1
+            assert max(wins.values()) == need and sum(wins.values()) == len(pairs)
+            assert wins.most_common(1)[0][0] == bm.winner_bot_id
+            assert {s.bot_id: s.wins for s in bm.slots} == {a: wins[a], b: wins[b]}
+    assert seen == set(by_id), "games that belong to no bracket match"
+    return decided
+
+
+def test_2v2_single_elimination_of_five(stack: Stack, admin: Admin, r: redis.Redis,
+                                        bots7: Bots) -> None:
+    """Five bots in a bracket of eight: seeds 1-3 have byes, 4 meets 5. The shape is there
+    (GetStandings) as soon as the tournament exists, before any game can have been played
+    (the bots are paused); the seed stays hidden from non-organisers until the end. Each
+    bracket match is a best-of-3 series of duplicate pairs."""
+    ids = list(bots7.ids[:5])
+    public = Admin(stack.address, None)
+    try:
+        with paused(bots7.procs[:5]):
+            t = admin.create_tournament(name="se5", players=4, format="single_elimination",
+                                        bot_ids=ids, seeding="given", series_length=3,
+                                        rules=SHORT)
+            tid = t.tournament_id
+            assert list(t.spec.bot_ids) == ids and t.spec.HasField("seed")
+            st = admin.standings(tid)
+            # While it runs, only organisers see the seed (it fixes every deal).
+            assert public.get_tournament(tid).status == RUNNING
+            assert not public.get_tournament(tid).spec.HasField("seed")
+            assert admin.get_tournament(tid).spec.seed == t.spec.seed
+        events = watch_all(public, tid)
+        done = wait_finished(admin, tid)
+        assert public.get_tournament(tid).spec.seed == t.spec.seed  # revealed at the end
+    finally:
+        public.close()
+
+    # The shape, as it was before anything was played.
+    assert st.matches_done == 0 and not st.bracket.champion_bot_id
+    shape = [(rnd.side, rnd.number, [m.bracket_match_id for m in rnd.matches])
+             for rnd in st.bracket.rounds]
+    W = tournament_pb2.BRACKET_SIDE_WINNERS
+    assert shape == [(W, 1, ["W1-1", "W1-2", "W1-3", "W1-4"]), (W, 2, ["W2-1", "W2-2"]),
+                     (W, 3, ["W3-1"])]
+    first = {m.bracket_match_id: m for m in st.bracket.rounds[0].matches}
+    for mid, seed in (("W1-1", 1), ("W1-3", 2), ("W1-4", 3)):  # byes to the top seeds
+        m = first[mid]
+        assert m.state == BM.STATE_BYE and m.winner_bot_id == ids[seed - 1], m
+        assert [s.bot_id for s in m.slots] == [ids[seed - 1], ""]
+        assert m.winner_to.startswith("W2-")
+    w12 = first["W1-2"]
+    assert [s.bot_id for s in w12.slots] == [ids[3], ids[4]]
+    assert [s.seed for s in w12.slots] == [4, 5] and w12.state == BM.STATE_PLAYING
+    later = {m.bracket_match_id: m for rnd in st.bracket.rounds[1:] for m in rnd.matches}
+    assert [s.bot_id for s in later["W2-1"].slots] == [ids[0], ""]
+    assert [s.source for s in later["W2-1"].slots] == ["winner of W1-1", "winner of W1-2"]
+    assert later["W2-1"].state == BM.STATE_WAITING
+    assert [s.bot_id for s in later["W2-2"].slots] == [ids[1], ids[2]]  # both had byes
+    assert later["W3-1"].state == BM.STATE_WAITING and not later["W3-1"].winner_to
+    assert st.matches_total > 0
+
+    created = check_recorded_once(r, tid, "2v2", events)
+    games = matches_of(admin, tid)
+    st = admin.standings(tid)
+    assert len(games) == len(created) == done.matches_done == done.matches_total
+    check_standings(st, games)
+    assert _check_series(tid, games, st.bracket, best_of=3) == 4
+    champion = st.bracket.champion_bot_id
+    final = st.bracket.rounds[-1].matches[0]
+    assert champion and champion == final.winner_bot_id
+    assert champion in {s.bot_id for s in final.slots}
+    assert _losses(st.bracket) == Counter({b: 1 for b in ids if b != champion})
+    assert {row.bot_id: row.eliminated for row in st.rows} == \
+        {b: b != champion for b in ids}
+    # The matches_started events say which bracket match each game was for.
+    for ev in events:
+        if ev.WhichOneof("event") == "match_started":
+            assert ev.match_started.match_id.startswith(
+                f"{tid}-{ev.match_started.bracket_match_id}-p")
+
+
+def test_2v2_double_elimination_of_four(admin: Admin, r: redis.Redis,
+                                        bots7: Bots) -> None:
+    """Winners bracket, losers bracket and grand final. Every bot but the champion is out
+    after exactly two lost bracket matches; the champion lost at most one; W1's losers meet
+    in the losers bracket, whose champion meets the winners' champion in the grand final,
+    and the reset is played exactly when the losers' champion wins the first final."""
+    ids = list(bots7.ids[:4])
+    p = _play(admin, r, "2v2", cut=2, name="de4", players=4, format="double_elimination",
+              bot_ids=ids, seeding="given", rules=SHORT)
+    tid = p.tournament.tournament_id
+    st = p.standings
+    check_standings(st, p.games)
+    sides = [(rnd.side, rnd.number) for rnd in st.bracket.rounds]
+    S = tournament_pb2
+    assert sides == [(S.BRACKET_SIDE_WINNERS, 1), (S.BRACKET_SIDE_WINNERS, 2),
+                     (S.BRACKET_SIDE_LOSERS, 1), (S.BRACKET_SIDE_LOSERS, 2),
+                     (S.BRACKET_SIDE_GRAND_FINAL, 1), (S.BRACKET_SIDE_GRAND_FINAL, 2)]
+    ms = {m.bracket_match_id: m for rnd in st.bracket.rounds for m in rnd.matches}
+    assert list(ms) == ["W1-1", "W1-2", "W2-1", "L1-1", "L2-1", "GF", "GF2"]
+    assert [s.bot_id for s in ms["W1-1"].slots] == [ids[0], ids[3]]
+    assert [s.bot_id for s in ms["W1-2"].slots] == [ids[1], ids[2]]
+
+    def loser(mid: str) -> str:
+        m = ms[mid]
+        return next(s.bot_id for s in m.slots if s.bot_id != m.winner_bot_id)
+
+    assert ms["W1-1"].loser_to == ms["W1-2"].loser_to == "L1-1"
+    assert ms["W2-1"].loser_to == "L2-1" and ms["W2-1"].winner_to == "GF"
+    assert {s.bot_id for s in ms["L1-1"].slots} == {loser("W1-1"), loser("W1-2")}
+    assert {s.bot_id for s in ms["L2-1"].slots} == {ms["L1-1"].winner_bot_id, loser("W2-1")}
+    gf = ms["GF"]
+    assert [s.bot_id for s in gf.slots] == [ms["W2-1"].winner_bot_id, ms["L2-1"].winner_bot_id]
+    reset_played = gf.winner_bot_id == gf.slots[1].bot_id
+    champion = st.bracket.champion_bot_id
+    if reset_played:
+        assert ms["GF2"].state == BM.STATE_DECIDED
+        assert {s.bot_id for s in ms["GF2"].slots} == {s.bot_id for s in gf.slots}
+        assert champion == ms["GF2"].winner_bot_id
+    else:
+        assert ms["GF2"].state == BM.STATE_BYE and not ms["GF2"].match_ids  # not needed
+        assert champion == gf.winner_bot_id
+    decided = _check_series(tid, p.games, st.bracket, best_of=1)
+    assert decided == (7 if reset_played else 6)  # 2n-1 or 2n-2 matches for n = 4
+    losses = _losses(st.bracket)
+    assert all(losses[b] == 2 for b in ids if b != champion), losses
+    assert losses[champion] == (1 if reset_played else 0)
+    assert {row.bot_id: row.eliminated for row in st.rows} == {b: b != champion for b in ids}
+    _check_watches(p, admin)
+
+
+# ------------------------------------------------------------ ratings
+
+
+def test_ratings_of_both_pools(admin: Admin, r: redis.Redis, bots7: Bots) -> None:
+    """GetRatings lists every bot that played in the pool, with its games counted from the
+    stored results, and the sequential Elo those results give; best first. (Runs after the
+    tournaments above; it plays a small one of each kind itself when run alone.)"""
+    for pool, players, fmt in (("3p", 3, "round_robin"), ("2v2", 4, "single_elimination")):
+        played = {row["match_id"]: row for row in pool_results(r, pool)
+                  if set(row["bot_ids"]) & set(bots7.ids)}
+        if not played:
+            t = admin.create_tournament(name=f"ratings {pool}", players=players, format=fmt,
+                                        bot_ids=bots7.ids[:players], rules={"max_hands": "1"})
+            wait_finished(admin, t.tournament_id)
+            played = {row["match_id"]: row for row in pool_results(r, pool)
+                      if set(row["bot_ids"]) & set(bots7.ids)}
+        resp = admin.get_ratings(pool)
+        assert resp.games >= len(played) and resp.method
+        rows = {x.bot_id: x for x in resp.ratings}
+        order = [(-x.rating, x.bot_id) for x in resp.ratings]
+        assert order == sorted(order)
+        games = Counter(b for row in played.values() for b in set(row["bot_ids"]))
+        assert set(games) <= set(bots7.ids)
+        elo = sequential_elo(played.values())  # my bots play only each other
+        for bot, n in games.items():
+            assert rows[bot].games == n, (pool, bot)
+            assert rows[bot].rating == pytest.approx(elo[bot].rating)
+            assert rows[bot].name in bots7.names
+        assert sum(rows[b].rating - 1500 for b in games) == pytest.approx(0, abs=1e-6)
+
+
+# ------------------------------------------------------------ bad requests
+
+
+def _create_error(admin: Admin, **spec: object) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as info:
+        admin.create_tournament(**spec)  # type: ignore[arg-type]
+    return info.value  # type: ignore[return-value]
+
+
+@pytest.fixture
+def three(stack: Stack, name: str) -> list[str]:
+    """Three registered bots (not running: nothing here gets to play)."""
+    return [register(stack.address, f"{name}-{i}")[0] for i in range(3)]
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ({"bot_ids": "unknown"}, "bot_ids[1]: no bot with id or name 'no-such-bot'"),
+    ({"bot_ids": "two"}, "bot_ids: a 3p round robin needs at least 3 bots, got 2"),
+    ({"players": 4, "format": "single_elimination", "bot_ids": "one"},
+     "bot_ids: a 2v2 single elimination needs at least 2 bots, got 1"),
+    ({"players": 4, "rotate_partners": True, "bot_ids": "three"}, "needs at least 4 bots"),
+    ({"rules": {"max_hands": "0"}}, "rules: "),
+    ({"rules": {"no_such_rule": "1"}}, "rules: "),
+    ({"players": 4, "format": "single_elimination", "series_length": 2}, "series_length: "),
+    ({"format": "double_elimination"}, "format: double elimination is for 2v2"),
+    ({"bot_ids": "twice"}, "bot_ids: a bot may appear only once"),
+    ({"bot_ids": "id-and-name"}, "bot_ids: a bot may appear only once"),
+    ({"players": 5}, "players: must be 3 or 4"),
+    ({"format": "swiss"}, "spec.format"),
+    ({"name": ""}, "name: "),
+    ({"rounds": 101}, "rounds: "),
+])
+def test_create_tournament_refuses_bad_specs(spec: dict[str, object], says: str,
+                                             admin: Admin, three: list[str],
+                                             r: redis.Redis, name: str) -> None:
+    b1, b2, b3 = three
+    bots = {"unknown": [b1, "no-such-bot", b3], "two": [b1, b2], "one": [b1],
+            "three": three, "twice": [b1, b2, b1], "id-and-name": [b1, b2, f"{name}-0"]}
+    full: dict[str, object] = {"name": "bad", "players": 3, "format": "round_robin",
+                               "bot_ids": three, **spec}
+    full["bot_ids"] = bots.get(str(spec.get("bot_ids")), full["bot_ids"])
+    before = r.zcard("ms:tournaments")
+    err = _create_error(admin, **full)
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    assert says in err.details(), err.details()
+    assert r.zcard("ms:tournaments") == before  # nothing stored
+
+
+def test_create_tournament_needs_the_admin_token(stack: Stack, three: list[str],
+                                                 name: str) -> None:
+    _, bot_token = register(stack.address, f"{name}-caller")
+    spec = {"name": "x", "players": 3, "format": "round_robin", "bot_ids": three}
+    for token, code in ((None, grpc.StatusCode.UNAUTHENTICATED),
+                        ("adm.wrong", grpc.StatusCode.UNAUTHENTICATED),
+                        (bot_token, grpc.StatusCode.PERMISSION_DENIED)):
+        caller = Admin(stack.address, token)
+        try:
+            err = _create_error(caller, **spec)
+        finally:
+            caller.close()
+        assert err.code() in ((code,) if token != "adm.wrong"
+                              else (grpc.StatusCode.UNAUTHENTICATED,
+                                    grpc.StatusCode.PERMISSION_DENIED)), (token, err)
+
+
+def test_unknown_tournament_is_not_found(admin: Admin) -> None:
+    calls: dict[str, object] = {
+        "GetTournament": lambda: admin.get_tournament("t-nope"),
+        "GetStandings": lambda: admin.standings("t-nope"),
+        "WatchTournament": lambda: list(admin.watch("t-nope")),
+    }
+    for what, call in calls.items():
+        with pytest.raises(grpc.RpcError) as info:
+            call()  # type: ignore[operator]
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND, what  # type: ignore[attr-defined]
+        assert "t-nope" in info.value.details(), what  # type: ignore[attr-defined]
+    with pytest.raises(grpc.RpcError) as info:
+        admin.get_tournament("")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]

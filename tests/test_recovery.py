@@ -1,0 +1,75 @@
+"""Recovery and the scheduler against a real Redis, with no worker running: queued jobs
+stay queued, so each step can be driven and inspected by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from rq.job import Job, JobStatus
+
+from clients.redisproc import RedisServer
+from workers import keys, store
+from workers.queues import rq_connection
+from workers.recovery import recover
+from workers.spec import Clock, Faults
+from workers.tournament import advance, build_spec, create_tournament
+
+
+@pytest.fixture
+def rr(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        yield store.connect(srv.url), rq_connection(srv.url)
+
+
+def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
+    ids = [store.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
+    spec = build_spec(r, name="t", players=3, format="round_robin", bot_ids=ids, rules={},
+                      clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
+                      duplicate=True, rotate_partners=False, seeding="given",
+                      all_triples=False)
+    create_tournament(r, rq_conn, spec)
+    advance(r, rq_conn, spec.tournament_id)
+    return spec.tournament_id
+
+
+def test_the_scheduler_creates_each_game_once(rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    games = r.zrange(keys.tournament_matches(tid), 0, -1)
+    assert len(games) == 6  # one table of three, every seating
+    advance(r, rq_conn, tid)
+    advance(r, rq_conn, tid)
+    assert r.zrange(keys.tournament_matches(tid), 0, -1) == games
+    assert r.scard(keys.OPEN_MATCHES) == 6
+
+
+def test_recovery_requeues_a_lost_job_and_leaves_queued_ones(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
+    assert recover(r, rq_conn)["requeued"] == []  # every job is still queued
+    Job.fetch(f"match-{games[0]}", connection=rq_conn).delete()  # as if lost in a crash
+    assert recover(r, rq_conn)["requeued"] == [games[0]]
+    assert Job.fetch(f"match-{games[0]}", connection=rq_conn).get_status() == JobStatus.QUEUED
+
+
+def test_a_match_rq_gave_up_on_fails_its_tournament(rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    first = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    job = Job.fetch(f"match-{first}", connection=rq_conn)
+    job.set_status(JobStatus.FAILED)  # every retry used up
+    out = recover(r, rq_conn)
+    assert out["failed"] == [first]
+    assert r.hget(keys.match(first), "status") == "failed"
+    assert not r.sismember(keys.OPEN_MATCHES, first)
+    advance(r, rq_conn, tid)
+    info = r.hgetall(keys.tournament(tid))
+    assert info["status"] == "failed"
+    assert first in info["error"]
+    last = r.xrevrange(keys.tournament_events(tid), count=1)
+    assert '"tournament_finished"' in last[0][1]["e"]
