@@ -51,11 +51,9 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import secrets
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +66,7 @@ import grpc
 import redis
 
 from clients.bot import Bot
+from clients.stack import Child, start_child
 from moon import Action, GameState, Observation, Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -318,57 +317,17 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @dataclass
-class Proc:
-    """A child process logging to a file."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def text(self) -> str:
-        """What it printed so far."""
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        """Wait for `pattern` in the output; fail with the output otherwise."""
-        end = time.monotonic() + timeout
-        rx = re.compile(pattern)
-        while True:
-            m = rx.search(self.text())
-            if m:
-                return m
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited ({self.popen.returncode}):\n{self.text()}")
-            if time.monotonic() > end:
-                raise TimeoutError(f"{self.name}: no {pattern!r} in:\n{self.text()[-3000:]}")
-            time.sleep(0.02)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it lingers."""
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-
-@dataclass
 class Procs:
-    """Starts children into a folder; stops them all at the end."""
+    """Starts children into a folder (see clients.stack.start_child); stops them all."""
 
     workdir: Path
     env: dict[str, str]
-    procs: list[Proc] = field(default_factory=list)
+    procs: list[Child] = field(default_factory=list)
 
-    def start(self, name: str, argv: list[str]) -> Proc:
+    def start(self, name: str, argv: list[str]) -> Child:
         """Start `argv` with its output in `<workdir>/<n>-<name>.log`."""
         log = self.workdir / f"{len(self.procs):02d}-{name}.log"
-        with open(log, "wb") as fh:
-            popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
-                                     env=self.env)
-        proc = Proc(name, popen, log)
+        proc = start_child(name, argv, log, self.env, cwd=ROOT)
         self.procs.append(proc)
         return proc
 
@@ -398,13 +357,13 @@ def _moonshot(*args: str) -> list[str]:
     return [sys.executable, "-m", "clients.cli", *args]
 
 
-def _result_json(proc: Proc, timeout: float) -> dict[str, list[float]]:
+def _result_json(proc: Child, timeout: float) -> dict[str, list[float]]:
     """The JSON line a measuring child prints last."""
     proc.popen.wait(timeout)
-    for line in reversed(proc.text().splitlines()):
+    for line in reversed(proc.output().splitlines()):
         if line.startswith("{"):
             return dict(json.loads(line))
-    raise RuntimeError(f"{proc.name} printed no result:\n{proc.text()[-3000:]}")
+    raise RuntimeError(f"{proc.name} printed no result:\n{proc.output()[-3000:]}")
 
 
 # ------------------------------------------------------------------ floors

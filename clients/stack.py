@@ -24,7 +24,7 @@ import redis
 
 from clients.redisproc import RedisServer, free_port
 
-__all__ = ["Child", "LocalStack", "load_or_make_admin_token"]
+__all__ = ["Child", "LocalStack", "load_or_make_admin_token", "start_child"]
 
 
 def load_or_make_admin_token(data_dir: Path) -> str:
@@ -79,6 +79,17 @@ class Child:
             self.popen.wait()
 
 
+def start_child(name: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> Child:
+    """Start `argv` in its own session (a Ctrl-C reaches only the parent, which stops the
+    children in order) with stdout and stderr appended to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as fh:
+        popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
+                                 env=env or _python_env(), cwd=cwd, start_new_session=True)
+    return Child(name, popen, log)
+
+
 def _python_env() -> dict[str, str]:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
@@ -103,16 +114,8 @@ class LocalStack:
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         """Start `python -m clients.cli ARGV` logging to `<data_dir>/logs/<name>.log`."""
-        logs = self.data_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"{name}.log"
-        with open(log, "ab") as fh:
-            popen = subprocess.Popen(
-                [sys.executable, "-m", "clients.cli", *argv],
-                stdout=fh, stderr=subprocess.STDOUT, env=env or _python_env(),
-                start_new_session=True,  # Ctrl-C reaches us; we stop children in order
-            )
-        child = Child(name, popen, log)
+        child = start_child(name, [sys.executable, "-m", "clients.cli", *argv],
+                            self.data_dir / "logs" / f"{name}.log", env)
         self.children.append(child)
         return child
 

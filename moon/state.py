@@ -510,34 +510,42 @@ class GameState:
         self.end = end
         self.phase = _OVER
 
-    def _hand_record(self, made: bool | None, points: list[int]) -> dict[str, Any]:
+    def hand_record(self) -> dict[str, Any]:
+        """The hand in progress in transcript form: deal, auction, contract and tricks so far.
+
+        An unfinished last trick has `"winner": None`; `_end_hand` adds `made`,
+        `points` and `scores` once the hand is scored.
+        """
         n = self.n
+        won = self.bidder >= 0 and self.phase != _BID
+        done = len(self.winners)
         tricks = []
-        for k, w in enumerate(self.winners):
-            chunk = self.plays[k * n : (k + 1) * n]
+        for k in range(0, len(self.plays), n):
+            chunk = self.plays[k : k + n]
             tricks.append(
                 {
                     "leader": chunk[0][0],
                     "plays": [{"seat": s, "tile": str(ALL_TILES[t])} for s, t in chunk],
-                    "winner": w,
+                    "winner": self.winners[k // n] if k // n < done else None,
                 }
             )
-        played = self.bidder >= 0
         return {
             "first_bidder": self.first_bidder,
             "deal": [[str(t) for t in tiles_of(m)] for m in self.dealt],
             "widow": str(ALL_TILES[self.widow]) if self.widow >= 0 else None,
             "bids": [{"seat": s, "bid": b if b else "pass"} for s, b in self.bids],
-            "bidder": self.bidder if played else None,
-            "bid": self.bid if played else None,
-            "trump": contract_name(self.contract) if played else None,
+            "bidder": self.bidder if won else None,
+            "bid": self.bid if won else None,
+            "trump": contract_name(self.contract) if self.contract >= 0 else None,
             "discard": str(ALL_TILES[self.discard]) if self.discard >= 0 else None,
             "tricks": tricks,
             "tricks_won": list(self.tricks_won),
-            "made": made,
-            "points": points,
-            "scores": list(self.scores),
         }
+
+    def _hand_record(self, made: bool | None, points: list[int]) -> dict[str, Any]:
+        record = self.hand_record()
+        record.update(made=made, points=points, scores=list(self.scores))
+        return record
 
     # ----------------------------------------------------------- results
 

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from moon.actions import DISCARD_BASE, PASS, PLAY_BASE, TRUMP_BASE
-from moon.contracts import contract_name, parse_contract
+from moon.contracts import parse_contract
 from moon.deal import check_seed
 from moon.errors import MoonError, TranscriptError
-from moon.observation import Phase
 from moon.rules import Rules
 from moon.state import GameState
-from moon.tiles import ALL_TILES, Tile, tiles_of
+from moon.tiles import Tile
 
 __all__ = [
     "FORMAT",
@@ -66,40 +65,11 @@ def transcript(
         "end": st.end,
     }
     if not st.is_over:
-        out["partial_hand"] = _partial_hand(st)
+        # A game cut short (a forfeit) keeps the hand it stopped in, unfinished trick and all.
+        out["partial_hand"] = st.hand_record()
     if extra:
         out.update(extra)
     return out
-
-
-def _partial_hand(st: GameState) -> dict[str, Any]:
-    """The hand a game stopped in (a forfeit): what was dealt and done so far.
-
-    Same fields as a finished hand up to `tricks`, whose last entry may be
-    unfinished (`"winner": null`); no `made`, `points` or `scores`.
-    """
-    n = st.n
-    won = st.phase != Phase.BID
-    tricks = []
-    for k in range(0, len(st.plays), n):
-        chunk = st.plays[k : k + n]
-        tricks.append({
-            "leader": chunk[0][0],
-            "plays": [{"seat": s, "tile": str(ALL_TILES[t])} for s, t in chunk],
-            "winner": st.winners[k // n] if k // n < len(st.winners) else None,
-        })
-    return {
-        "first_bidder": st.first_bidder,
-        "deal": [[str(t) for t in tiles_of(m)] for m in st.dealt],
-        "widow": str(ALL_TILES[st.widow]) if st.widow >= 0 else None,
-        "bids": [{"seat": s, "bid": b if b else "pass"} for s, b in st.bids],
-        "bidder": st.bidder if won else None,
-        "bid": st.bid if won else None,
-        "trump": contract_name(st.contract) if st.contract >= 0 else None,
-        "discard": str(ALL_TILES[st.discard]) if st.discard >= 0 else None,
-        "tricks": tricks,
-        "tricks_won": list(st.tricks_won),
-    }
 
 
 def actions_of(record: dict[str, Any]) -> list[int]:

@@ -13,7 +13,7 @@ import redis
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import wire
-from server.edge import bearer_token, status_of, unary
+from server.edge import bearer_token, page_start, status_of, unary
 from server.hub import Hub, Stream
 from workers import store
 from workers.errors import InvalidArgument, ServiceError, Unauthenticated
@@ -62,10 +62,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     ) -> bot_pb2.ListBotsResponse:
         """Bots, oldest first, a page at a time."""
         size = request.page_size or _PAGE
-        try:
-            start = int(request.page_token or 0)
-        except ValueError:
-            raise InvalidArgument("page_token: not a token this server issued") from None
+        start = page_start(request.page_token)
         records = await asyncio.to_thread(store.list_bots, self.r)
         page = records[start : start + size]
         connected = await asyncio.to_thread(

@@ -26,7 +26,7 @@ from workers.errors import (
     Unauthenticated,
 )
 
-__all__ = ["bearer_token", "status_of", "streaming", "unary"]
+__all__ = ["bearer_token", "page_start", "status_of", "streaming", "unary"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -109,3 +109,14 @@ def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
                 return token.strip()
             return None
     return None
+
+
+def page_start(page_token: str) -> int:
+    """Where a page starts: the offset a previous response put in `next_page_token`."""
+    try:
+        start = int(page_token or 0)
+    except ValueError:
+        start = -1
+    if start < 0:
+        raise InvalidArgument("page_token: not a token this server issued")
+    return start

@@ -11,7 +11,7 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import bearer_token, streaming, unary
+from server.edge import bearer_token, page_start, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument, NotFound
 from workers.match_events import MatchEvents
@@ -98,10 +98,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     ) -> match_pb2.ListMatchesResponse:
         """Matches, newest first, a page at a time, optionally filtered."""
         size = request.page_size or _PAGE
-        try:
-            start = int(request.page_token or 0)
-        except ValueError:
-            raise InvalidArgument("page_token: not a token this server issued") from None
+        start = page_start(request.page_token)
         status = wire.match_status_name(request.status) if request.status else ""
 
         def load() -> tuple[list[store.MatchRecord], bool]:

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import bearer_token, streaming, unary
+from server.edge import bearer_token, page_start, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument
 from workers.ratings import ratings_for
@@ -84,10 +84,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.ListTournamentsResponse:
         """Tournaments, newest first, a page at a time."""
         size = request.page_size or _PAGE
-        try:
-            start = int(request.page_token or 0)
-        except ValueError:
-            raise InvalidArgument("page_token: not a token this server issued") from None
+        start = page_start(request.page_token)
         ids: list[str] = await asyncio.to_thread(
             self.r.zrevrange, keys.TOURNAMENTS, 0, -1)  # type: ignore[arg-type]
         out: list[tournament_pb2.Tournament] = []
