@@ -11,7 +11,8 @@ line, `name: value unit`:
 - `bare loop 3p/4p hands/s`: the same hands played by a minimal loop of int
   bitmasks over the engine's precomputed per-contract tables (`moon.contracts`)
   and its deal (`moon.deal.deal_masks`), with no state object and no API: the
-  practical ceiling for pure Python. `engine/bare` is the ratio of the two.
+  practical ceiling for pure Python. `engine/bare` is the median ratio of engine and bare runs taken
+  in alternation.
 - `checked 3p hands/s`: the same through `legal_actions()` and the checked
   `apply(action, seat)`, the path a referee takes.
 - `copy/s`, `observation/s`, `sample_state/s`: what a search bot pays per
@@ -260,6 +261,22 @@ def median_rate(loop: Loop, seconds: float, runs: int) -> float:
     return statistics.median(rates)
 
 
+def paired_rates(a: Loop, b: Loop, seconds: float, runs: int) -> tuple[float, float, float]:
+    """Medians of `a` and `b` and of their ratio, with the runs interleaved a, b, a, b, ...
+
+    On a shared machine the speed drifts within a minute; a ratio taken from runs that
+    sat next to each other in time compares like with like.
+    """
+    ra, rb, ratios = [], [], []
+    for i in range(runs):
+        done_a, took_a = a(1000 * i + 1, seconds, sys.maxsize)
+        done_b, took_b = b(1000 * i + 1, seconds, sys.maxsize)
+        ra.append(done_a / took_a)
+        rb.append(done_b / took_b)
+        ratios.append(ra[-1] / rb[-1])
+    return statistics.median(ra), statistics.median(rb), statistics.median(ratios)
+
+
 def check(games: int) -> int:
     """Play `games` games through each hand loop from one seed: the hands must agree."""
     status = 0
@@ -293,14 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def show(name: str, value: float, unit: str, fmt: str = ",.0f") -> None:
         print(f"{name}: {value:{fmt}} {unit}", flush=True)
 
-    engine = {}
     for n in (3, 4):
-        engine[n] = median_rate(engine_loop(n), sec, runs)
-        show(f"random {n}p hands/s", engine[n], "hands/s")
-    for n in (3, 4):
-        bare = median_rate(bare_loop(n), sec, runs)
+        engine, bare, ratio = paired_rates(engine_loop(n), bare_loop(n), sec, runs)
+        show(f"random {n}p hands/s", engine, "hands/s")
         show(f"bare loop {n}p hands/s", bare, "hands/s")
-        show(f"engine/bare {n}p", engine[n] / bare, "ratio", ".2f")
+        show(f"engine/bare {n}p", ratio, "ratio", ".2f")
     if not args.hands_only:
         show("checked 3p hands/s", median_rate(checked_loop(3), sec, runs), "hands/s")
         show("copy/s", median_rate(copy_loop(), sec, runs), "copies/s")
