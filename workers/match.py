@@ -34,7 +34,7 @@ from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import transcript
 from workers import events, keys
-from workers.outcome import forfeit_winner, result_of
+from workers.outcome import forfeit_winner, result_of, result_row
 from workers.spec import MatchSpec
 
 __all__ = ["LEASE_MS", "MatchHost"]
@@ -388,14 +388,8 @@ class MatchHost:
         record = transcript(spec.rules, spec.seed, st.actions, spec.seat_names, extra=extra)
         result = result_of(record)
         done = json.dumps({"result": result, "transcript": record}, separators=(",", ":"))
-        mkey = keys.match(self.match_id)
-        first = self.r.set(keys.result(self.match_id), done, nx=True)
-        if first:
-            pool = "3p" if spec.players == 3 else "2v2"
-            pipe = self.r.pipeline(transaction=True)
-            pipe.hset(mkey, mapping={"status": "finished", "finished_at": repr(time.time())})
-            pipe.zadd(keys.results(pool), {self.match_id: time.time()})
-            pipe.srem(keys.OPEN_MATCHES, self.match_id)
+        if self.r.set(keys.result(self.match_id), done, nx=True):
+            pipe = self.r.pipeline(transaction=False)
             for seat, bot in enumerate(spec.bot_ids):
                 pipe.publish(keys.events(bot), json.dumps({
                     "type": "match_ended", "match_id": self.match_id, "seat": seat,
@@ -410,9 +404,23 @@ class MatchHost:
         The nudge happens on every run that ends here, even when an earlier run
         stored the result: that run may have died before nudging.
         """
-        if self.spec.tournament_id and self.rq_conn is not None:
+        stored = self.r.get(keys.result(self.match_id))
+        result: dict[str, Any] = json.loads(str(stored))["result"]
+        # The bookkeeping around the result is idempotent and redone by every run that
+        # ends here, so a run killed right after writing the result loses none of it.
+        spec = self.spec
+        mkey = keys.match(self.match_id)
+        now = time.time()
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(mkey, mapping={"status": "finished", "row": json.dumps(
+            result_row(self.match_id, spec.bot_ids, result), separators=(",", ":"))})
+        pipe.hsetnx(mkey, "finished_at", repr(now))
+        pipe.zadd(keys.results("3p" if spec.players == 3 else "2v2"), {self.match_id: now},
+                  nx=True)
+        pipe.srem(keys.OPEN_MATCHES, self.match_id)
+        pipe.execute()
+        if spec.tournament_id and self.rq_conn is not None:
             from workers.queues import enqueue_advance
 
-            enqueue_advance(self.rq_conn, self.spec.tournament_id)
-        stored = self.r.get(keys.result(self.match_id))
-        return dict(json.loads(str(stored))["result"])
+            enqueue_advance(self.rq_conn, spec.tournament_id)
+        return result

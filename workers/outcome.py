@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["placement", "result_of"]
+import redis
+
+from workers import keys
+
+__all__ = ["forfeit_winner", "placement", "read_rows", "result_of", "result_row"]
 
 
 def _rank(values: Sequence[float]) -> list[int]:
@@ -58,3 +63,42 @@ def forfeit_winner(players: int, final: Sequence[int], forfeit_seat: int) -> int
     best = max(final[s] for s in others)
     tops = [s for s in others if final[s] == best]
     return tops[0] if len(tops) == 1 else None
+
+
+def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any]) -> dict[str, Any]:
+    """A finished match as a small standings row (what standings and ratings read)."""
+    return {
+        "match_id": match_id, "bot_ids": list(bot_ids), "players": len(bot_ids),
+        "final": result["final"], "winner": result["winner"],
+        "placement": result["placement"], "end": result["end"],
+        "forfeit": result.get("forfeit"), "seats": result["seats"],
+    }
+
+
+def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The standings rows of those matches that have finished, by match id.
+
+    Rows are kept beside each match so that standings never parse transcripts; a
+    match whose run died between storing its result and its row is read from the
+    result itself.
+    """
+    pipe = r.pipeline(transaction=False)
+    for mid in match_ids:
+        pipe.hget(keys.match(mid), "row")
+    rows = pipe.execute()
+    out: dict[str, dict[str, Any]] = {}
+    missing = []
+    for mid, raw in zip(match_ids, rows, strict=True):
+        if raw:
+            out[mid] = json.loads(raw)
+        else:
+            missing.append(mid)
+    if missing:
+        pipe = r.pipeline(transaction=False)
+        for mid in missing:
+            pipe.get(keys.result(mid))
+        for mid, raw in zip(missing, pipe.execute(), strict=True):
+            if raw:
+                done = json.loads(raw)
+                out[mid] = result_row(mid, done["transcript"]["bot_ids"], done["result"])
+    return out

@@ -36,6 +36,7 @@ from moon.deal import MAX_SEED
 from workers import bracket as brk
 from workers import design, events, keys, store
 from workers.errors import FailedPrecondition, InvalidArgument, NotFound
+from workers.outcome import read_rows
 from workers.spec import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
 from workers.standings import rank_group, standings
 
@@ -326,15 +327,6 @@ def plan(spec: TournamentSpec, results: Mapping[str, dict[str, Any]]) -> Plan:
     return _bracket_plan(spec, results)
 
 
-def result_row(match_id: str, result: Mapping[str, Any], spec: MatchSpec) -> dict[str, Any]:
-    """A stored match result in the shape `workers.standings` reads."""
-    return {
-        "match_id": match_id, "bot_ids": list(spec.bot_ids), "players": spec.players,
-        "final": result["final"], "winner": result["winner"],
-        "placement": result["placement"], "end": result["end"],
-    }
-
-
 # ------------------------------------------------------------------ store
 
 
@@ -398,21 +390,7 @@ def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec
 def tournament_results(r: redis.Redis, tournament_id: str) -> dict[str, dict[str, Any]]:
     """Finished results of a tournament's games, by match id, as standings rows."""
     ids: list[str] = r.zrange(keys.tournament_matches(tournament_id), 0, -1)  # type: ignore[assignment]
-    pipe = r.pipeline(transaction=False)
-    for mid in ids:
-        pipe.get(keys.result(mid))
-    out: dict[str, dict[str, Any]] = {}
-    for mid, raw in zip(ids, pipe.execute(), strict=True):
-        if raw:
-            done = json.loads(raw)
-            tr = done["transcript"]
-            out[mid] = {
-                "match_id": mid, "bot_ids": tr["bot_ids"], "players": tr["players"],
-                "final": done["result"]["final"], "winner": done["result"]["winner"],
-                "placement": done["result"]["placement"], "end": done["result"]["end"],
-                "forfeit": done["result"].get("forfeit"), "seats": tr["seats"],
-            }
-    return out
+    return read_rows(r, ids)
 
 
 # --------------------------------------------------------------- advance
@@ -500,7 +478,10 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str, enqueue: Any
     done = len(results)
     r.hset(keys.tournament(tid), mapping={"total": total, "done": done})
     fresh = 0
+    emitted = r.smembers(keys.tournament_emitted(tid))
     for mid in sorted(results):
+        if f"finished:{mid}" in emitted:
+            continue  # emit() would skip it too; this saves a round trip per old result
         res = results[mid]
         fresh += events.emit(r, tid, f"finished:{mid}", {
             "type": "match_finished", "match_id": mid, "result": {
