@@ -73,3 +73,30 @@ def test_a_match_rq_gave_up_on_fails_its_tournament(rr: tuple[redis.Redis, redis
     assert first in info["error"]
     last = r.xrevrange(keys.tournament_events(tid), count=1)
     assert '"tournament_finished"' in last[0][1]["e"]
+
+
+def test_recovery_nudges_a_tournament_whose_step_died(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    # Games are in flight, so a healthy tournament is left alone ...
+    assert tid not in recover(r, rq_conn)["nudged"]
+    # ... but a step that was asked for while a run held the lock, and that run died,
+    # would otherwise wait for the next game to end, which may never come.
+    r.set(keys.tournament_dirty(tid), 1)
+    r.set(keys.tournament_lock(tid), "dead-run", px=60_000)
+    assert tid not in recover(r, rq_conn)["nudged"]  # the lock may still be live
+    r.delete(keys.tournament_lock(tid))
+    assert tid in recover(r, rq_conn)["nudged"]
+
+
+def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    record = store.get_match(r, mid)
+    before = r.hgetall(keys.match(mid))
+    r.srem(keys.OPEN_MATCHES, mid)  # as if lost between two writes
+    assert store.create_match(r, record.spec) is False
+    assert r.hgetall(keys.match(mid)) == before
+    assert r.sismember(keys.OPEN_MATCHES, mid)

@@ -89,10 +89,15 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
                 enqueue_advance(rq_conn, str(tournament_id))
     for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
         info = r.hgetall(keys.tournament(str(tid)))
-        # A running tournament with nothing in flight may have lost its scheduling step
-        # (a full restart); one with games in flight is advanced as each one ends.
+        if info.get("status") != "running":
+            continue
+        # Games in flight advance the tournament as each one ends. Nudge it when nothing
+        # is in flight (a scheduling step lost in a full restart), or when a step was
+        # asked for (dirty) but no run holds the lock (its run died mid-step).
         in_flight = r.zcard(keys.tournament_matches(str(tid))) > int(info.get("done", 0))
-        if info.get("status") == "running" and not in_flight:
+        lost = r.exists(keys.tournament_dirty(str(tid))) and not r.exists(
+            keys.tournament_lock(str(tid)))
+        if not in_flight or lost:
             enqueue_advance(rq_conn, str(tid))
             nudged.append(str(tid))
     if requeued:

@@ -198,18 +198,24 @@ class MatchRecord:
 
 
 def create_match(r: Redis, spec: MatchSpec) -> bool:
-    """Store a new match as queued; False when that id exists already (nothing changes)."""
+    """Store a new match as queued; False when that id existed already.
+
+    Everything is written in one transaction, and only if absent, so creating the same
+    match again (a scheduler re-run) changes nothing.
+    """
     now = time.time()
     key = keys.match(spec.match_id)
-    if not r.hsetnx(key, "spec", spec.to_json()):
-        return False
-    pipe = r.pipeline()
-    pipe.hset(key, mapping={"status": "queued", "created_at": repr(now),
-                            "tournament_id": spec.tournament_id})
-    pipe.zadd(keys.MATCHES, {spec.match_id: now})
-    pipe.sadd(keys.OPEN_MATCHES, spec.match_id)
-    pipe.execute()
-    return True
+    pipe = r.pipeline(transaction=True)
+    pipe.hsetnx(key, "spec", spec.to_json())
+    pipe.hsetnx(key, "status", "queued")
+    pipe.hsetnx(key, "created_at", repr(now))
+    pipe.hsetnx(key, "tournament_id", spec.tournament_id)
+    pipe.zadd(keys.MATCHES, {spec.match_id: now}, nx=True)
+    pipe.exists(keys.result(spec.match_id))
+    created, *_, finished = pipe.execute()
+    if not finished:
+        r.sadd(keys.OPEN_MATCHES, spec.match_id)
+    return bool(created)
 
 
 def get_match(r: Redis, match_id: str) -> MatchRecord:

@@ -56,7 +56,7 @@ log = logging.getLogger("moonshot.tournament")
 FORMATS = ("round_robin", "single_elimination", "double_elimination")
 SEEDINGS = ("rating", "given")
 MAX_ROUNDS = 100
-_LOCK_MS = 60_000
+_LOCK_MS = 30_000  # renewed after every pass; a dead run's lock lapses this soon
 
 
 def _derive_seed(seed: int, unit: str) -> int:

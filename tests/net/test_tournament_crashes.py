@@ -19,6 +19,8 @@ import psutil
 import pytest
 import redis
 from rq import Worker
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 from stack import Proc, Stack
 from support import check_stored, match_log, transcript_of, wait_until
 from tourney import (
@@ -178,6 +180,29 @@ def test_worker_killed_mid_tournament(own: Own) -> None:
         print(f"\nkilled worker's match {mid} resumed {resumed_after:.1f} s after the kill")
 
 
+def _dump_unfinished(own: Own, tid: str) -> None:
+    """Print what holds up a tournament: each unfinished game's state in Redis and RQ."""
+    rq_conn = rq_connection(own.redis.url)
+    print("---- unfinished games ----")
+    print("tournament", own.r.hgetall(keys.tournament(tid)),
+          "dirty", own.r.exists(keys.tournament_dirty(tid)),
+          "lock", own.r.get(keys.tournament_lock(tid)))
+    for mid in own.r.zrange(keys.tournament_matches(tid), 0, -1):
+        if own.r.exists(keys.result(mid)):
+            continue
+        try:
+            job = Job.fetch(f"match-{mid}", connection=rq_conn)
+            status = f"{job.get_status()} started_at={job.started_at}"
+        except NoSuchJobError:
+            status = "no job"
+        print(mid, own.r.hget(keys.match(mid), "status"), "open",
+              own.r.sismember(keys.OPEN_MATCHES, mid), "lease",
+              own.r.pttl(keys.lease(mid)), "log", own.r.llen(keys.match_log(mid)), "job", status)
+    print("queued:", rq_conn.lrange("rq:queue:moonshot-matches", 0, -1),
+          rq_conn.lrange("rq:queue:moonshot-control", 0, -1))
+    rq_conn.close()
+
+
 def test_full_restart_mid_tournament(own: Own) -> None:
     """Referee, both workers and Redis all SIGKILLed while games are in play, then started
     again on the same data folder and ports: the tournament carries on where it was and
@@ -218,7 +243,11 @@ def test_full_restart_mid_tournament(own: Own) -> None:
         st.referee(listen=st.address)
         own.workers = [st.worker(), st.worker()]
         rest = Watcher(admin, tid, after=seen[-1].sequence if seen else 0).start()
-        wait_finished(admin, tid, timeout=150)
+        try:
+            wait_finished(admin, tid, timeout=150)
+        except TimeoutError:
+            _dump_unfinished(own, tid)
+            raise
         events = seen + rest.join()
         _check_all_recorded(own, admin, tid, events)
         for mid, log in logs_at_kill.items():  # resumed where they were, not replayed anew
