@@ -100,3 +100,21 @@ def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Red
     assert store.create_match(r, record.spec) is False
     assert r.hgetall(keys.match(mid)) == before
     assert r.sismember(keys.OPEN_MATCHES, mid)
+
+
+def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    job_id = f"match-{mid}"
+    # A worker moved it to RQ's intermediate list, then died before starting it.
+    rq_conn.lrem("rq:queue:moonshot-matches", 0, job_id)
+    rq_conn.rpush("rq:queue:moonshot-matches:intermediate", job_id)
+    job = Job.fetch(job_id, connection=rq_conn)
+    assert job.get_status() == JobStatus.QUEUED
+    assert recover(r, rq_conn)["requeued"] == []  # just taken: give the worker time
+    job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)  # long ago
+    job.save()
+    assert recover(r, rq_conn)["requeued"] == [mid]
+    assert rq_conn.lpos("rq:queue:moonshot-matches", job_id) is not None

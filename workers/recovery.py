@@ -45,7 +45,17 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
         status = job.get_status()
     except NoSuchJobError:
         return "requeue", "no job"
-    if status in (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED):
+    if status == JobStatus.QUEUED:
+        # Queued means waiting in the queue's list, unless a worker died right after
+        # taking it (RQ parks it in an intermediate list and cleans that up only in a
+        # maintenance pass, minutes later) or the push was lost: then queue it again.
+        if rq_conn.lpos(f"rq:queue:{job.origin}", job_id) is not None:
+            return "wait", "queued"
+        enqueued = job.enqueued_at
+        age = (datetime.now(UTC) - enqueued.replace(tzinfo=UTC)).total_seconds() \
+            if enqueued is not None else _STALE_S + 1
+        return ("requeue", "queued but in no queue") if age > _STALE_S else ("wait", "moving")
+    if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
     if status == JobStatus.STARTED:
         started = job.started_at
