@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import grpc
@@ -26,7 +26,7 @@ from workers.errors import (
     Unauthenticated,
 )
 
-__all__ = ["bearer_token", "page_start", "status_of", "streaming", "unary"]
+__all__ = ["bearer_token", "page_of", "page_start", "status_of", "streaming", "unary"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -120,3 +120,18 @@ def page_start(page_token: str) -> int:
     if start < 0:
         raise InvalidArgument("page_token: not a token this server issued")
     return start
+
+
+T = TypeVar("T")
+
+
+def page_of(items: Iterable[T], start: int, size: int) -> tuple[list[T], bool]:
+    """Items `start` to `start + size` of a (lazily filtered) sequence, and whether more follow."""
+    out: list[T] = []
+    for i, item in enumerate(items):
+        if i < start:
+            continue
+        if len(out) == size:
+            return out, True
+        out.append(item)
+    return out, False

@@ -11,7 +11,7 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_start, streaming, unary
+from server.edge import bearer_token, page_of, page_start, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument, NotFound
 from workers.match_events import MatchEvents
@@ -103,23 +103,11 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
 
         def load() -> tuple[list[store.MatchRecord], bool]:
             ids = store.list_matches(self.r, limit=10**9, tournament_id=request.tournament_id)
-            out: list[store.MatchRecord] = []
-            skipped = 0
-            more = False
-            for mid in ids:
-                rec = store.get_match(self.r, mid)
-                if status and rec.status != status:
-                    continue
-                if request.bot_id and request.bot_id not in rec.spec.bot_ids:
-                    continue
-                if skipped < start:
-                    skipped += 1
-                    continue
-                if len(out) == size:
-                    more = True
-                    break
-                out.append(rec)
-            return out, more
+            records = (store.get_match(self.r, mid) for mid in ids)
+            return page_of((rec for rec in records
+                            if (not status or rec.status == status)
+                            and (not request.bot_id or request.bot_id in rec.spec.bot_ids)),
+                           start, size)
 
         records, more = await asyncio.to_thread(load)
         reveal = [await self._reveal(context, r) for r in records]

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_start, streaming, unary
+from server.edge import bearer_token, page_of, page_start, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument
 from workers.ratings import ratings_for
@@ -34,13 +34,15 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self.ar = ar
         self.rq_conn = rq_conn
 
+    def _info(self, tournament_id: str) -> dict[str, str]:
+        """The tournament's status hash (status, done, total, timestamps, error)."""
+        return self.r.hgetall(keys.tournament(tournament_id))  # type: ignore[return-value]
+
     async def _load(self, tournament_id: str) -> tuple[TournamentSpec, dict[str, str]]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
         spec = await asyncio.to_thread(load_spec, self.r, tournament_id)
-        info: dict[str, str] = await asyncio.to_thread(
-            self.r.hgetall, keys.tournament(tournament_id))  # type: ignore[arg-type]
-        return spec, info
+        return spec, await asyncio.to_thread(self._info, tournament_id)
 
     async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
                       info: dict[str, str]) -> bool:
@@ -85,23 +87,17 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         """Tournaments, newest first, a page at a time."""
         size = request.page_size or _PAGE
         start = page_start(request.page_token)
-        ids: list[str] = await asyncio.to_thread(
-            self.r.zrevrange, keys.TOURNAMENTS, 0, -1)  # type: ignore[arg-type]
-        out: list[tournament_pb2.Tournament] = []
-        skipped = 0
-        more = False
-        for tid in ids:
-            spec, info = await self._load(tid)
-            if request.status and wire.tournament_to_pb(spec, info, False).status != \
-                    request.status:
-                continue
-            if skipped < start:
-                skipped += 1
-                continue
-            if len(out) == size:
-                more = True
-                break
-            out.append(wire.tournament_to_pb(spec, info, await self._reveal(context, info)))
+        def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
+            ids: list[str] = self.r.zrevrange(keys.TOURNAMENTS, 0, -1)  # type: ignore[assignment]
+            loaded = ((load_spec(self.r, tid), self._info(tid)) for tid in ids)
+            return page_of(((spec, info) for spec, info in loaded
+                            if not request.status
+                            or wire.tournament_to_pb(spec, info, False).status == request.status),
+                           start, size)
+
+        page, more = await asyncio.to_thread(load)
+        out = [wire.tournament_to_pb(spec, info, await self._reveal(context, info))
+               for spec, info in page]
         return tournament_pb2.ListTournamentsResponse(
             tournaments=out, next_page_token=str(start + size) if more else "")
 
