@@ -13,9 +13,9 @@ import redis
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_start, status_of, unary
+from server.edge import bearer_token, page_of, status_of, unary
 from server.hub import Hub, Stream
-from workers import store
+from workers import keys, store
 from workers.errors import InvalidArgument, ServiceError, Unauthenticated
 
 __all__ = ["BotServicer", "add_to_server"]
@@ -62,16 +62,16 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     ) -> bot_pb2.ListBotsResponse:
         """Bots, oldest first, a page at a time."""
         size = request.page_size or _PAGE
-        start = page_start(request.page_token)
-        records = await asyncio.to_thread(store.list_bots, self.r)
-        page = records[start : start + size]
-        connected = await asyncio.to_thread(
-            lambda: [store.is_connected(self.r, b.bot_id) for b in page]
-        )
-        nxt = str(start + size) if start + size < len(records) else ""
+
+        def load() -> tuple[list[tuple[store.BotRecord, bool]], bool]:
+            ids = store.ids_after(self.r, keys.BOTS, request.page_token, newest_first=False)
+            return page_of(((store.get_bot(self.r, b), store.is_connected(self.r, b))
+                            for b in ids), size)
+
+        page, more = await asyncio.to_thread(load)
         return bot_pb2.ListBotsResponse(
-            bots=[wire.bot_to_pb(b, c) for b, c in zip(page, connected, strict=True)],
-            next_page_token=nxt,
+            bots=[wire.bot_to_pb(b, c) for b, c in page],
+            next_page_token=page[-1][0].bot_id if more else "",
         )
 
     async def Play(  # type: ignore[override]  # may yield wire bytes: see add_to_server

@@ -26,7 +26,7 @@ from workers.errors import (
     Unauthenticated,
 )
 
-__all__ = ["bearer_token", "page_of", "page_start", "status_of", "streaming", "unary"]
+__all__ = ["bearer_token", "page_of", "status_of", "streaming", "unary"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -111,26 +111,13 @@ def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     return None
 
 
-def page_start(page_token: str) -> int:
-    """Where a page starts: the offset a previous response put in `next_page_token`."""
-    try:
-        start = int(page_token or 0)
-    except ValueError:
-        start = -1
-    if start < 0:
-        raise InvalidArgument("page_token: not a token this server issued")
-    return start
-
-
 T = TypeVar("T")
 
 
-def page_of(items: Iterable[T], start: int, size: int) -> tuple[list[T], bool]:
-    """Items `start` to `start + size` of a (lazily filtered) sequence, and whether more follow."""
+def page_of(items: Iterable[T], size: int) -> tuple[list[T], bool]:
+    """The first `size` items of a (lazily filtered) sequence, and whether more follow."""
     out: list[T] = []
-    for i, item in enumerate(items):
-        if i < start:
-            continue
+    for item in items:
         if len(out) == size:
             return out, True
         out.append(item)

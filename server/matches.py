@@ -11,7 +11,7 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_of, page_start, streaming, unary
+from server.edge import bearer_token, page_of, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument, NotFound
 from workers.match_events import MatchEvents
@@ -98,23 +98,24 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     ) -> match_pb2.ListMatchesResponse:
         """Matches, newest first, a page at a time, optionally filtered."""
         size = request.page_size or _PAGE
-        start = page_start(request.page_token)
         status = wire.match_status_name(request.status) if request.status else ""
+        index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
+                 else keys.MATCHES)
 
         def load() -> tuple[list[store.MatchRecord], bool]:
-            ids = store.list_matches(self.r, limit=10**9, tournament_id=request.tournament_id)
+            ids = store.ids_after(self.r, index, request.page_token, newest_first=True)
             records = (store.get_match(self.r, mid) for mid in ids)
             return page_of((rec for rec in records
                             if (not status or rec.status == status)
                             and (not request.bot_id or request.bot_id in rec.spec.bot_ids)),
-                           start, size)
+                           size)
 
         records, more = await asyncio.to_thread(load)
         reveal = [await self._reveal(context, r) for r in records]
         return match_pb2.ListMatchesResponse(
             matches=[wire.match_to_pb(r, with_transcript=False, reveal=v)
                      for r, v in zip(records, reveal, strict=True)],
-            next_page_token=str(start + size) if more else "",
+            next_page_token=records[-1].spec.match_id if more else "",
         )
 
     @streaming

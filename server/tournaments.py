@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_of, page_start, streaming, unary
+from server.edge import bearer_token, page_of, streaming, unary
 from workers import keys, store
 from workers.errors import InvalidArgument
 from workers.ratings import ratings_for
@@ -86,20 +86,20 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.ListTournamentsResponse:
         """Tournaments, newest first, a page at a time."""
         size = request.page_size or _PAGE
-        start = page_start(request.page_token)
+
         def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
-            ids: list[str] = self.r.zrevrange(keys.TOURNAMENTS, 0, -1)  # type: ignore[assignment]
+            ids = store.ids_after(self.r, keys.TOURNAMENTS, request.page_token, newest_first=True)
             loaded = ((load_spec(self.r, tid), self._info(tid)) for tid in ids)
             return page_of(((spec, info) for spec, info in loaded
                             if not request.status
                             or wire.tournament_to_pb(spec, info, False).status == request.status),
-                           start, size)
+                           size)
 
         page, more = await asyncio.to_thread(load)
         out = [wire.tournament_to_pb(spec, info, await self._reveal(context, info))
                for spec, info in page]
         return tournament_pb2.ListTournamentsResponse(
-            tournaments=out, next_page_token=str(start + size) if more else "")
+            tournaments=out, next_page_token=page[-1][0].tournament_id if more else "")
 
     @unary
     async def GetStandings(

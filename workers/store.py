@@ -39,10 +39,10 @@ __all__ = [
     "find_bot",
     "get_bot",
     "get_match",
+    "ids_after",
     "is_admin",
     "is_connected",
     "list_bots",
-    "list_matches",
     "register_bot",
 ]
 
@@ -241,19 +241,20 @@ def get_match(r: Redis, match_id: str) -> MatchRecord:
     )
 
 
-def list_matches(r: Redis, limit: int = 100, tournament_id: str = "") -> list[str]:
-    """Match ids, newest first."""
-    ids: list[str] = r.zrevrange(keys.MATCHES, 0, -1 if tournament_id else limit - 1)  # type: ignore[assignment]
-    if not tournament_id:
-        return ids
-    pipe = r.pipeline()
-    for mid in ids:
-        pipe.hget(keys.match(mid), "spec")
-    out = []
-    for mid, spec in zip(ids, pipe.execute(), strict=True):
-        if spec and json.loads(spec).get("tournament_id") == tournament_id:
-            out.append(mid)
-    return out[:limit]
+def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
+    """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
+
+    The position of `after` is looked up now, so a page token stays right while new
+    items arrive: nothing repeats or goes missing between pages.
+    """
+    start = 0
+    if after:
+        rank = r.zrevrank(index, after) if newest_first else r.zrank(index, after)
+        if rank is None:
+            raise InvalidArgument("page_token: not a token this server issued")
+        start = int(rank) + 1  # type: ignore[arg-type]
+    ids = r.zrevrange(index, start, -1) if newest_first else r.zrange(index, start, -1)
+    return list(ids)  # type: ignore[arg-type]
 
 
 def tournament_over(r: Redis, tournament_id: str) -> bool:
