@@ -17,7 +17,9 @@ that works in `moonshot selfplay` works unchanged against a referee.
 from __future__ import annotations
 
 import importlib
+import os
 import random
+import sys
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -46,7 +48,8 @@ BotFactory = Callable[[int | None], Bot]
 
 
 def load_bot(spec: str) -> type[Bot]:
-    """A bot class from `random`, `greedy` or `package.module:ClassName`."""
+    """A bot class from `random`, `greedy` or `package.module:ClassName` (imported from the
+    current directory or the Python path)."""
     from clients.builtin import BUILTIN
 
     if spec in BUILTIN:
@@ -56,6 +59,10 @@ def load_bot(spec: str) -> type[Bot]:
         raise ValueError(
             f"unknown bot {spec!r}: use {', '.join(BUILTIN)} or MODULE:CLASS"
         )
+    # Like `python -m`, look in the current directory first: a bot author runs
+    # `moonshot ... --bot mybot:MyBot` next to mybot.py.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
