@@ -97,9 +97,16 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 bot_id=bot.bot_id, name=bot.name, server_version=VERSION
             )
         )
-        await self.hub.attach(stream)
-        reader = asyncio.create_task(self._read(request_iterator, stream))
+        reader: asyncio.Task[None] | None = None
         try:
+            # Inside the try: a stream that joined the hub must leave it, even when attach
+            # fails half-way or the RPC is cancelled during it (else it stays marked present).
+            try:
+                await self.hub.attach(stream)
+            except Exception as exc:
+                code, message = status_of(exc)
+                await context.abort(code, message)
+            reader = asyncio.create_task(self._read(request_iterator, stream))
             while True:
                 event = await stream.outbox.get()
                 if event is None:
@@ -108,9 +115,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                     break
                 yield wire.event_to_bytes(event)
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+            if reader is not None:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reader
             await self.hub.detach(stream)
             log.info("bot %s stream %s closed", bot.bot_id, stream.id)
 

@@ -1,0 +1,75 @@
+"""The referee's hub and Play stream against a real Redis, driven by hand (no gRPC server)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from clients.redisproc import RedisServer
+from server.bots import BotServicer
+from server.hub import Hub
+from workers import store
+
+
+class Aborted(Exception):
+    """What the fake context raises where grpc would end the call."""
+
+
+class FakeContext:
+    """Just enough of a grpc.aio.ServicerContext for Play."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.code: grpc.StatusCode | None = None
+
+    def invocation_metadata(self) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token}")]
+
+    async def abort(self, code: grpc.StatusCode, message: str) -> None:
+        self.code = code
+        raise Aborted(message)
+
+
+async def _silent() -> AsyncIterator[Any]:
+    await asyncio.Event().wait()
+    yield None  # never reached
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        yield srv.url
+
+
+def test_a_stream_whose_attach_fails_leaves_the_hub(url: str) -> None:
+    r = store.connect(url)
+    record, token = store.register_bot(r, "hubbot")
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        try:
+            async def fail(*args: Any, **kwargs: Any) -> Any:
+                raise RedisConnectionError("Redis went away")
+
+            hub.r.publish = fail  # type: ignore[method-assign]  # after the stream joined
+            ctx = FakeContext(token)
+            play = BotServicer(r, hub).Play(_silent(), ctx)  # type: ignore[arg-type]
+            welcome = await play.__anext__()
+            assert not isinstance(welcome, bytes) and welcome.welcome.bot_id == record.bot_id
+            with pytest.raises(Aborted):
+                await play.__anext__()
+            assert ctx.code == grpc.StatusCode.UNAVAILABLE
+            assert hub.streams == {}  # not left subscribed and refreshed as present forever
+            assert not store.is_connected(r, record.bot_id)
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
