@@ -135,6 +135,25 @@ class Bracket:
                 return m
         raise InvalidArgument(f"bracket has no match {match_id!r}")
 
+    def certain_matches(self) -> frozenset[str]:
+        """Ids of the matches that will be played whatever the results: every slot filled.
+
+        Byes follow from the shape alone (a seed beyond the field, or the loser of a
+        bye, is nobody), so this needs no results; the grand-final reset is never certain.
+        """
+        filled: dict[str, int] = {}
+        certain: set[str] = set()
+        for m in self.matches:
+            count = sum(
+                src.seed <= len(self.participants) if isinstance(src, FromSeed)
+                else filled[src.match_id] >= src.rank
+                for src in m.sources
+            )
+            filled[m.id] = count
+            if count == len(m.sources) and not m.reset:
+                certain.add(m.id)
+        return frozenset(certain)
+
     def destinations(self, match_id: str) -> tuple[tuple[int, str, int], ...]:
         """Where a match's finishers go: (rank, next match id, slot) for each."""
         return tuple(

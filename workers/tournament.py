@@ -269,16 +269,40 @@ def _bracket_plan(spec: TournamentSpec, results: Mapping[str, dict[str, Any]]) -
     state = brk.resolve(bracket, outcomes)
     out.bracket = state
     out.finished = state.finished
-    # A rough count of games still to come, for progress bars: the fewest that can decide
-    # every match not decided yet.
-    per_match = (6 if spec.duplicate else 1) * ((spec.series_length + 1) // 2) \
-        if spec.players == 3 else (2 if spec.duplicate else 1) * ((spec.series_length + 1) // 2)
-    planned = {g.bracket_match for g in out.games}
-    undecided = [m for m in state.matches
-                 if m.status in (brk.Status.PENDING, brk.Status.READY)
-                 and m.match.id not in planned]
-    out.remaining_estimate = per_match * len(undecided)
+    out.remaining_estimate = _fewest_games_to_come(spec, state, out)
     return out
+
+
+def _fewest_games_to_come(spec: TournamentSpec, state: brk.BracketState, out: Plan) -> int:
+    """Games not planned yet that the bracket needs at the least, for progress bars.
+
+    A 3p table plays all its sets, so a planned table needs nothing more; a 2v2 series
+    being played needs the pairs that its leader still lacks, beyond any pair under way.
+    """
+    if spec.players == 3:
+        per_match = (6 if spec.duplicate else 1) * spec.series_length
+        per_pair = 0
+    else:
+        per_pair = 2 if spec.duplicate else 1
+        per_match = per_pair * (spec.series_length // 2 + 1)
+    planned: dict[str, int] = {}
+    for g in out.games:
+        if g.bracket_match:
+            planned[g.bracket_match] = planned.get(g.bracket_match, 0) + 1
+    certain = state.bracket.certain_matches()
+    fewest = 0
+    for m in state.matches:
+        if not (m.status is brk.Status.READY
+                or (m.status is brk.Status.PENDING and m.match.id in certain)):
+            continue
+        series = out.series.get(m.match.id)
+        if m.match.id not in planned:
+            fewest += per_match
+        elif series is not None and not series.decided:
+            under_way = -(-planned[m.match.id] // per_pair) - series.pairs_played
+            lacking = series.best_of // 2 + 1 - max(series.wins) - under_way
+            fewest += per_pair * max(0, lacking)
+    return fewest
 
 
 def _bracket_match(

@@ -1,0 +1,79 @@
+"""The tournament plan as a pure function: its game count as results arrive."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from moon import Rules
+from workers.tournament import Game, TournamentSpec, plan
+
+
+def _spec(
+    players: int, fmt: str, n: int, series_length: int, duplicate: bool = True
+) -> TournamentSpec:
+    bots = tuple(f"b{i}" for i in range(n))
+    return TournamentSpec(
+        tournament_id="t1", name="plan test", players=players, format=fmt, bot_ids=bots,
+        names=bots, rules=Rules.make(players, {}), seed=11, series_length=series_length,
+        duplicate=duplicate,
+    )
+
+
+def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:
+    """A made-up finished game: a random side wins."""
+    sides = 3 if players == 3 else 2
+    final = [rng.randrange(0, 30) for _ in range(sides)]
+    winner = rng.randrange(sides)
+    final[winner] = 40
+    if players == 3:
+        order = sorted(range(3), key=lambda s: -final[s])
+        placement = [order.index(s) + 1 for s in range(3)]
+    else:
+        placement = [1 if s % 2 == winner else 2 for s in range(4)]
+    return {"match_id": game.match_id, "bot_ids": list(game.bot_ids), "players": players,
+            "final": final, "winner": winner, "placement": placement, "end": "normal"}
+
+
+CASES = [
+    (4, "single_elimination", 5, 3, True),
+    (4, "single_elimination", 8, 5, True),
+    (4, "double_elimination", 4, 3, True),
+    (4, "double_elimination", 6, 1, False),
+    (3, "single_elimination", 7, 1, True),
+    (3, "single_elimination", 9, 3, False),
+]
+
+
+@pytest.mark.parametrize(("players", "fmt", "n", "series", "duplicate"), CASES)
+@pytest.mark.parametrize("seed", range(8))
+def test_bracket_total_is_a_lower_bound_that_only_grows(
+    players: int, fmt: str, n: int, series: int, duplicate: bool, seed: int
+) -> None:
+    """Progress bars show games + estimate: it must never shrink and must end exact."""
+    spec = _spec(players, fmt, n, series, duplicate)
+    rng = random.Random(seed)
+    results: dict[str, dict[str, Any]] = {}
+    totals: list[int] = []
+    while True:
+        p = plan(spec, results)
+        totals.append(len(p.games) + p.remaining_estimate)
+        if p.finished:
+            break
+        todo = [g for g in p.games if g.match_id not in results]
+        assert todo, "an unfinished plan must have a game to play"
+        # Finish games one at a time, in a random order, as workers would.
+        g = rng.choice(todo)
+        results[g.match_id] = _result(g, players, rng)
+    assert totals == sorted(totals), totals
+    assert totals[-1] == len(results) == len(p.games)
+    assert p.remaining_estimate == 0
+
+
+def test_a_2v2_knockout_of_five_starts_at_its_fewest_games() -> None:
+    # 4 real matches (one first-round match, three byes), best of 3 duplicate pairs:
+    # at least 2 pairs of 2 games each.
+    p = plan(_spec(4, "single_elimination", 5, 3), {})
+    assert len(p.games) + p.remaining_estimate == 4 * 2 * 2
