@@ -81,6 +81,8 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
         ("grpc.keepalive_permit_without_calls", 1),
+        # A second referee on a port in use must fail, not share it and get every other call.
+        ("grpc.so_reuseport", 0),
     ])
     add_bot_service(BotServicer(r, hub, open_registration), server)
     match_pb2_grpc.add_MatchServiceServicer_to_server(
@@ -97,9 +99,15 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(listen)
+    try:
+        port = server.add_insecure_port(listen)
+    except RuntimeError:  # grpc's way of saying the bind failed
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {listen}")
+        await hub.stop()
+        await ar.aclose()
+        r.close()
+        raise OSError(f"cannot listen on {listen}: the address is in use or not valid here")
     await server.start()
     return Referee(server, hub, port, health_servicer, generated)
 
@@ -131,6 +139,8 @@ def serve(listen: str, redis_url: str, admin_token: str | None = None,
         asyncio.run(_serve(listen, redis_url, token, open_registration, None))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at {redis_url}: {exc}") from None
+    except OSError as exc:
+        raise SystemExit(f"moonshot referee: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,60 @@
+"""The referee process itself: health, reflection, its port, and a graceful stop."""
+
+from __future__ import annotations
+
+import signal
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+from stack import Stack, moonshot
+
+from clients.sdk import register
+
+SERVICES = ("moon.v1.BotService", "moon.v1.MatchService", "moon.v1.TournamentService",
+            "moon.v1.RatingService")
+
+
+def test_health_and_reflection_describe_every_service(stack: Stack) -> None:
+    with grpc.insecure_channel(stack.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", *SERVICES):
+            reply = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING, service
+        db = ProtoReflectionDescriptorDatabase(channel)
+        listed = set(db.get_services())
+        assert set(SERVICES) <= listed
+        assert "grpc.health.v1.Health" in listed
+        # A client with no generated code can learn a method's shape from the server.
+        proto = db.FindFileContainingSymbol("moon.v1.BotService")
+        assert "Play" in [m.name for s in proto.service for m in s.method]
+
+
+def test_a_second_referee_on_a_busy_port_fails_clearly(fresh_stack: Stack) -> None:
+    first, address = fresh_stack.referee()
+    second = fresh_stack.start("referee-2", moonshot("referee", "--listen", address,
+                                                     "--redis", fresh_stack.redis_url))
+    assert second.popen.wait(30) != 0
+    assert "cannot listen on" in second.text()
+    assert "Traceback" not in second.text()
+    assert first.alive()
+    with grpc.insecure_channel(address) as channel:  # the first one still serves alone
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
+                                                          timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_sigterm_stops_the_referee_gracefully_and_ends_bot_streams(
+    fresh_stack: Stack, name: str
+) -> None:
+    ref, address = fresh_stack.referee()
+    _, token = register(address, f"{name}-stop")
+    bot = fresh_stack.bot("random", address, token)
+    assert ref.stop(signal.SIGTERM, timeout=20) == 0
+    assert "referee stopped" in ref.text()
+    assert "Traceback" not in ref.text()
+    # The bot sees its stream end and goes on trying to reconnect, as the SDK promises.
+    bot.wait_for(r"(?i)reconnect", timeout=20)
+    assert bot.alive()
