@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
@@ -27,8 +27,30 @@ class CommandError(Exception):
         self.code = code
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default, unless its text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or not action.option_strings
+                or action.default in (None, False, [], argparse.SUPPRESS)):
+            return text
+        return f"{text} (default %(default)s)".lstrip()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line, not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's, and an option with a default but no help still shows it."""
+        if (kwargs.get("help") is None and args and str(args[0]).startswith("-")
+                and kwargs.get("default") not in (None, False, [])):
+            kwargs["help"] = "(default %(default)s)"
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
@@ -45,7 +67,6 @@ def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
         "selfplay",
         help="play games between built-in or local bots, in this process",
         epilog=_rules_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--players", type=int, choices=(3, 4), default=3)
     p.add_argument("--games", type=int, default=100, help="number of games (default 100)")
@@ -141,4 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the copy the other modules import: under `python -m`, this file is also loaded
+    # as __main__, whose CommandError would be a different class from the one raised.
+    import importlib
+
+    sys.exit(importlib.import_module("clients.cli").main())

@@ -58,7 +58,11 @@ def _rpc_error(exc: grpc.RpcError) -> CommandError:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
     name = code.name if code is not None else "ERROR"
-    return CommandError(f"{name}: {details}")
+    hint = ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        hint = ("\n  no referee answered: start one with `moonshot up`, or point at yours "
+                "with --server HOST:PORT or $MOONSHOT_SERVER")
+    return CommandError(f"{name}: {details}{hint}")
 
 
 def _server_flag(p: argparse.ArgumentParser) -> None:
@@ -289,7 +293,7 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     p.add_argument("--data", default=os.environ.get("MOONSHOT_DATA", DATA_DIR),
                    help=f"data folder: Redis files, logs, admin token (default {DATA_DIR})")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="RQ worker processes to start")
     p.add_argument("--redis", default=None, metavar="URL",
                    help="use this Redis instead of starting one (default $REDIS_URL)")
     p.set_defaults(run=_run_up)

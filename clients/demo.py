@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clients.admin import Admin
 from clients.organiser import watch_tournament
-from clients.render import bracket_text, ratings_table, standings_table
+from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from clients.stack import LocalStack
 
 __all__ = ["run_demo"]
@@ -70,6 +70,8 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
             seeding="given", seed=2026, rules={"max_hands": "30" if quick else "100"})
         st = watch_tournament(admin, rr.tournament_id, "round robin")
         _say(standings_table(st, f"standings ({st.matches_done} games)"))
+        _say("")
+        _say(crosstable_text(st))
 
         _say("\n== 2v2 single elimination (one bot per team), series of duplicate pairs ==")
         ko = admin.create_tournament(
@@ -82,7 +84,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say(standings_table(st2, f"knockout standings ({st2.matches_done} games)"))
 
         _say("")
-        _say(ratings_table(admin.get_ratings("3p"), "ratings, 3-player pool"))
+        _say(ratings_table(admin.get_ratings("3p"), "ratings, 3p pool"))
         _say("")
         _say(ratings_table(admin.get_ratings("2v2"), "ratings, 2v2 pool"))
         admin.close()

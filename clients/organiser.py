@@ -19,7 +19,7 @@ from clients.commands import (
     server_address,
 )
 from clients.progress import Progress
-from clients.render import bracket_text, ratings_table, standings_table
+from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from moon import MoonError, Rules
 from proto.moon.v1 import tournament_pb2
 
@@ -74,9 +74,14 @@ def watch_tournament(admin: Admin, tournament_id: str, label: str = "",
     return final
 
 
+CROSSTABLE_MAX_BOTS = 16  # wider than that, a terminal table stops being readable
+
+
 def _print_standings(admin: Admin, st: tournament_pb2.Standings, title: str) -> None:
     print(standings_table(st, title))
     text = bracket_text(st)
+    if not text and len(st.rows) <= CROSSTABLE_MAX_BOTS:
+        text = crosstable_text(st)
     if text:
         print()
         print(text)
@@ -111,7 +116,7 @@ def _run_create(args: argparse.Namespace) -> int:
         print(f"follow it with: moonshot tournament watch {t.tournament_id}")
         return 0
     try:
-        st = watch_tournament(admin, t.tournament_id)
+        st = watch_tournament(admin, t.tournament_id, quiet=args.quiet)
     except grpc.RpcError as exc:
         raise _rpc_error(exc) from None
     _print_standings(admin, st, f"final standings of {args.name}")
@@ -167,28 +172,37 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
     tour = sub.add_parser("tournament", help="create, watch or show tournaments").add_subparsers(
         dest="tournament_command", required=True, parser_class=_Parser)
     p = tour.add_parser("create", help="create a tournament (admin)")
-    p.add_argument("--name", required=True)
-    p.add_argument("--players", type=int, choices=(3, 4), default=3)
+    p.add_argument("--name", required=True, help="a name to show (1-200 characters)")
+    p.add_argument("--players", type=int, choices=(3, 4), default=3,
+                   help="3 for 3-player tables, 4 for 2v2 (default 3)")
     p.add_argument("--format", default="round-robin",
                    help="round-robin, single-elimination or double-elimination")
     p.add_argument("--bots", required=True, help="comma-separated bot ids or names")
     p.add_argument("--rounds", type=int, default=1, help="round robin: times through the schedule")
     p.add_argument("--series", type=int, default=1,
                    help="brackets: best of N duplicate sets per match (N odd)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--seed", type=int, default=None,
+                   help="fixes every deal of the tournament (default: random, then shown)")
+    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
+                   help="a rules option, repeat for several (see moonshot selfplay --help)")
     p.add_argument("--no-duplicate", action="store_true",
                    help="one game per table instead of one per seating")
     p.add_argument("--rotate-partners", action="store_true",
                    help="2v2 round robin: rotate partners for individual results")
-    p.add_argument("--seeding", choices=("rating", "given"), default="rating")
+    p.add_argument("--seeding", choices=("rating", "given"), default="rating",
+                   help="brackets: seed by current rating or in --bots order (default rating)")
     p.add_argument("--all-triples", action="store_true",
                    help="3p round robin: every triple of bots, not a balanced design")
-    p.add_argument("--time-per-move", default="2s")
-    p.add_argument("--time-bank", default="30s")
-    p.add_argument("--max-strikes", type=int, default=3)
-    p.add_argument("--disconnect-grace", default="30s")
+    p.add_argument("--time-per-move", default="2s",
+                   help="per-decision limit, e.g. 500ms, 2s (default 2s)")
+    p.add_argument("--time-bank", default="30s",
+                   help="extra time per seat per game once a decision overruns (default 30s)")
+    p.add_argument("--max-strikes", type=int, default=3,
+                   help="late or illegal answers before a bot forfeits (default 3)")
+    p.add_argument("--disconnect-grace", default="30s",
+                   help="how long a bot may stay disconnected before it forfeits (default 30s)")
     p.add_argument("--watch", action="store_true", help="follow it to the end")
+    p.add_argument("--quiet", action="store_true", help="with --watch: no progress bar")
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_create)
@@ -209,6 +223,6 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
 
     p = sub.add_parser("demo", help="run a whole demo: stack, bots, a round robin and a bracket")
     p.add_argument("--data", default=None, help="keep the demo's data here (default: a temp dir)")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="RQ worker processes to start")
     p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
     p.set_defaults(run=_run_demo)

@@ -2,21 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
-__all__ = ["bracket_text", "ratings_table", "standings_table"]
+__all__ = ["bracket_text", "crosstable_text", "ratings_table", "standings_table"]
+
+
+def _width(names: Iterable[str], least: int = 22) -> int:
+    """A name column wide enough for every name, and a gap."""
+    return max([least, *(len(n) + 2 for n in names)])
 
 
 def standings_table(st: tournament_pb2.Standings, title: str = "") -> str:
     """The standings as an aligned table."""
     lines = [title] if title else []
-    lines.append(f"{'#':>3}  {'bot':<22}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
+    w = _width(row.name + " (out)" for row in st.rows)
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
                  f"{'pts':>7}{'score':>8}{'elo':>8}{'ff':>4}")
     for row in st.rows:
         out = " (out)" if row.eliminated else ""
-        lines.append(f"{row.rank:>3}  {row.name + out:<22}{row.games:>6}{row.wins:>5}"
+        lines.append(f"{row.rank:>3}  {row.name + out:<{w}}{row.games:>6}{row.wins:>5}"
                      f"{row.draws:>4}{row.losses:>5}{row.points:>7.1f}{row.score:>8}"
                      f"{row.rating:>8.0f}{row.forfeits:>4}")
+    return "\n".join(lines)
+
+
+def crosstable_text(st: tournament_pb2.Standings) -> str:
+    """Head to head: row bot's games ahead-behind of each column bot (columns by rank)."""
+    if not st.crosstable:
+        return ""
+    order = [row.bot_id for row in st.rows]
+    names = {row.bot_id: row.name for row in st.rows}
+    w = _width(names.values())
+    cells: dict[tuple[str, str], str] = {}
+    for row in st.crosstable:
+        for c in row.cells:
+            cells[(row.bot_id, c.opponent_bot_id)] = f"{c.wins}-{c.losses}"
+    cw = max([5, *(len(v) + 1 for v in cells.values())])
+    lines = ["head to head (row bot ahead-behind of column bot, over the games they met)"]
+    header = "".join(f"{i:>{cw}}" for i in range(1, len(order) + 1))
+    lines.append(f"{'#':>3}  {'bot':<{w}}{header}")
+    for i, a in enumerate(order, 1):
+        row_cells = "".join(f"{'x' if a == b else cells.get((a, b), '.'):>{cw}}" for b in order)
+        lines.append(f"{i:>3}  {names[a]:<{w}}{row_cells}")
     return "\n".join(lines)
 
 
@@ -37,7 +66,12 @@ def bracket_text(st: tournament_pb2.Standings) -> str:
         for m in rnd.matches:
             slots = []
             for slot in m.slots:
-                who = names.get(slot.bot_id, slot.bot_id) if slot.bot_id else f"({slot.source})"
+                if slot.bot_id:
+                    who = names.get(slot.bot_id, slot.bot_id)
+                elif m.state == tournament_pb2.BracketMatch.STATE_BYE:
+                    who = "(bye)"  # nobody will fill this slot
+                else:
+                    who = f"({slot.source})"  # filled later, e.g. "winner of W1-2"
                 if slot.bot_id and m.state != tournament_pb2.BracketMatch.STATE_BYE:
                     who += f" [{slot.wins}]"
                 slots.append(who)
@@ -54,8 +88,9 @@ def bracket_text(st: tournament_pb2.Standings) -> str:
 def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     """Ratings, best first."""
     lines = [title] if title else []
-    lines.append(f"{'#':>3}  {'bot':<22}{'rating':>8}{'games':>7}")
+    w = _width(row.name for row in resp.ratings)
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}{'games':>7}")
     for i, row in enumerate(resp.ratings, 1):
-        lines.append(f"{i:>3}  {row.name:<22}{row.rating:>8.1f}{row.games:>7}")
+        lines.append(f"{i:>3}  {row.name:<{w}}{row.rating:>8.1f}{row.games:>7}")
     lines.append(f"({resp.method}; {resp.games} games)")
     return "\n".join(lines)

@@ -58,15 +58,16 @@ class SelfplayReport:
     def lines(self) -> list[str]:
         """A human summary, one line per row."""
         rate = self.games / self.seconds if self.seconds else 0.0
+        w = max([24, *(len(s.name) + 2 for s in self.seats)])
         out = [
             f"games: {self.games}   hands/game: {self.hands / max(self.games, 1):.1f}   "
             f"hand-limit ends: {self.hand_limit}   games/s: {rate:.1f}",
-            f"{'seat':<6}{'bot':<24}{'wins':>7}{'win%':>8}{'draws':>7}{'mean final':>12}",
+            f"{'seat':<6}{'bot':<{w}}{'wins':>7}{'win%':>8}{'draws':>7}{'mean final':>12}",
         ]
         for i, s in enumerate(self.seats):
             pct = 100.0 * s.wins / self.games if self.games else 0.0
             mean = s.score_sum / self.games if self.games else 0.0
-            out.append(f"{i:<6}{s.name:<24}{s.wins:>7}{pct:>7.1f}%{s.draws:>7}{mean:>12.1f}")
+            out.append(f"{i:<6}{s.name:<{w}}{s.wins:>7}{pct:>7.1f}%{s.draws:>7}{mean:>12.1f}")
         by_bot: dict[str, list[int]] = {}
         for s in self.seats:
             agg = by_bot.setdefault(s.name, [0, 0, 0])
@@ -77,7 +78,7 @@ class SelfplayReport:
             out.append("per bot (seats pooled):")
             for name, (seats, wins, total) in by_bot.items():
                 games = seats * self.games
-                out.append(f"  {name:<24} win% per seat {100.0 * wins / max(games, 1):5.1f}   "
+                out.append(f"  {name:<{w}} win% per seat {100.0 * wins / max(games, 1):5.1f}   "
                            f"mean final {total / max(games, 1):6.1f}")
         return out
 

@@ -37,3 +37,18 @@ def test_a_bot_file_in_the_current_directory_is_found(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "mybot:FirstBot" in res.stdout
+
+
+def test_the_readme_shows_the_example_bot_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text()
+    source = (ROOT / "examples" / "highest_bot.py").read_text()
+    code = source[source.index("from clients.bot import Bot"):].strip()
+    assert f"```python\n{code}\n```" in readme
+
+
+def test_example_bot_beats_random_as_the_readme_says() -> None:
+    cls = load_bot("examples.highest_bot:HighestBot")
+    rnd = load_bot("random")
+    report = selfplay(Rules.make(3), [cls, rnd, rnd], ["highest", "random", "random"],
+                      games=100, seed=1)
+    assert report.seats[0].wins >= 60, report.lines()  # "about 7 games in 10"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
 import pytest
 
 from moon import Rules
+from workers.bracket import Status
+from workers.standings_view import build_view
 from workers.tournament import Game, TournamentSpec, plan
 
 
@@ -77,3 +80,38 @@ def test_a_2v2_knockout_of_five_starts_at_its_fewest_games() -> None:
     # at least 2 pairs of 2 games each.
     p = plan(_spec(4, "single_elimination", 5, 3), {})
     assert len(p.games) + p.remaining_estimate == 4 * 2 * 2
+
+
+def _play_out(spec: TournamentSpec, seed: int) -> tuple[dict[str, dict[str, Any]], Any]:
+    rng = random.Random(seed)
+    results: dict[str, dict[str, Any]] = {}
+    while not (p := plan(spec, results)).finished:
+        for g in p.games:
+            if g.match_id not in results:
+                results[g.match_id] = _result(g, spec.players, rng)
+    return results, p
+
+
+@pytest.mark.parametrize(("players", "fmt", "n", "series", "duplicate"), CASES)
+@pytest.mark.parametrize("seed", range(4))
+def test_bracket_standings_rank_by_how_far_each_bot_got(
+    players: int, fmt: str, n: int, series: int, duplicate: bool, seed: int
+) -> None:
+    spec = _spec(players, fmt, n, series, duplicate)
+    results, p = _play_out(spec, seed)
+    view = build_view(spec, results, p, sequence=0)
+    order = [row["bot_id"] for row in view.rows]
+    assert [row["rank"] for row in view.rows] == list(range(1, n + 1))
+    assert order[0] == p.bracket.champion
+    # The bot a decided match put out ranks below everyone who played a later stage.
+    last_stage: dict[str, tuple[int, int]] = {}
+    sections = {"W": 0, "T": 0, "L": 1, "GF": 2}
+    for ms in p.bracket.matches:
+        if ms.status is Status.DONE:
+            for bot in ms.participants:
+                last_stage[bot] = (sections[ms.match.section], ms.match.round)
+    for better, worse in itertools.pairwise(order[1:]):  # below the champion
+        assert last_stage[better] >= last_stage[worse], (better, worse)
+    final = [ms for ms in p.bracket.matches if ms.status is Status.DONE][-1]
+    if players == 4:
+        assert order[1] in final.participants  # the runner-up lost the last match played

@@ -49,6 +49,12 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
         row["rating"] = round(rating.rating, 1) if rating else 1500.0
         row["eliminated"] = p.bracket is not None and row["games"] > 0 \
             and row["bot_id"] not in alive
+    if p.bracket is not None:
+        # A bracket ranks by how far each bot got; results order bots out at the same stage.
+        reach = _reach(p.bracket, alive)
+        rows.sort(key=lambda row: reach.get(row["bot_id"], (0, 0, 0)), reverse=True)
+        for rank, row in enumerate(rows, 1):
+            row["rank"] = rank
     cross: dict[str, dict[str, list[int]]] = {b: {} for b in spec.bot_ids}
     for (a, b), h in crosstable(results.values()).items():
         draws = h.games - h.a_ahead - h.b_ahead
@@ -76,6 +82,26 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
                 wins = series.wins[i] if series is not None and i < 2 else game_wins
                 view.slot_scores[(mid, bot)] = (wins, score)
     return view
+
+
+_SECTION_ORDER = {"W": 0, "T": 0, "L": 1, "GF": 2}
+
+
+def _reach(state: brk.BracketState, alive: set[str]) -> dict[str, tuple[int, int, int]]:
+    """How far each bot got, comparable: (still in or champion, section, round of its exit).
+
+    Matches are in play order, so a bot's last decided match is the one that put it out.
+    """
+    reach: dict[str, tuple[int, int, int]] = {}
+    for ms in state.matches:
+        if ms.status is not brk.Status.DONE:
+            continue
+        stage = (_SECTION_ORDER.get(ms.match.section, 0), ms.match.round)
+        for bot in ms.participants:
+            reach[bot] = (0, *stage)
+    for bot in alive:
+        reach[bot] = (2 if bot == state.champion else 1, 0, 0)
+    return reach
 
 
 def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:

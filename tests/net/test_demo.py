@@ -32,11 +32,22 @@ def test_demo_quick_runs_end_to_end(tmp_path: Path) -> None:
     assert table, out
     rows = re.findall(r"^\s+\d+\s+(\S+)\s+(\d+)\s", table.group(1), re.M)
     assert sorted(b for b, _ in rows) == bots and {g for _, g in rows} == {"18"}, rows
+    # Head to head: every bot a row, "x" against itself, each pair's games ahead-behind.
+    h2h = re.search(r"head to head [^\n]*\n[^\n]*\n(.*?)\n\n", out, re.S)
+    assert h2h, out
+    cells = [line.split()[2:] for line in h2h.group(1).splitlines()]
+    assert len(cells) == 5 and all(row[i] == "x" for i, row in enumerate(cells)), h2h.group(0)
+    for i in range(5):
+        for j in range(5):
+            if i != j:  # each pair met at one table of six seatings at least
+                ahead, behind = map(int, cells[i][j].split("-"))
+                assert (behind, ahead) == tuple(map(int, cells[j][i].split("-")))
+                assert ahead + behind >= 1
     # The bracket: byes for the top three seeds, then a champion who is one of the bots.
-    assert out.count("bye ->") == 3, out
+    assert out.count("(bye)") == 3 and out.count("bye ->") == 3, out
     champion = re.search(r"^champion: (\S+)$", out, re.M)
     assert champion and champion.group(1) in bots, out
-    for title in ("ratings, 3-player pool", "ratings, 2v2 pool"):
+    for title in ("ratings, 3p pool", "ratings, 2v2 pool"):
         block = out[out.index(title):]
         assert sorted(re.findall(r"^\s+\d+\s+(\S+)\s+-?[\d.]+\s+\d+$", block.split("\n\n")[0],
                                  re.M)) == bots, block[:800]

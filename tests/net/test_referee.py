@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import signal
+import socket
+import subprocess
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from stack import Stack, moonshot
+from stack import Stack, env, moonshot
 
 from clients.sdk import register
 
@@ -58,3 +61,15 @@ def test_sigterm_stops_the_referee_gracefully_and_ends_bot_streams(
     # The bot sees its stream end and goes on trying to reconnect, as the SDK promises.
     bot.wait_for(r"(?i)reconnect", timeout=20)
     assert bot.alive()
+
+
+def test_commands_say_what_to_do_when_no_referee_answers(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = subprocess.run(moonshot("bot", "register", "nobody", "--server", f"127.0.0.1:{port}"),
+                         env=env(), capture_output=True, text=True, timeout=60, check=False,
+                         cwd=tmp_path)
+    assert res.returncode == 1
+    assert "UNAVAILABLE" in res.stderr and "moonshot up" in res.stderr
+    assert "Traceback" not in res.stderr
