@@ -36,6 +36,7 @@ from server.hub import Hub
 from server.matches import MatchServicer
 from server.tournaments import RatingServicer, TournamentServicer
 from workers import store
+from workers.errors import FailedPrecondition
 from workers.queues import rq_connection
 
 __all__ = ["Referee", "serve"]
@@ -68,11 +69,14 @@ class Referee:
 
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
-                open_registration: bool = True) -> Referee:
-    """Start a referee on `listen` (HOST:PORT; port 0 picks a free one)."""
+                open_registration: bool = True, replace_admin_token: bool = False) -> Referee:
+    """Start a referee on `listen` (HOST:PORT; port 0 picks a free one).
+
+    `admin_token` must match the one the cluster has, if any, unless
+    `replace_admin_token` makes it the new token of every referee.
+    """
     r = store.connect(redis_url)
     r.ping()
-    generated = store.ensure_admin_token(r, admin_token)
     ar = aioredis.Redis.from_url(redis_url, decode_responses=True)
     hub = Hub(ar, redis_url)
     await hub.start()
@@ -103,18 +107,24 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         port = server.add_insecure_port(listen)
     except RuntimeError:  # grpc's way of saying the bind failed
         port = 0
-    if port == 0:
+    try:
+        if port == 0:
+            raise OSError(f"cannot listen on {listen}: the address is in use or not valid here")
+        # Only a referee that got its port may install an admin token for the whole cluster.
+        generated = store.ensure_admin_token(r, admin_token, replace=replace_admin_token)
+    except BaseException:
+        await server.stop(None)
         await hub.stop()
         await ar.aclose()
         r.close()
-        raise OSError(f"cannot listen on {listen}: the address is in use or not valid here")
+        raise
     await server.start()
     return Referee(server, hub, port, health_servicer, generated)
 
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
-                 open_registration: bool, ready: asyncio.Event | None) -> None:
-    ref = await start(listen, redis_url, admin_token, open_registration)
+                 open_registration: bool, replace_admin_token: bool) -> None:
+    ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token)
     host = listen.rsplit(":", 1)[0]
     print(f"referee listening on {host}:{ref.port}", flush=True)
     if ref.admin_token:
@@ -123,8 +133,6 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
     stopping = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
-    if ready is not None:
-        ready.set()
     await stopping.wait()
     print("referee stopping", flush=True)
     await ref.stop()
@@ -132,14 +140,14 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 
 
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
-          open_registration: bool = True) -> None:
+          open_registration: bool = True, replace_admin_token: bool = False) -> None:
     """Run a referee until SIGTERM/SIGINT."""
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
-        asyncio.run(_serve(listen, redis_url, token, open_registration, None))
+        asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at {redis_url}: {exc}") from None
-    except OSError as exc:
+    except (OSError, FailedPrecondition) as exc:
         raise SystemExit(f"moonshot referee: {exc}") from None
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import grpc
 import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import wire
@@ -129,7 +131,15 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 kind = msg.WhichOneof("message")
                 if kind == "decision":
                     d = msg.decision
-                    rejected = await self.hub.answer(stream, d.request_id, d.action_id)
+                    try:
+                        rejected = await self.hub.answer(stream, d.request_id, d.action_id)
+                    except (RedisConnectionError, RedisTimeoutError):
+                        raise
+                    except Exception:
+                        # One odd answer must not end a stream that carries other matches.
+                        log.exception("bot %s: answer to %r failed", stream.bot_id,
+                                      d.request_id[:200])
+                        rejected = unhandled_answer(d.request_id)
                     if rejected is not None:
                         stream.deliver(rejected)
                 elif kind == "ping":
@@ -140,6 +150,17 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             log.warning("bot %s: %s", stream.bot_id, exc)
         finally:
             stream.close()
+
+
+def unhandled_answer(request_id: str) -> dict[str, Any]:
+    """The rejection sent when handling an answer failed inside the referee."""
+    return {
+        "type": "decision_rejected", "request_id": request_id, "match_id": "",
+        "reason": "unknown_request",
+        "message": "the referee could not handle this answer (see its log); if the request "
+                   "is still pending it will be sent again",
+        "replacement_action_id": None, "strikes": 0,
+    }
 
 
 def _serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:

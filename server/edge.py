@@ -21,6 +21,7 @@ from workers.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    OutOfRange,
     PermissionDenied,
     ServiceError,
     Unauthenticated,
@@ -35,6 +36,7 @@ _CODES: dict[type[ServiceError], grpc.StatusCode] = {
     NotFound: grpc.StatusCode.NOT_FOUND,
     AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
+    OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
     Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }
@@ -44,12 +46,22 @@ Resp = TypeVar("Resp")
 Self = TypeVar("Self")
 
 
+MAX_MESSAGE = 1000  # status messages travel in metadata: an echoed 1 MB value must not
+
+
+def _clip(message: str) -> str:
+    """The message, cut to MAX_MESSAGE characters with a mark where it was cut."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return message[:MAX_MESSAGE] + f"... ({len(message) - MAX_MESSAGE} more characters)"
+
+
 def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     """The status code and message a failure is reported with."""
     if isinstance(exc, ServiceError):
-        return _CODES.get(type(exc), grpc.StatusCode.FAILED_PRECONDITION), str(exc)
+        return _CODES.get(type(exc), grpc.StatusCode.FAILED_PRECONDITION), _clip(str(exc))
     if isinstance(exc, MoonError):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+        return grpc.StatusCode.INVALID_ARGUMENT, _clip(str(exc))
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
         return grpc.StatusCode.UNAVAILABLE, "the referee cannot reach Redis right now; retry"
     log.error("internal error", exc_info=exc)

@@ -13,7 +13,7 @@ from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
 from workers import keys, store
-from workers.errors import InvalidArgument, NotFound
+from workers.errors import InvalidArgument, NotFound, OutOfRange
 from workers.match_events import MatchEvents
 from workers.queues import enqueue_match
 from workers.spec import MatchSpec, new_match_id
@@ -101,13 +101,19 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         status = wire.match_status_name(request.status) if request.status else ""
         index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
                  else keys.MATCHES)
+        bot_id = request.bot_id
+        if bot_id:  # an id or a name, as everywhere else
+            try:
+                bot_id = (await asyncio.to_thread(store.find_bot, self.r, bot_id)).bot_id
+            except NotFound:
+                raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
 
         def load() -> tuple[list[store.MatchRecord], bool]:
             ids = store.ids_after(self.r, index, request.page_token, newest_first=True)
             records = (store.get_match(self.r, mid) for mid in ids)
             return page_of((rec for rec in records
                             if (not status or rec.status == status)
-                            and (not request.bot_id or request.bot_id in rec.spec.bot_ids)),
+                            and (not bot_id or bot_id in rec.spec.bot_ids)),
                            size)
 
         records, more = await asyncio.to_thread(load)
@@ -128,6 +134,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         record = await asyncio.to_thread(store.get_match, self.r, request.match_id)
         events = MatchEvents(record.spec)
         sent = request.after_sequence
+        check_resume = True
         pb_match = wire.match_to_pb(record, with_transcript=False,
                                     reveal=await self._reveal(context, record))
         while True:
@@ -141,6 +148,14 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                     events.feed(await asyncio.to_thread(
                         self.r.lrange, keys.match_log(request.match_id), events.consumed, -1))  # type: ignore[arg-type]
                     events.finish(record.status, record.result, record.error)
+            if check_resume:
+                check_resume = False
+                coming = record.status in ("finished", "failed") \
+                    and events.events[-1]["type"] != "match_finished"  # its last event
+                last = len(events.events) + coming
+                if sent > last:
+                    raise OutOfRange(f"after_sequence: {sent} is past the match's last event "
+                                     f"so far, {last}")
             for seq in range(sent + 1, len(events.events) + 1):
                 yield wire.match_event_to_pb(seq, events.events[seq - 1], pb_match)
                 sent = seq

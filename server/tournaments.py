@@ -15,7 +15,7 @@ from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournamen
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
 from workers import keys, store
-from workers.errors import InvalidArgument
+from workers.errors import InvalidArgument, OutOfRange
 from workers.ratings import ratings_for
 from workers.standings_view import standings_view
 from workers.tournament import TournamentSpec, build_spec, create_tournament, load_spec
@@ -86,6 +86,11 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.ListTournamentsResponse:
         """Tournaments, newest first, a page at a time."""
         size = request.page_size or _PAGE
+        if request.status not in tournament_pb2.TournamentStatus.values():
+            names = ", ".join(n for n, _ in tournament_pb2.TournamentStatus.items()
+                              if "UNSPECIFIED" not in n)
+            raise InvalidArgument(f"status: {request.status} is not a tournament status; "
+                                  f"expected one of {names}")
 
         def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
             ids = store.ids_after(self.r, keys.TOURNAMENTS, request.page_token, newest_first=True)
@@ -120,6 +125,11 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         spec, _ = await self._load(request.tournament_id)
         after = request.after_sequence
         stream = keys.tournament_events(spec.tournament_id)
+        last: Any = await self.ar.xrevrange(stream, count=1)
+        newest = int(str(last[0][0]).split("-", 1)[0]) if last else 0
+        if after > newest:
+            raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
+                             f"so far, {newest}")
         while True:
             reply: Any = await self.ar.xread({stream: f"{after}-0"}, count=200,
                                              block=_WATCH_BLOCK_MS)
@@ -161,6 +171,10 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         self, request: rating_pb2.GetRatingsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rating_pb2.GetRatingsResponse:
         """Every rated bot of the pool, best first."""
+        if request.pool not in rating_pb2.RatingPool.values():
+            pools = ", ".join(n for n, _ in rating_pb2.RatingPool.items() if "UNSPECIFIED" not in n)
+            raise InvalidArgument(f"pool: {request.pool} is not a rating pool; expected {pools} "
+                                  "(unset means the 3-player pool)")
         pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
         pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                    else rating_pb2.RATING_POOL_THREE_PLAYER)

@@ -25,10 +25,15 @@ return 0
 """
 
 
+MAX_SEQ_DIGITS = 18
+
+
 def match_of_request(request_id: str) -> str:
     """The match id a request id names (`<match_id>/<seq>`), or '' when malformed."""
     match_id, sep, seq = request_id.rpartition("/")
-    return match_id if sep and match_id and seq.isdigit() else ""
+    # A sequence is a plain decimal that fits Redis's 64-bit list index (not "²", not 10**20).
+    well_formed = seq.isascii() and seq.isdigit() and len(seq) <= MAX_SEQ_DIGITS
+    return match_id if sep and match_id and well_formed else ""
 
 
 def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str], list[str]]:

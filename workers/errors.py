@@ -5,6 +5,7 @@ ServiceError
 ├── NotFound             an unknown bot, match, tournament   -> NOT_FOUND
 ├── AlreadyExists        a taken bot name                    -> ALREADY_EXISTS
 ├── FailedPrecondition   a request that is fine but not now  -> FAILED_PRECONDITION
+├── OutOfRange           a position past the end (a resume)  -> OUT_OF_RANGE
 ├── Unauthenticated      no or a bad token                   -> UNAUTHENTICATED
 └── PermissionDenied     a valid token without the right     -> PERMISSION_DENIED
 
@@ -32,6 +33,10 @@ class AlreadyExists(ServiceError):
 
 class FailedPrecondition(ServiceError):
     """The request is valid but the system is not in a state to do it."""
+
+
+class OutOfRange(ServiceError):
+    """A position past what exists, e.g. resuming after an event not sent yet."""
 
 
 class Unauthenticated(ServiceError):

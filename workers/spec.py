@@ -81,6 +81,16 @@ class MatchSpec:
             raise InvalidArgument(
                 f"bot_ids: a {n}-player match needs {n} bots, got {len(self.bot_ids)}"
             )
+        for seat, bot in enumerate(self.bot_ids):
+            for other in range(seat):
+                # 2v2: one bot may play both seats of its team (seats 0+2 or 1+3), no more.
+                same_team = n == 4 and (seat - other) % 2 == 0
+                if self.bot_ids[other] == bot and not same_team:
+                    where = "the other team" if n == 4 else f"seat {other}"
+                    raise InvalidArgument(
+                        f"bot_ids[{seat}]: {bot} already plays {where}; a bot may not "
+                        "play against itself"
+                    )
         if len(self.seat_names) != n:
             raise InvalidArgument(f"seat_names: expected {n}, got {len(self.seat_names)}")
         if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:

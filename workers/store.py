@@ -21,6 +21,7 @@ import redis
 from workers import keys
 from workers.errors import (
     AlreadyExists,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
@@ -46,7 +47,7 @@ __all__ = [
     "register_bot",
 ]
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # used with fullmatch: "$" would let "\n" in
 
 Redis = redis.Redis
 
@@ -74,7 +75,7 @@ class BotRecord:
 
 def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
     """Register `name`; return the record and its secret token (shown once)."""
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidArgument(
             f"name: {name!r} is not a valid bot name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
         )
@@ -142,14 +143,24 @@ def is_connected(r: Redis, bot_id: str, now: float | None = None) -> bool:
 # --------------------------------------------------------------- admin
 
 
-def ensure_admin_token(r: Redis, token: str | None) -> str | None:
+def ensure_admin_token(r: Redis, token: str | None, replace: bool = False) -> str | None:
     """Install the admin token; return a newly generated one (to print), else None.
 
-    With `token` given (from the environment) its hash replaces the stored one.
-    Without, the first referee to start generates one; later ones find the hash.
+    With `token` given (from the environment) it becomes the cluster's token if
+    there is none yet; if another one is stored, it must match unless `replace`
+    (a typo on one referee must not lock every organiser out). Without a token,
+    the first referee to start generates one; later ones find the hash.
     """
     if token:
-        r.set(keys.ADMIN_TOKEN, _hash(token))
+        if replace or r.set(keys.ADMIN_TOKEN, _hash(token), nx=True):
+            r.set(keys.ADMIN_TOKEN, _hash(token))
+            return None
+        if not hmac.compare_digest(str(r.get(keys.ADMIN_TOKEN)), _hash(token)):
+            raise FailedPrecondition(
+                "this Redis already has a different admin token: start the referee with that "
+                "token (--admin-token or MOONSHOT_ADMIN_TOKEN), or add --replace-admin-token "
+                "to make this one the token of every referee"
+            )
         return None
     fresh = "adm." + secrets.token_urlsafe(32)
     if r.set(keys.ADMIN_TOKEN, _hash(fresh), nx=True):

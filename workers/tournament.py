@@ -90,6 +90,8 @@ class TournamentSpec:
         n = len(self.bot_ids)
         if not self.name.strip() or len(self.name) > 200:
             raise InvalidArgument("name: must be 1 to 200 characters")
+        if not self.name.isprintable():  # no newlines, escapes or other control characters
+            raise InvalidArgument(f"name: {self.name!r} holds a control character")
         if self.players not in (3, 4):
             raise InvalidArgument(f"players: must be 3 or 4, got {self.players}")
         if self.format not in FORMATS:

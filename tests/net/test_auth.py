@@ -74,6 +74,8 @@ BAD_REQUESTS: list[tuple[str, Change]] = [
     ("bot_ids", lambda q: q.bot_ids.pop()),
     ("bot_ids", lambda q: q.bot_ids.append(q.bot_ids[0])),
     ("bot_ids[1]", lambda q: q.bot_ids.__setitem__(1, "b-000000000000")),
+    ("bot_ids[2]", lambda q: q.bot_ids.__setitem__(2, q.bot_ids[0])),  # against itself
+    ("bot_ids[2]", lambda q: (setattr(q, "players", 4), q.bot_ids.insert(2, q.bot_ids[1]))),
     ("no_such_option", lambda q: q.rules.__setitem__("no_such_option", "1")),
     ("min_bid", lambda q: q.rules.__setitem__("min_bid", "9")),
     ("double_blank", lambda q: q.rules.__setitem__("double_blank", "maybe")),
@@ -99,7 +101,8 @@ def test_bad_match_requests_name_the_field(stack: Stack, pool: dict[str, PoolBot
 def test_register_bot_names(stack: Stack, name: str) -> None:
     with grpc.insecure_channel(stack.address) as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)
-        for bad in ["", "has space", "x" * 65, "semi;colon", "ünicode"]:
+        for bad in ["", "has space", "x" * 65, "semi;colon", "ünicode", "newline\n",
+                    "y" * 1_000_000]:  # echoed in the message: it must still fit
             with pytest.raises(grpc.RpcError) as info:
                 stub.RegisterBot(bot_pb2.RegisterBotRequest(name=bad), timeout=10)
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, bad
@@ -147,6 +150,13 @@ def test_a_bot_cannot_answer_for_another(stack: Stack, pool: dict[str, PoolBot],
             assert rej.match_id == mid and rej.strikes == 0
             assert not rej.HasField("replacement_action_id")
             assert "PERMISSION_DENIED" in rej.message
+        # Malformed ids are refused one by one; the stream (B plays on) stays up.
+        for bad in (f"{mid}/99999999999999999999", f"{mid}/\u00b2", f"{mid}/-1", "", "x" * 5000):
+            start = len(bot_b.received)
+            bot_b.send(bad, req.legal_actions[0].id)
+            msg = bot_b.wait_for(lambda m, bad=bad: m.WhichOneof("message") == "decision_rejected"
+                                 and m.decision_rejected.request_id == bad, start=start)
+            assert msg.decision_rejected.reason == Rejected.REASON_UNKNOWN_REQUEST, bad[:40]
         # Nothing changed.
         assert rid in pending_ids(r, regs["A"][0])
         assert r.llen(keys.replies(mid)) == 0

@@ -8,7 +8,7 @@ from conftest import PoolBot
 from stack import Stack
 
 from clients.admin import Admin
-from proto.moon.v1 import bot_pb2, bot_pb2_grpc, match_pb2, tournament_pb2
+from proto.moon.v1 import bot_pb2, bot_pb2_grpc, match_pb2, rating_pb2, tournament_pb2
 
 
 def _all_pages(call: object, request: object, field: str, size: int) -> list[object]:
@@ -56,3 +56,27 @@ def test_list_calls_page_and_refuse_bad_tokens(stack: Stack, pool: dict[str, Poo
             admin.matches.ListMatches(match_pb2.ListMatchesRequest(page_token=bad), timeout=30)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "page_token" in (err.value.details() or "")
+
+
+def test_list_filters_take_names_and_refuse_unknown_values(pool: dict[str, PoolBot],
+                                                           admin: Admin) -> None:
+    bot = pool["greedy1"]
+    ids = [pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3")]
+    made = admin.create_match(3, ids, seed=5, rules={"max_hands": "1"}).match_id
+    for who in (bot.bot_id, bot.name):  # a bot id or its name, as CreateMatch takes
+        resp = admin.matches.ListMatches(match_pb2.ListMatchesRequest(bot_id=who), timeout=30)
+        listed = [m.match_id for m in resp.matches]
+        assert made in listed and all(bot.bot_id in m.bot_ids for m in resp.matches)
+    bad_calls = {
+        "bot_id": lambda: admin.matches.ListMatches(
+            match_pb2.ListMatchesRequest(bot_id="no-such-bot"), timeout=30),
+        "status": lambda: admin.tournaments.ListTournaments(
+            tournament_pb2.ListTournamentsRequest(status=99), timeout=30),  # type: ignore[arg-type]
+        "pool": lambda: admin.ratings.GetRatings(
+            rating_pb2.GetRatingsRequest(pool=99), timeout=30),  # type: ignore[arg-type]
+    }
+    for field, call in bad_calls.items():
+        with pytest.raises(grpc.RpcError) as err:
+            call()
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field
+        assert (err.value.details() or "").startswith(f"{field}:"), err.value.details()

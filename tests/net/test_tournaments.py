@@ -120,6 +120,11 @@ def _check_watches(p: Played, admin: Admin) -> None:
     tail = watch_all(admin, p.tournament.tournament_id, after=n - 3)
     assert [e.sequence for e in tail] == [n - 2, n - 1, n]
     assert watch_all(admin, p.tournament.tournament_id, after=n) == []
+    for past in (n + 1, 2**64 - 1):  # a sequence never sent: refused, not an empty stream
+        with pytest.raises(grpc.RpcError) as info:
+            watch_all(admin, p.tournament.tournament_id, after=past)
+        assert info.value.code() == grpc.StatusCode.OUT_OF_RANGE  # type: ignore[attr-defined]
+        assert f"last event so far, {n}" in info.value.details()  # type: ignore[attr-defined]
     final = p.events[-1].tournament_finished
     assert final.tournament.status == tournament_pb2.TOURNAMENT_STATUS_FINISHED
     assert final.standings.matches_done == len(p.games)
@@ -400,6 +405,7 @@ def three(stack: Stack, name: str) -> list[str]:
     ({"players": 5}, "players: must be 3 or 4"),
     ({"format": "swiss"}, "spec.format"),
     ({"name": ""}, "name: "),
+    ({"name": "cup\n\x1b[2Jnight"}, "name: 'cup\\n\\x1b[2Jnight' holds a control character"),
     ({"rounds": 101}, "rounds: "),
 ])
 def test_create_tournament_refuses_bad_specs(spec: dict[str, object], says: str,

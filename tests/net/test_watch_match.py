@@ -48,6 +48,12 @@ def test_watch_match_streams_public_events_and_resumes(
     k = len(events) // 2
     tail = _watch(stack.address, m.match_id, after=k)
     assert tail == events[k:]
+    assert _watch(stack.address, m.match_id, after=len(events)) == []
+    for past in (len(events) + 1, 2**64 - 1):  # never sent: refused, not an empty stream
+        with pytest.raises(grpc.RpcError) as err:
+            _watch(stack.address, m.match_id, after=past)
+        assert err.value.code() == grpc.StatusCode.OUT_OF_RANGE
+        assert f"last event so far, {len(events)}" in err.value.details()
 
 
 def test_watch_unknown_match_is_not_found(stack: Stack) -> None:

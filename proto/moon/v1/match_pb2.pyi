@@ -396,7 +396,9 @@ class WatchMatchRequest(_message.Message):
     match_id: _builtins.str
     """The match to watch."""
     after_sequence: _builtins.int
-    """Send only events with a greater sequence; 0 for every event."""
+    """Send only events with a greater sequence; 0 for every event. A sequence
+    past the last event sent so far is refused with OUT_OF_RANGE.
+    """
     def __init__(
         self,
         *,

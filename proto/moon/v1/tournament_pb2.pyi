@@ -669,7 +669,9 @@ class Standings(_message.Message):
     """Matches the schedule needs (see Tournament.matches_total)."""
     @_builtins.property
     def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___StandingRow]:
-        """One row per bot, best first."""
+        """One row per bot, best first: by results in a round robin; in a bracket by
+        how far each bot got (the champion first), then by results.
+        """
 
     @_builtins.property
     def crosstable(self) -> _containers.RepeatedCompositeFieldContainer[Global___CrosstableRow]:
@@ -911,7 +913,9 @@ class WatchTournamentRequest(_message.Message):
     tournament_id: _builtins.str
     """The tournament to watch."""
     after_sequence: _builtins.int
-    """Send only events with a greater sequence; 0 for every event."""
+    """Send only events with a greater sequence; 0 for every event. A sequence
+    past the last event sent so far is refused with OUT_OF_RANGE.
+    """
     def __init__(
         self,
         *,
