@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from clients.flags import GAMES, SEED, int_in
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
 from moon.rules import OPTION_HELP
@@ -69,8 +70,10 @@ def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
         epilog=_rules_epilog(),
     )
     p.add_argument("--players", type=int, choices=(3, 4), default=3)
-    p.add_argument("--games", type=int, default=100, help="number of games (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first game; game k uses seed+k")
+    p.add_argument("--games", type=int_in(*GAMES), default=100,
+                   help=f"number of games, up to {GAMES[1]} (default 100)")
+    p.add_argument("--seed", type=int_in(*SEED), default=0,
+                   help="seed of the first game; game k uses seed+k")
     p.add_argument("--bots", default=None,
                    help="comma-separated bot per seat: random, greedy or MODULE:CLASS "
                         "(default: greedy in every seat)")
@@ -85,14 +88,15 @@ def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
 def _run_selfplay(args: argparse.Namespace) -> int:
     from clients.bot import load_bot
     from clients.progress import Progress
-    from clients.selfplay import selfplay
+    from clients.selfplay import BotFailure, selfplay
     from moon.transcript import write_jsonl
 
     rules = Rules.parse_assignments(args.players, args.rule)
-    if args.games < 1:
-        raise UsageError("moonshot selfplay: --games must be at least 1")
-    if not 0 <= args.seed <= MAX_SEED - args.games:
-        raise UsageError(f"moonshot selfplay: --seed must be from 0 to {MAX_SEED - args.games}")
+    last = MAX_SEED - args.games + 1  # game k uses seed+k: the last one must be a seed too
+    if args.seed > last:
+        raise UsageError(f"moonshot selfplay: --seed {args.seed} with --games {args.games} "
+                         f"would run past the last seed {MAX_SEED}: --seed must be from 0 "
+                         f"to {last} for that many --games")
     specs = args.bots.split(",") if args.bots else ["greedy"] * args.players
     specs = [s.strip() for s in specs]
     if len(specs) != args.players:
@@ -116,7 +120,14 @@ def _run_selfplay(args: argparse.Namespace) -> int:
             write_jsonl(out, [record])
         bar.update(i + 1)
 
-    report = selfplay(rules, classes, specs, args.games, args.seed, on_game)
+    try:
+        report = selfplay(rules, classes, specs, args.games, args.seed, on_game)
+    except BotFailure as exc:
+        bar.close()
+        print(f"moonshot selfplay: {exc}", file=sys.stderr)
+        if exc.bot_traceback:
+            print(exc.bot_traceback, end="", file=sys.stderr)
+        return 1
     bar.close()
     for line in report.lines():
         print(line)

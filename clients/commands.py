@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -14,10 +14,21 @@ from typing import Any
 
 import grpc
 
+from clients import flags
 from clients.cli import CommandError, UsageError, _Parser
 from moon import MoonError, Rules
 
-__all__ = ["add_all", "admin_token", "parse_duration_ms", "server_address"]
+__all__ = [
+    "add_all",
+    "admin_token",
+    "check_out",
+    "check_redis",
+    "check_token",
+    "data_folder",
+    "parse_duration_ms",
+    "rules_options",
+    "server_address",
+]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
@@ -27,31 +38,115 @@ DATA_DIR = "moonshot-data"
 
 def parse_duration_ms(text: str) -> int:
     """`2s`, `500ms`, `1.5s`, `1m` or a bare number of seconds, in milliseconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
-    if not m:
+    value = flags.parse_duration(text)
+    if value is None or not math.isfinite(value):
         raise UsageError(f"moonshot: bad duration {text!r}: use a form like 2s, 500ms or 1m")
-    value = float(m.group(1))
-    unit = m.group(2) or "s"
-    return round(value * {"ms": 1, "s": 1000, "m": 60000}[unit])
+    return round(value)
+
+
+def check_token(token: str, source: str) -> str:
+    """`token` if it can travel in gRPC metadata; else a UsageError naming `source`."""
+    problem = flags.token_problem(token)
+    if problem:
+        raise UsageError(f"moonshot: {source} {problem}")
+    return token
 
 
 def server_address(args: argparse.Namespace) -> str:
-    """--server, else $MOONSHOT_SERVER, else the local default."""
-    return str(args.server or os.environ.get("MOONSHOT_SERVER") or DEFAULT_SERVER)
+    """--server (checked by its argparse type), else $MOONSHOT_SERVER, else the local
+    default; UsageError for a $MOONSHOT_SERVER that is not HOST:PORT."""
+    if args.server is not None:
+        return str(args.server)
+    env = os.environ.get("MOONSHOT_SERVER")
+    if not env:
+        return DEFAULT_SERVER
+    problem = flags.address_problem(env)
+    if problem:
+        raise UsageError(f"moonshot: $MOONSHOT_SERVER {problem}")
+    return env
 
 
 def admin_token(args: argparse.Namespace) -> str:
     """--admin-token, else $MOONSHOT_ADMIN_TOKEN, else the token `moonshot up` saved."""
-    token = getattr(args, "admin_token", None) or os.environ.get("MOONSHOT_ADMIN_TOKEN")
-    if token:
-        return str(token)
+    flag = getattr(args, "admin_token", None)
+    if flag is not None:
+        return check_token(flag, "--admin-token")
+    env = os.environ.get("MOONSHOT_ADMIN_TOKEN")
+    if env:
+        return check_token(env, "$MOONSHOT_ADMIN_TOKEN")
     saved = Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "admin-token"
     if saved.exists():
-        return saved.read_text().strip()
+        try:
+            text = saved.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not text"
+            raise UsageError(f"moonshot: cannot read the admin token from {saved}: "
+                             f"{reason}") from None
+        return check_token(text.strip(), f"the admin token in {saved}")
     raise UsageError(
         "moonshot: this command needs the admin token: pass --admin-token, "
         "set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` saved moonshot-data/admin-token"
     )
+
+
+def check_redis(url: str, source: str, prog: str) -> None:
+    """Refuse a Redis URL that is malformed (UsageError), or that the server behind it
+    does not answer or refuses, e.g. a database number it does not have (CommandError)."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=10)
+    except ValueError as exc:
+        why = "" if "scheme" in str(exc) else f" ({exc})"
+        raise UsageError(f"{prog}: {source} must be a redis://, rediss:// or unix:// URL "
+                         f"like {DEFAULT_REDIS}, got {url!r}{why}") from None
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        raise CommandError(f"cannot reach Redis at {url} ({source}): {exc}") from None
+    except redis.RedisError as exc:
+        raise CommandError(f"Redis at {url} ({source}) refused the connection: {exc}"
+                           ) from None
+    finally:
+        client.close()
+
+
+def check_out(out: str | None, prog: str) -> None:
+    """Refuse an --out file that cannot be written, before any work is done."""
+    if not out:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"{prog}: --out {out} is a folder: give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{prog}: cannot write --out {out}: no folder {parent}")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        raise UsageError(f"{prog}: cannot write --out {out}: permission denied")
+
+
+def data_folder(data: str, prog: str) -> Path:
+    """The --data folder, created if needed; UsageError if it cannot be."""
+    path = Path(data)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{prog}: cannot use --data {data}: {exc.strerror or exc}") from None
+    return path
+
+
+def rules_options(players: int, assignments: list[str], prog: str) -> dict[str, str]:
+    """The --rule KEY=VALUE options, checked here as the referee will check them, as the
+    request's rules map (key and value stripped, so both sides read the same option)."""
+    try:
+        Rules.parse_assignments(players, assignments)  # fail fast, before the network
+    except MoonError as exc:
+        raise UsageError(f"{prog}: {exc}") from None
+    options: dict[str, str] = {}
+    for item in assignments:
+        key, _, value = item.partition("=")
+        options[key.strip()] = value.strip()
+    return options
 
 
 def _rpc_error(exc: grpc.RpcError) -> CommandError:
@@ -66,7 +161,7 @@ def _rpc_error(exc: grpc.RpcError) -> CommandError:
 
 
 def _server_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", default=None, metavar="HOST:PORT",
+    p.add_argument("--server", type=flags.address, default=None, metavar="HOST:PORT",
                    help=f"referee address (default $MOONSHOT_SERVER or {DEFAULT_SERVER})")
 
 
@@ -87,9 +182,19 @@ def _setup_logging(verbose: bool) -> None:
 def _run_referee(args: argparse.Namespace) -> int:
     from server.app import serve
 
+    if args.admin_token is not None:
+        check_token(args.admin_token, "--admin-token")
+    elif os.environ.get("MOONSHOT_ADMIN_TOKEN"):
+        check_token(os.environ["MOONSHOT_ADMIN_TOKEN"], "$MOONSHOT_ADMIN_TOKEN")
+    check_redis(args.redis, "--redis", "moonshot referee")
     _setup_logging(args.verbose)
+    if args.replace_admin_token and not (args.admin_token
+                                         or os.environ.get("MOONSHOT_ADMIN_TOKEN")):
+        raise UsageError("moonshot referee: --replace-admin-token needs the new token in "
+                         "--admin-token or $MOONSHOT_ADMIN_TOKEN")
     serve(args.listen, args.redis, args.admin_token,
-          open_registration=args.registration == "open")
+          open_registration=args.registration == "open",
+          replace_admin_token=args.replace_admin_token)
     return 0
 
 
@@ -99,6 +204,7 @@ def _run_worker(args: argparse.Namespace) -> int:
     from workers.queues import make_worker, rq_connection
     from workers.recovery import start_recovery_thread
 
+    check_redis(args.redis, "--redis", "moonshot worker")
     _setup_logging(args.verbose)
     conn = rq_connection(args.redis)
     try:
@@ -119,8 +225,15 @@ def _run_up(args: argparse.Namespace) -> int:
 
     from clients.stack import LocalStack
 
-    stack = LocalStack(Path(args.data), listen=args.listen, workers=args.workers,
-                       redis_url=args.redis or os.environ.get("REDIS_URL") or None)
+    env_token = os.environ.get("MOONSHOT_ADMIN_TOKEN")
+    if env_token:
+        check_token(env_token, "$MOONSHOT_ADMIN_TOKEN")
+    redis_url = args.redis if args.redis is not None else os.environ.get("REDIS_URL") or None
+    if redis_url is not None:
+        check_redis(redis_url, "--redis" if args.redis is not None else "$REDIS_URL",
+                    "moonshot up")
+    data = data_folder(args.data, "moonshot up")
+    stack = LocalStack(data, listen=args.listen, workers=args.workers, redis_url=redis_url)
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -134,6 +247,9 @@ def _run_up(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         stack.stop()
         raise CommandError(str(exc)) from None
+    except BaseException:
+        stack.stop()  # nothing it started may outlive it
+        raise
     token_file = Path(args.data) / "admin-token"
     print(f"moonshot is up ({args.workers} workers); Ctrl-C stops everything")
     print(f"  referee:     {stack.address}")
@@ -151,9 +267,11 @@ def _run_up(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.5)
     finally:
-        print("stopping ...", flush=True)
-        stack.stop()
-        print("stopped", flush=True)
+        try:
+            print("stopping ...", flush=True)
+        finally:  # even with nowhere left to print to, stop what was started
+            stack.stop()
+    print("stopped", flush=True)
     return 0
 
 
@@ -191,8 +309,11 @@ def _run_bot_run(args: argparse.Namespace) -> int:
         cls = load_bot(args.bot)
     except ValueError as exc:
         raise UsageError(f"moonshot bot run: {exc}") from None
-    token = args.token or os.environ.get("MOONSHOT_BOT_TOKEN")
-    if not token:
+    if args.token is not None:
+        token = check_token(args.token, "--token")
+    elif os.environ.get("MOONSHOT_BOT_TOKEN"):
+        token = check_token(os.environ["MOONSHOT_BOT_TOKEN"], "$MOONSHOT_BOT_TOKEN")
+    else:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
     runner = BotRunner(cls, server_address(args), token, threads=args.threads)
     try:
@@ -214,25 +335,26 @@ def _run_match_play(args: argparse.Namespace) -> int:
     if len(bots) != args.players:
         raise UsageError(f"moonshot match play: --bots names {len(bots)} bots for "
                          f"{args.players} seats")
-    try:
-        Rules.parse_assignments(args.players, args.rule)  # fail fast, before the network
-    except MoonError as exc:
-        raise UsageError(f"moonshot match play: {exc}") from None
-    options = dict(kv.split("=", 1) for kv in args.rule)
+    options = rules_options(args.players, args.rule, "moonshot match play")
+    check_out(args.out, "moonshot match play")
     admin = Admin(server_address(args), admin_token(args))
     try:
         match = admin.create_match(
             players=args.players, bot_ids=bots, seed=args.seed, rules=options,
-            move_time_ms=parse_duration_ms(args.time_per_move),
-            time_bank_ms=parse_duration_ms(args.time_bank),
-            max_strikes=args.max_strikes,
-            grace_ms=parse_duration_ms(args.disconnect_grace),
+            move_time_ms=args.time_per_move, time_bank_ms=args.time_bank,
+            max_strikes=args.max_strikes, grace_ms=args.disconnect_grace,
         )
         print(f"match {match.match_id} queued: {', '.join(match.seat_names)} "
               f"(seed {match.seed})", flush=True)
         final = admin.wait_match(match.match_id, timeout=args.timeout)
     except grpc.RpcError as exc:
         raise _rpc_error(exc) from None
+    except TimeoutError:
+        follow = f"moonshot match show {match.match_id}"
+        if args.server is not None:
+            follow += f" --server {args.server}"
+        raise CommandError(f"match {match.match_id} is still running after --timeout "
+                           f"{args.timeout:g} s; follow it with: {follow}") from None
     return _print_match(final, args.out)
 
 
@@ -251,7 +373,11 @@ def _print_match(match: Any, out: str | None) -> int:
         print(f"  forfeit: seat {res.forfeit.seat}: {res.forfeit.reason}")
     if match.transcript_json:
         path = Path(out or f"{match.match_id}.jsonl")
-        path.write_text(match.transcript_json.strip() + "\n")
+        try:
+            path.write_text(match.transcript_json.strip() + "\n")
+        except OSError as exc:
+            raise CommandError(f"cannot write the transcript to {path}: "
+                               f"{exc.strerror or exc}") from None
         print(f"transcript: {path}")
     return 0
 
@@ -259,6 +385,7 @@ def _print_match(match: Any, out: str | None) -> int:
 def _run_match_show(args: argparse.Namespace) -> int:
     from clients.admin import Admin
 
+    check_out(args.out, "moonshot match show")
     admin = Admin(server_address(args), None)
     try:
         match = admin.get_match(args.match_id)
@@ -283,7 +410,10 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")
     p.add_argument("--admin-token", default=None,
                    help="admin token (default $MOONSHOT_ADMIN_TOKEN; else one is generated "
-                        "on first start and printed)")
+                        "on first start and printed); must match the cluster's token")
+    p.add_argument("--replace-admin-token", action="store_true",
+                   help="make --admin-token the token of every referee of this Redis "
+                        "(rotation), instead of refusing to start when it differs")
     p.add_argument("--registration", choices=("open", "admin"), default="open",
                    help="who may register bots (default: anyone)")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -293,7 +423,8 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     p.add_argument("--data", default=os.environ.get("MOONSHOT_DATA", DATA_DIR),
                    help=f"data folder: Redis files, logs, admin token (default {DATA_DIR})")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
-    p.add_argument("--workers", type=int, default=2, help="RQ worker processes to start")
+    p.add_argument("--workers", type=flags.int_in(*flags.WORKERS), default=2,
+                   help="RQ worker processes to start")
     p.add_argument("--redis", default=None, metavar="URL",
                    help="use this Redis instead of starting one (default $REDIS_URL)")
     p.set_defaults(run=_run_up)
@@ -316,7 +447,7 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     p = bot.add_parser("run", help="connect a bot to a referee and play its matches")
     p.add_argument("--bot", required=True, help="random, greedy or MODULE:CLASS")
     p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")
-    p.add_argument("--threads", type=int, default=8,
+    p.add_argument("--threads", type=flags.int_in(*flags.THREADS), default=8,
                    help="decisions computed at once across matches; 0 decides inline")
     _server_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
@@ -327,13 +458,17 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     p = match.add_parser("play", help="queue one match (admin), wait and print its result")
     p.add_argument("--players", type=int, choices=(3, 4), default=3)
     p.add_argument("--bots", required=True, help="comma-separated bot ids or names, in seat order")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=flags.int_in(*flags.SEED), default=None)
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--time-per-move", default="2s", help="per-decision limit (default 2s)")
-    p.add_argument("--time-bank", default="30s", help="time bank per seat (default 30s)")
-    p.add_argument("--max-strikes", type=int, default=3)
-    p.add_argument("--disconnect-grace", default="30s")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the end")
+    p.add_argument("--time-per-move", type=flags.duration_ms(*flags.MOVE_TIME_MS),
+                   default="2s", help="per-decision limit (default 2s)")
+    p.add_argument("--time-bank", type=flags.duration_ms(*flags.TIME_BANK_MS), default="30s",
+                   help="time bank per seat (default 30s)")
+    p.add_argument("--max-strikes", type=flags.int_in(*flags.MAX_STRIKES), default=3)
+    p.add_argument("--disconnect-grace", type=flags.duration_ms(*flags.GRACE_MS),
+                   default="30s", help="(default 30s)")
+    p.add_argument("--timeout", type=flags.positive_seconds, default=3600.0,
+                   help="seconds to wait for the end")
     p.add_argument("--out", default=None, help="transcript file (default <match_id>.jsonl)")
     _server_flag(p)
     _admin_flag(p)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import grpc
 
+from clients import flags
 from clients.admin import Admin
 from clients.cli import CommandError, UsageError, _Parser
 from clients.commands import (
@@ -15,12 +15,12 @@ from clients.commands import (
     _rpc_error,
     _server_flag,
     admin_token,
-    parse_duration_ms,
+    data_folder,
+    rules_options,
     server_address,
 )
 from clients.progress import Progress
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
-from moon import MoonError, Rules
 from proto.moon.v1 import tournament_pb2
 
 __all__ = ["add_organiser", "watch_tournament"]
@@ -92,21 +92,18 @@ def _run_create(args: argparse.Namespace) -> int:
     if fmt is None:
         raise UsageError(f"moonshot tournament create: --format must be one of "
                          f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
-    try:
-        Rules.parse_assignments(args.players, args.rule)
-    except MoonError as exc:
-        raise UsageError(f"moonshot tournament create: {exc}") from None
+    options = rules_options(args.players, args.rule, "moonshot tournament create")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     admin = Admin(server_address(args), admin_token(args))
     try:
         t = admin.create_tournament(
             name=args.name, players=args.players, format=fmt, bot_ids=bots,
-            rules=dict(kv.split("=", 1) for kv in args.rule), rounds=args.rounds,
+            rules=options, rounds=args.rounds,
             series_length=args.series, seed=args.seed, duplicate=not args.no_duplicate,
             rotate_partners=args.rotate_partners, seeding=args.seeding,
-            all_triples=args.all_triples, move_time_ms=parse_duration_ms(args.time_per_move),
-            time_bank_ms=parse_duration_ms(args.time_bank), max_strikes=args.max_strikes,
-            grace_ms=parse_duration_ms(args.disconnect_grace),
+            all_triples=args.all_triples, move_time_ms=args.time_per_move,
+            time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
+            grace_ms=args.disconnect_grace,
         )
     except grpc.RpcError as exc:
         raise _rpc_error(exc) from None
@@ -160,9 +157,9 @@ def _run_ratings(args: argparse.Namespace) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from clients.demo import run_demo
 
+    data = data_folder(args.data, "moonshot demo") if args.data else None
     try:
-        return run_demo(Path(args.data) if args.data else None, workers=args.workers,
-                        quick=args.quick)
+        return run_demo(data, workers=args.workers, quick=args.quick)
     except RuntimeError as exc:
         raise CommandError(str(exc)) from None
 
@@ -178,10 +175,13 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
     p.add_argument("--format", default="round-robin",
                    help="round-robin, single-elimination or double-elimination")
     p.add_argument("--bots", required=True, help="comma-separated bot ids or names")
-    p.add_argument("--rounds", type=int, default=1, help="round robin: times through the schedule")
-    p.add_argument("--series", type=int, default=1,
-                   help="brackets: best of N duplicate sets per match (N odd)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--rounds", type=flags.int_in(*flags.ROUNDS), default=1,
+                   help=f"round robin: times through the schedule, {flags.ROUNDS[0]} to "
+                        f"{flags.ROUNDS[1]} (default 1)")
+    p.add_argument("--series", type=flags.int_in(*flags.SERIES, odd=True), default=1,
+                   help=f"brackets: best of N duplicate sets per match (N odd, up to "
+                        f"{flags.SERIES[1]}; default 1)")
+    p.add_argument("--seed", type=flags.int_in(*flags.SEED), default=None,
                    help="fixes every deal of the tournament (default: random, then shown)")
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
                    help="a rules option, repeat for several (see moonshot selfplay --help)")
@@ -193,13 +193,14 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
                    help="brackets: seed by current rating or in --bots order (default rating)")
     p.add_argument("--all-triples", action="store_true",
                    help="3p round robin: every triple of bots, not a balanced design")
-    p.add_argument("--time-per-move", default="2s",
+    p.add_argument("--time-per-move", type=flags.duration_ms(*flags.MOVE_TIME_MS), default="2s",
                    help="per-decision limit, e.g. 500ms, 2s (default 2s)")
-    p.add_argument("--time-bank", default="30s",
+    p.add_argument("--time-bank", type=flags.duration_ms(*flags.TIME_BANK_MS), default="30s",
                    help="extra time per seat per game once a decision overruns (default 30s)")
-    p.add_argument("--max-strikes", type=int, default=3,
+    p.add_argument("--max-strikes", type=flags.int_in(*flags.MAX_STRIKES), default=3,
                    help="late or illegal answers before a bot forfeits (default 3)")
-    p.add_argument("--disconnect-grace", default="30s",
+    p.add_argument("--disconnect-grace", type=flags.duration_ms(*flags.GRACE_MS),
+                   default="30s",
                    help="how long a bot may stay disconnected before it forfeits (default 30s)")
     p.add_argument("--watch", action="store_true", help="follow it to the end")
     p.add_argument("--quiet", action="store_true", help="with --watch: no progress bar")
@@ -223,6 +224,7 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
 
     p = sub.add_parser("demo", help="run a whole demo: stack, bots, a round robin and a bracket")
     p.add_argument("--data", default=None, help="keep the demo's data here (default: a temp dir)")
-    p.add_argument("--workers", type=int, default=2, help="RQ worker processes to start")
+    p.add_argument("--workers", type=flags.int_in(*flags.WORKERS), default=2,
+                   help="RQ worker processes to start")
     p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
     p.set_defaults(run=_run_demo)

@@ -3,16 +3,55 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from clients.bot import Bot
-from moon import GameState, Rules
+from moon import Action, GameState, IllegalActionError, Rules
 from moon.deal import mix64
 from moon.transcript import transcript
 
-__all__ = ["SeatStats", "SelfplayReport", "bot_seed", "play_game", "selfplay"]
+__all__ = ["BotFailure", "SeatStats", "SelfplayReport", "bot_seed", "play_game", "selfplay"]
+
+
+class BotFailure(Exception):
+    """A bot raised, or answered with something that is not one of the legal actions.
+
+    The message names the bot (as given), its seat, the game's seed and the hand;
+    `bot_traceback` is the bot's own traceback when it raised (else empty).
+    """
+
+    def __init__(self, message: str, bot_traceback: str = "") -> None:
+        super().__init__(message)
+        self.bot_traceback = bot_traceback
+
+
+def _raised(where: str, exc: Exception) -> BotFailure:
+    # Drop the frame that caught it (self-play's own): what is left is the bot's code.
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    first = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+    return BotFailure(f"{where} raised {detail}", text)
+
+
+def _shown(value: object) -> str:
+    text = value.label if isinstance(value, Action) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _bad_answer(where: str, choice: object, legal: Sequence[Action]) -> BotFailure:
+    allowed = ", ".join(a.label for a in legal)
+    if choice is None:
+        what = "returned None"
+    elif isinstance(choice, Action):
+        what = f"returned {_shown(choice)!r}, which is not legal here"
+    else:
+        what = (f"returned {_shown(choice)} (a {type(choice).__name__}), "
+                "not one of the legal actions")
+    return BotFailure(f"{where} {what}; legal were: {allowed}")
 
 
 def bot_seed(game_seed: int, seat: int) -> int:
@@ -21,17 +60,36 @@ def bot_seed(game_seed: int, seat: int) -> int:
 
 
 def play_game(rules: Rules, seed: int, bots: Sequence[Bot], names: Sequence[str]) -> dict[str, Any]:
-    """Play one game to its end and return its transcript."""
+    """Play one game to its end and return its transcript; BotFailure naming the bot, seat,
+    game and hand if a bot raises or answers with something that is not legal."""
     st = GameState.new(rules, seed)
     while not st.is_over:
         seat = st.to_act
         legal = st.legal_actions()
-        choice = bots[seat].act(st.observation(seat), legal)
-        st.apply(choice, seat)
+        obs = st.observation(seat)
+        try:
+            choice = bots[seat].act(obs, legal)
+        except Exception as exc:
+            raise _raised(_where(names, seat, seed, st.hand_index + 1), exc) from None
+        if not isinstance(choice, Action):
+            raise _bad_answer(_where(names, seat, seed, st.hand_index + 1), choice, legal)
+        try:
+            st.apply(choice, seat)
+        except IllegalActionError:
+            raise _bad_answer(_where(names, seat, seed, st.hand_index + 1), choice,
+                              legal) from None
     record = transcript(rules, seed, st.actions, names)
-    for bot in bots:
-        bot.game_over(record)
+    for seat, bot in enumerate(bots):
+        try:
+            bot.game_over(record)
+        except Exception as exc:
+            raise _raised(f"{_where(names, seat, seed)}: its game_over", exc) from None
     return record
+
+
+def _where(names: Sequence[str], seat: int, seed: int, hand: int | None = None) -> str:
+    at = f"game seed {seed}" + (f", hand {hand}" if hand is not None else "")
+    return f"bot {names[seat]!r} in seat {seat} ({at})"
 
 
 @dataclass
@@ -96,7 +154,12 @@ def selfplay(
     start = time.perf_counter()
     for g in range(games):
         game_seed = seed + g
-        bots = [cls(bot_seed(game_seed, s)) for s, cls in enumerate(bot_classes)]
+        bots = []
+        for s, cls in enumerate(bot_classes):
+            try:
+                bots.append(cls(bot_seed(game_seed, s)))
+            except Exception as exc:
+                raise _raised(f"{_where(names, s, game_seed)}: creating it", exc) from None
         record = play_game(rules, game_seed, bots, names)
         report.games += 1
         report.hands += len(record["hands"])

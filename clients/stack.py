@@ -9,6 +9,8 @@ paths as a distributed one.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import secrets
@@ -22,19 +24,31 @@ from types import TracebackType
 
 import redis
 
+from clients.flags import token_problem
 from clients.redisproc import RedisServer, free_port
 
-__all__ = ["Child", "LocalStack", "load_or_make_admin_token", "start_child"]
+__all__ = ["LOCK_FILE", "Child", "LocalStack", "load_or_make_admin_token", "start_child"]
+
+LOCK_FILE = "moonshot.lock"  # in the data folder; flock-ed while a stack runs on it
 
 
 def load_or_make_admin_token(data_dir: Path) -> str:
-    """$MOONSHOT_ADMIN_TOKEN, else the token saved in `data_dir`, else a new saved one."""
+    """$MOONSHOT_ADMIN_TOKEN, else the token saved in `data_dir`, else a new saved one;
+    RuntimeError if the saved one cannot be read or used."""
     env = os.environ.get("MOONSHOT_ADMIN_TOKEN")
     if env:
         return env
     path = data_dir / "admin-token"
     if path.exists():
-        return path.read_text().strip()
+        try:
+            token = path.read_text().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not text"
+            raise RuntimeError(f"cannot read the admin token from {path}: {reason}") from None
+        problem = token_problem(token)
+        if problem:
+            raise RuntimeError(f"the admin token in {path} {problem}")
+        return token
     data_dir.mkdir(parents=True, exist_ok=True)
     token = "adm." + secrets.token_urlsafe(32)
     path.write_text(token + "\n")
@@ -111,6 +125,7 @@ class LocalStack:
     address: str = ""
     redis: RedisServer | None = None
     children: list[Child] = field(default_factory=list)
+    lock_fd: int | None = field(default=None, init=False, repr=False)
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         """Start `python -m clients.cli ARGV` logging to `<data_dir>/logs/<name>.log`."""
@@ -119,18 +134,48 @@ class LocalStack:
         self.children.append(child)
         return child
 
+    def lock(self) -> None:
+        """Take the data folder for this process (until `stop`), so two stacks never run
+        on the same Redis files; RuntimeError naming the holder if another has it."""
+        if self.lock_fd is not None:
+            return
+        path = self.data_dir / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RuntimeError(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise RuntimeError(f"cannot lock {path}: {exc.strerror}") from None
+            raise RuntimeError(f"{self.data_dir} is in use by another `moonshot up` "
+                               f"(pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.lock_fd = fd
+
+    def unlock(self) -> None:
+        """Let the data folder go (closing the file releases the lock)."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
     def start(self) -> LocalStack:
         """Start every part and wait until each is ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock()
+        self.admin_token = load_or_make_admin_token(self.data_dir)
         if self.redis_url is None:
             self.redis = RedisServer(self.data_dir / "redis", port=free_port()).start()
             self.redis_url = self.redis.url
         else:
             try:
                 redis.Redis.from_url(self.redis_url).ping()
-            except redis.ConnectionError as exc:
-                raise RuntimeError(f"cannot reach Redis at {self.redis_url}: {exc}") from None
-        self.admin_token = load_or_make_admin_token(self.data_dir)
+            except (redis.RedisError, ValueError) as exc:
+                raise RuntimeError(f"cannot use Redis at {self.redis_url}: {exc}") from None
         env = _python_env()
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
@@ -154,6 +199,7 @@ class LocalStack:
                 child.stop()
         if self.redis is not None:
             self.redis.stop()
+        self.unlock()
 
     def __enter__(self) -> LocalStack:
         return self.start()

@@ -14,7 +14,9 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 from stack import Stack, env, moonshot
 
+from clients.redisproc import RedisServer
 from clients.sdk import register
+from proto.moon.v1 import match_pb2, match_pb2_grpc
 
 SERVICES = ("moon.v1.BotService", "moon.v1.MatchService", "moon.v1.TournamentService",
             "moon.v1.RatingService")
@@ -73,3 +75,44 @@ def test_commands_say_what_to_do_when_no_referee_answers(tmp_path: Path) -> None
     assert res.returncode == 1
     assert "UNAVAILABLE" in res.stderr and "moonshot up" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def _is_organiser(address: str, token: str) -> bool:
+    """Does the referee take `token` as the admin token? (A bad request gets past the check.)"""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            match_pb2_grpc.MatchServiceStub(channel).CreateMatch(
+                match_pb2.CreateMatchRequest(players=5),
+                metadata=(("authorization", f"Bearer {token}"),), timeout=10)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:  # type: ignore[attr-defined]
+                return True
+            assert exc.code() == grpc.StatusCode.UNAUTHENTICATED, exc  # type: ignore[attr-defined]
+            return False
+    raise AssertionError("CreateMatch took players=5")
+
+
+def test_a_referee_with_another_admin_token_changes_nothing(tmp_path: Path) -> None:
+    """A typo in one referee's token must not lock every organiser out of the cluster."""
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        st = Stack(tmp_path, srv.url, admin_token="adm.the-real-one")
+        try:
+            _, address = st.referee()
+            for listen in ("127.0.0.1:0", address):  # a free port, and a port in use
+                typo = st.start("referee-typo", moonshot(
+                    "referee", "--listen", listen, "--redis", srv.url,
+                    "--admin-token", "adm.a-typo"))
+                assert typo.popen.wait(30) != 0
+                assert "Traceback" not in typo.text()
+            assert "different admin token" in st.procs[-2].text()
+            assert "cannot listen on" in st.procs[-1].text()
+            assert _is_organiser(address, "adm.the-real-one")
+            assert not _is_organiser(address, "adm.a-typo")
+            replaced = st.start("referee-rotate", moonshot(
+                "referee", "--listen", "127.0.0.1:0", "--redis", srv.url,
+                "--admin-token", "adm.rotated", "--replace-admin-token"))
+            replaced.wait_for(r"referee listening on")
+            assert _is_organiser(address, "adm.rotated")  # every referee takes the new one
+            assert not _is_organiser(address, "adm.the-real-one")
+        finally:
+            st.stop_all()
