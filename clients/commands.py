@@ -233,7 +233,8 @@ def _run_up(args: argparse.Namespace) -> int:
         check_redis(redis_url, "--redis" if args.redis is not None else "$REDIS_URL",
                     "moonshot up")
     data = data_folder(args.data, "moonshot up")
-    stack = LocalStack(data, listen=args.listen, workers=args.workers, redis_url=redis_url)
+    stack = LocalStack(data, listen=args.listen, workers=args.workers, redis_url=redis_url,
+                       replace_admin_token=args.replace_admin_token)
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -242,6 +243,7 @@ def _run_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)  # its terminal closed: stop cleanly, not orphan
     try:
         stack.start()
     except RuntimeError as exc:
@@ -258,12 +260,14 @@ def _run_up(args: argparse.Namespace) -> int:
     print(f"  data:        {Path(args.data).resolve()} (logs in logs/, token in {token_file.name})")
     print(f"  export MOONSHOT_SERVER={stack.address} MOONSHOT_ADMIN_TOKEN={stack.admin_token}",
           flush=True)
+    failed = False
     try:
         while not stopping:
             dead = stack.check()
             if dead:
                 print(f"moonshot up: {', '.join(dead)} stopped unexpectedly; see "
                       f"{Path(args.data) / 'logs'}", file=sys.stderr, flush=True)
+                failed = True
                 break
             time.sleep(0.5)
     finally:
@@ -272,7 +276,7 @@ def _run_up(args: argparse.Namespace) -> int:
         finally:  # even with nowhere left to print to, stop what was started
             stack.stop()
     print("stopped", flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 # ---------------------------------------------------------------- bot
@@ -407,7 +411,8 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
     """Add the networked commands to the `moonshot` parser."""
     p = sub.add_parser("referee", help="run a gRPC referee")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
-    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")
+    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL",
+                   help=f"Redis URL (default $REDIS_URL, else {DEFAULT_REDIS})")  # no password
     p.add_argument("--admin-token", default=None,
                    help="admin token (default $MOONSHOT_ADMIN_TOKEN; else one is generated "
                         "on first start and printed); must match the cluster's token")
@@ -427,10 +432,14 @@ def add_all(sub: argparse._SubParsersAction[_Parser]) -> None:
                    help="RQ worker processes to start")
     p.add_argument("--redis", default=None, metavar="URL",
                    help="use this Redis instead of starting one (default $REDIS_URL)")
+    p.add_argument("--replace-admin-token", action="store_true",
+                   help="make $MOONSHOT_ADMIN_TOKEN the admin token (saved in the data "
+                        "folder, and of every referee of this Redis)")
     p.set_defaults(run=_run_up)
 
     p = sub.add_parser("worker", help="run an RQ worker that hosts matches")
-    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL")
+    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL",
+                   help=f"Redis URL (default $REDIS_URL, else {DEFAULT_REDIS})")  # no password
     p.add_argument("--name", default=None, help="worker name (default: generated)")
     p.add_argument("--burst", action="store_true", help="quit when the queues are empty")
     p.add_argument("-v", "--verbose", action="store_true")

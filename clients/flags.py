@@ -122,13 +122,25 @@ _HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?"
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
+# gRPC target schemes (dns:///host:port for a load-balanced name, unix:/path, ...): passed
+# to gRPC as they are, which checks them itself.
+_SCHEMES = ("dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "vsock:")
+
+
 def address_problem(text: str) -> str | None:
-    """What is wrong with a HOST:PORT referee address, or None if nothing."""
+    """What is wrong with a referee address (HOST:PORT, or a gRPC target with a scheme
+    such as dns:///host:50051 or unix:/run/moonshot.sock), or None if nothing."""
+    scheme = next((p for p in _SCHEMES if text.startswith(p)), None)
+    if scheme is not None:
+        rest = text[len(scheme):]
+        if rest.strip("/") and text.isprintable() and " " not in text:
+            return None
+        return f"{scheme} needs a target after it, like dns:///referee.example:50051"
     host, sep, port = text.rpartition(":")
     if sep and _HOST.fullmatch(host) and _PORT.fullmatch(port) and 1 <= int(port) <= 65535:
         return None
     return (f"must be HOST:PORT with a port from 1 to 65535 (like 127.0.0.1:50051 "
-            f"or [::1]:50051), got {text!r}")
+            f"or [::1]:50051) or a gRPC target (dns:///host:port, unix:/path), got {text!r}")
 
 
 def address(text: str) -> str:

@@ -52,8 +52,10 @@ class RedisServer:
     """A redis-server child process with its data in `data_dir` (append-only file on)."""
 
     def __init__(self, data_dir: str | Path, port: int | None = None,
-                 host: str = "127.0.0.1", appendonly: bool = True) -> None:
+                 host: str = "127.0.0.1", appendonly: bool = True,
+                 keep_fds: tuple[int, ...] = ()) -> None:
         self.data_dir = Path(data_dir)
+        self.keep_fds = keep_fds  # open files the server inherits (a lock it must hold too)
         self.host = host
         self.port = port or free_port()
         self.appendonly = appendonly
@@ -82,7 +84,7 @@ class RedisServer:
         # Its own session: a Ctrl-C meant for the parent must not stop Redis before the
         # processes that still need it.
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+                                     start_new_session=True, pass_fds=self.keep_fds)
         client = redis.Redis(host=self.host, port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:

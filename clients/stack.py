@@ -32,13 +32,20 @@ __all__ = ["LOCK_FILE", "Child", "LocalStack", "load_or_make_admin_token", "star
 LOCK_FILE = "moonshot.lock"  # in the data folder; flock-ed while a stack runs on it
 
 
-def load_or_make_admin_token(data_dir: Path) -> str:
+def load_or_make_admin_token(data_dir: Path, replace: bool = False) -> str:
     """$MOONSHOT_ADMIN_TOKEN, else the token saved in `data_dir`, else a new saved one;
-    RuntimeError if the saved one cannot be read or used."""
+    RuntimeError if the saved one cannot be read or used, or differs from the variable
+    (unless `replace`: then the variable's token is saved as the new one)."""
     env = os.environ.get("MOONSHOT_ADMIN_TOKEN")
-    if env:
-        return env
     path = data_dir / "admin-token"
+    if replace and not env:
+        raise RuntimeError("--replace-admin-token needs the new token in MOONSHOT_ADMIN_TOKEN")
+    if env and (replace or not path.exists()):
+        # Saved, so that a restart without the variable finds the token this Redis has.
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(env + "\n")
+        path.chmod(0o600)
+        return env
     if path.exists():
         try:
             token = path.read_text().strip()
@@ -48,6 +55,11 @@ def load_or_make_admin_token(data_dir: Path) -> str:
         problem = token_problem(token)
         if problem:
             raise RuntimeError(f"the admin token in {path} {problem}")
+        if env and env != token:
+            raise RuntimeError(
+                f"MOONSHOT_ADMIN_TOKEN differs from the admin token saved in {path}, the one "
+                "this data folder's Redis has: unset the variable to use the saved one, or "
+                "add --replace-admin-token to make the variable's token the new one")
         return token
     data_dir.mkdir(parents=True, exist_ok=True)
     token = "adm." + secrets.token_urlsafe(32)
@@ -63,10 +75,15 @@ class Child:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    start: int = 0  # the log's size when this process started: earlier runs wrote the rest
 
     def output(self) -> str:
-        """What the process printed so far."""
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+        """What this process printed so far (not what earlier runs left in the log)."""
+        if not self.log.exists():
+            return ""
+        with open(self.log, "rb") as fh:
+            fh.seek(self.start)
+            return fh.read().decode(errors="replace")
 
     def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
         """Wait for a line matching `pattern`; RuntimeError with the log otherwise."""
@@ -99,9 +116,10 @@ def start_child(name: str, argv: list[str], log: Path, env: dict[str, str] | Non
     children in order) with stdout and stderr appended to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as fh:
+        start = fh.seek(0, os.SEEK_END)
         popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
                                  env=env or _python_env(), cwd=cwd, start_new_session=True)
-    return Child(name, popen, log)
+    return Child(name, popen, log, start)
 
 
 def _python_env() -> dict[str, str]:
@@ -121,6 +139,7 @@ class LocalStack:
     workers: int = 2
     redis_url: str | None = None
     quiet_logs: bool = True
+    replace_admin_token: bool = False
     admin_token: str = ""
     address: str = ""
     redis: RedisServer | None = None
@@ -152,7 +171,7 @@ class LocalStack:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise RuntimeError(f"cannot lock {path}: {exc.strerror}") from None
             raise RuntimeError(f"{self.data_dir} is in use by another `moonshot up` "
-                               f"(pid {holder})") from None
+                               f"(pid {holder}) or by the Redis it started") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.lock_fd = fd
@@ -167,9 +186,13 @@ class LocalStack:
         """Start every part and wait until each is ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.lock()
-        self.admin_token = load_or_make_admin_token(self.data_dir)
+        self.admin_token = load_or_make_admin_token(self.data_dir, self.replace_admin_token)
         if self.redis_url is None:
-            self.redis = RedisServer(self.data_dir / "redis", port=free_port()).start()
+            # Redis holds the data folder's lock too: if this process dies without
+            # stopping it, no second stack may start a Redis on the same files.
+            keep = (self.lock_fd,) if self.lock_fd is not None else ()
+            self.redis = RedisServer(self.data_dir / "redis", port=free_port(),
+                                     keep_fds=keep).start()
             self.redis_url = self.redis.url
         else:
             try:
@@ -178,8 +201,9 @@ class LocalStack:
                 raise RuntimeError(f"cannot use Redis at {self.redis_url}: {exc}") from None
         env = _python_env()
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
+        replace = ["--replace-admin-token"] if self.replace_admin_token else []
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
-                                     "--redis", self.redis_url], env)
+                                     "--redis", self.redis_url, *replace], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
         host = self.listen.rsplit(":", 1)[0]
         self.address = f"{'127.0.0.1' if host in ('0.0.0.0', '[::]') else host}:{port}"

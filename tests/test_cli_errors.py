@@ -8,6 +8,7 @@ a live referee or Redis use a real redis-server and a real `moonshot referee`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -266,6 +267,9 @@ def test_a_raising_bot_is_named_then_its_own_traceback_shown(work: Path, bots: s
     ("127.0.0.1:50051", True), ("localhost:1", True), ("[::1]:65535", True),
     ("my-host.example.com:443", True), ("host:65536", False), ("host", False),
     ("[::1]", False), ("::1:50051", False), ("host:5x", False), ("", False),
+    ("dns:///referee.example:50051", True), ("unix:/run/moonshot.sock", True),
+    ("unix:///tmp/s", True), ("ipv4:127.0.0.1:50051", True), ("dns:", False),
+    ("unix:///", False),
 ])
 def test_address_forms(text: str, ok: bool) -> None:
     assert (flags.address_problem(text) is None) == ok
@@ -389,7 +393,7 @@ def test_a_second_up_on_the_same_data_folder_is_refused(tmp_path: Path) -> None:
 
         result = _run(up, tmp_path)
         _check_one_line(result, 1, f"{data} is in use by another `moonshot up` "
-                                   f"(pid {first.pid})")
+                                   f"(pid {first.pid}) or by the Redis it started")
     finally:
         first.send_signal(signal.SIGINT)
         rc = first.wait(60)
@@ -400,5 +404,68 @@ def test_a_second_up_on_the_same_data_folder_is_refused(tmp_path: Path) -> None:
     assert not alive, alive
     # The folder is free again once the first has stopped.
     stack = LocalStack(Path(data))
+    stack.lock()
+    stack.unlock()
+
+
+def _up(tmp_path: Path, data: str, name: str, *extra: str, **env: str) -> subprocess.Popen[str]:
+    """`moonshot up` on `data`, its output in `<name>.out`; returned once it is up."""
+    args = ["up", "--data", data, "--listen", "127.0.0.1:0", "--workers", "1", *extra]
+    out_path = tmp_path / f"{name}.out"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "clients.cli", *args], cwd=tmp_path,
+                                env=_env(**env), stdout=out, stderr=subprocess.STDOUT,
+                                text=True)
+    end = time.monotonic() + 120
+    while "moonshot is up" not in out_path.read_text():
+        assert proc.poll() is None and time.monotonic() < end, out_path.read_text()
+        time.sleep(0.1)
+    return proc
+
+
+def _stop_up(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> int:
+    kids = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    rc = proc.wait(60)
+    _, alive = psutil.wait_procs(kids, timeout=30)
+    for p in alive:
+        p.kill()
+    assert not alive, alive
+    return rc
+
+
+def test_up_restarts_keep_the_admin_token_the_redis_has(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    assert _stop_up(_up(tmp_path, data, "first", MOONSHOT_ADMIN_TOKEN="adm.mine")) == 0
+    assert (tmp_path / "data" / "admin-token").read_text().strip() == "adm.mine"  # saved
+    second = _up(tmp_path, data, "second")  # no variable: the saved token, which Redis has
+    assert "admin token: adm.mine" in (tmp_path / "second.out").read_text()
+    assert _stop_up(second) == 0
+    # A different token would lock the organiser out: refused before anything starts.
+    refused = _run(["up", "--data", data, "--listen", "127.0.0.1:0"], tmp_path,
+                   MOONSHOT_ADMIN_TOKEN="adm.other")
+    _check_one_line(refused, 1, "MOONSHOT_ADMIN_TOKEN differs", "--replace-admin-token")
+    rotated = _up(tmp_path, data, "third", "--replace-admin-token",
+                  MOONSHOT_ADMIN_TOKEN="adm.other")
+    assert "admin token: adm.other" in (tmp_path / "third.out").read_text()
+    assert _stop_up(rotated) == 0
+    assert (tmp_path / "data" / "admin-token").read_text().strip() == "adm.other"
+
+
+def test_a_killed_up_leaves_its_folder_locked_while_its_redis_lives(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    first = _up(tmp_path, data, "first")
+    kids = psutil.Process(first.pid).children(recursive=True)
+    first.kill()  # no clean-up at all: its Redis, referee and worker live on
+    first.wait(30)
+    try:
+        result = _run(["up", "--data", data, "--listen", "127.0.0.1:0"], tmp_path)
+        _check_one_line(result, 1, "is in use by another `moonshot up`")
+    finally:
+        for p in kids:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(kids, timeout=30)
+    stack = LocalStack(Path(data))  # free again once its Redis is gone
     stack.lock()
     stack.unlock()

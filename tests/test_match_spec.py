@@ -27,3 +27,10 @@ def test_a_bot_may_not_play_against_itself(players: int, bots: list[str], field:
 @pytest.mark.parametrize("bots", [["a", "b", "a", "b"], ["a", "b", "a", "c"], ["a", "b", "c", "d"]])
 def test_a_2v2_bot_may_play_both_seats_of_its_team(bots: list[str]) -> None:
     assert _spec(4, bots).bot_ids == tuple(bots)
+
+
+def test_a_stored_match_from_before_the_rule_still_loads() -> None:
+    legal = _spec(4, ["a", "b", "c", "d"])
+    old = legal.to_json().replace('"bot_ids":["a","b","c","d"]', '"bot_ids":["a","a","b","b"]')
+    assert '"a","a"' in old
+    assert MatchSpec.from_json(old).bot_ids == ("a", "a", "b", "b")

@@ -10,6 +10,7 @@ import pytest
 
 from moon import Rules
 from workers.bracket import Status
+from workers.spec import check_seating
 from workers.standings_view import build_view
 from workers.tournament import Game, TournamentSpec, plan
 
@@ -115,3 +116,20 @@ def test_bracket_standings_rank_by_how_far_each_bot_got(
     final = [ms for ms in p.bracket.matches if ms.status is Status.DONE][-1]
     if players == 4:
         assert order[1] in final.participants  # the runner-up lost the last match played
+
+
+@pytest.mark.parametrize(("players", "fmt", "n", "rotate"), [
+    (3, "round_robin", 7, False), (3, "round_robin", 8, False), (4, "round_robin", 6, False),
+    (4, "round_robin", 9, True), (4, "single_elimination", 5, False),
+    (4, "double_elimination", 6, False), (3, "single_elimination", 9, False),
+])
+def test_every_scheduled_game_seats_each_bot_on_one_side(
+    players: int, fmt: str, n: int, rotate: bool
+) -> None:
+    bots = tuple(f"b{i}" for i in range(n))
+    spec = TournamentSpec(tournament_id="t1", name="seats", players=players, format=fmt,
+                          bot_ids=bots, names=bots, rules=Rules.make(players, {}), seed=3,
+                          rotate_partners=rotate)
+    _, p = _play_out(spec, seed=1)
+    for g in p.games:
+        check_seating(players, g.bot_ids)  # the rule CreateMatch enforces

@@ -61,6 +61,24 @@ def new_match_id() -> str:
     return "m-" + secrets.token_hex(6)
 
 
+def check_seating(players: int, bot_ids: Sequence[str]) -> None:
+    """InvalidArgument unless every bot plays on one side only: in 3p each bot once, in 2v2
+    a bot may take both seats of its team (seats 0+2 or 1+3) but never both teams.
+
+    Checked when a match is made, not when a stored one is read back: a match stored
+    before this rule must stay readable.
+    """
+    for seat, bot in enumerate(bot_ids):
+        for other in range(seat):
+            same_team = players == 4 and (seat - other) % 2 == 0
+            if bot_ids[other] == bot and not same_team:
+                where = "the other team" if players == 4 else f"seat {other}"
+                raise InvalidArgument(
+                    f"bot_ids[{seat}]: {bot} already plays {where}; a bot may not play "
+                    "against itself"
+                )
+
+
 @dataclass(frozen=True, slots=True)
 class MatchSpec:
     """Everything that defines a match; the match job needs nothing else."""
@@ -81,16 +99,6 @@ class MatchSpec:
             raise InvalidArgument(
                 f"bot_ids: a {n}-player match needs {n} bots, got {len(self.bot_ids)}"
             )
-        for seat, bot in enumerate(self.bot_ids):
-            for other in range(seat):
-                # 2v2: one bot may play both seats of its team (seats 0+2 or 1+3), no more.
-                same_team = n == 4 and (seat - other) % 2 == 0
-                if self.bot_ids[other] == bot and not same_team:
-                    where = "the other team" if n == 4 else f"seat {other}"
-                    raise InvalidArgument(
-                        f"bot_ids[{seat}]: {bot} already plays {where}; a bot may not "
-                        "play against itself"
-                    )
         if len(self.seat_names) != n:
             raise InvalidArgument(f"seat_names: expected {n}, got {len(self.seat_names)}")
         if isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
@@ -117,6 +125,7 @@ class MatchSpec:
         """Validate raw request values into a spec; errors name the field."""
         if players not in (3, 4):
             raise InvalidArgument(f"players must be 3 or 4, got {players}")
+        check_seating(players, bot_ids)
         try:
             parsed = Rules.make(players, dict(rules or {}))
         except MoonError as exc:

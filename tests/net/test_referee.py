@@ -116,3 +116,14 @@ def test_a_referee_with_another_admin_token_changes_nothing(tmp_path: Path) -> N
             assert not _is_organiser(address, "adm.the-real-one")
         finally:
             st.stop_all()
+
+
+def test_commands_take_a_grpc_target_with_a_scheme(stack: Stack, name: str,
+                                                   tmp_path: Path) -> None:
+    """dns:///host:port is how a client names load-balanced referees."""
+    res = subprocess.run(moonshot("bot", "register", f"{name}-dns", "--server",
+                                  f"dns:///{stack.address}"),
+                         env=env(), capture_output=True, text=True, timeout=60, check=False,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "bot id:  b-" in res.stdout and "token:" in res.stdout
