@@ -52,6 +52,15 @@ def check_token(token: str, source: str) -> str:
     return token
 
 
+def given_token(flag_value: str | None, flag: str, env_var: str) -> str | None:
+    """The token from `flag` if given, else from $`env_var` if set, else None; checked
+    (UsageError naming where it came from) so that it can travel in gRPC metadata."""
+    if flag_value is not None:
+        return check_token(flag_value, flag)
+    env = os.environ.get(env_var)
+    return check_token(env, f"${env_var}") if env else None
+
+
 def server_address(args: argparse.Namespace) -> str:
     """--server (checked by its argparse type), else $MOONSHOT_SERVER, else the local
     default; UsageError for a $MOONSHOT_SERVER that is not HOST:PORT."""
@@ -68,12 +77,10 @@ def server_address(args: argparse.Namespace) -> str:
 
 def admin_token(args: argparse.Namespace) -> str:
     """--admin-token, else $MOONSHOT_ADMIN_TOKEN, else the token `moonshot up` saved."""
-    flag = getattr(args, "admin_token", None)
-    if flag is not None:
-        return check_token(flag, "--admin-token")
-    env = os.environ.get("MOONSHOT_ADMIN_TOKEN")
-    if env:
-        return check_token(env, "$MOONSHOT_ADMIN_TOKEN")
+    token = given_token(getattr(args, "admin_token", None), "--admin-token",
+                        "MOONSHOT_ADMIN_TOKEN")
+    if token:
+        return token
     saved = Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "admin-token"
     if saved.exists():
         try:
@@ -182,14 +189,10 @@ def _setup_logging(verbose: bool) -> None:
 def _run_referee(args: argparse.Namespace) -> int:
     from server.app import serve
 
-    if args.admin_token is not None:
-        check_token(args.admin_token, "--admin-token")
-    elif os.environ.get("MOONSHOT_ADMIN_TOKEN"):
-        check_token(os.environ["MOONSHOT_ADMIN_TOKEN"], "$MOONSHOT_ADMIN_TOKEN")
+    token = given_token(args.admin_token, "--admin-token", "MOONSHOT_ADMIN_TOKEN")
     check_redis(args.redis, "--redis", "moonshot referee")
     _setup_logging(args.verbose)
-    if args.replace_admin_token and not (args.admin_token
-                                         or os.environ.get("MOONSHOT_ADMIN_TOKEN")):
+    if args.replace_admin_token and not token:
         raise UsageError("moonshot referee: --replace-admin-token needs the new token in "
                          "--admin-token or $MOONSHOT_ADMIN_TOKEN")
     serve(args.listen, args.redis, args.admin_token,
@@ -225,9 +228,7 @@ def _run_up(args: argparse.Namespace) -> int:
 
     from clients.stack import LocalStack
 
-    env_token = os.environ.get("MOONSHOT_ADMIN_TOKEN")
-    if env_token:
-        check_token(env_token, "$MOONSHOT_ADMIN_TOKEN")
+    given_token(None, "", "MOONSHOT_ADMIN_TOKEN")  # checked before anything starts
     redis_url = args.redis if args.redis is not None else os.environ.get("REDIS_URL") or None
     if redis_url is not None:
         check_redis(redis_url, "--redis" if args.redis is not None else "$REDIS_URL",
@@ -313,11 +314,8 @@ def _run_bot_run(args: argparse.Namespace) -> int:
         cls = load_bot(args.bot)
     except ValueError as exc:
         raise UsageError(f"moonshot bot run: {exc}") from None
-    if args.token is not None:
-        token = check_token(args.token, "--token")
-    elif os.environ.get("MOONSHOT_BOT_TOKEN"):
-        token = check_token(os.environ["MOONSHOT_BOT_TOKEN"], "$MOONSHOT_BOT_TOKEN")
-    else:
+    token = given_token(args.token, "--token", "MOONSHOT_BOT_TOKEN")
+    if not token:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
     runner = BotRunner(cls, server_address(args), token, threads=args.threads)
     try:

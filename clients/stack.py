@@ -42,10 +42,7 @@ def load_or_make_admin_token(data_dir: Path, replace: bool = False) -> str:
         raise RuntimeError("--replace-admin-token needs the new token in MOONSHOT_ADMIN_TOKEN")
     if env and (replace or not path.exists()):
         # Saved, so that a restart without the variable finds the token this Redis has.
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(env + "\n")
-        path.chmod(0o600)
-        return env
+        return _save_token(path, env)
     if path.exists():
         try:
             token = path.read_text().strip()
@@ -61,8 +58,12 @@ def load_or_make_admin_token(data_dir: Path, replace: bool = False) -> str:
                 "this data folder's Redis has: unset the variable to use the saved one, or "
                 "add --replace-admin-token to make the variable's token the new one")
         return token
-    data_dir.mkdir(parents=True, exist_ok=True)
-    token = "adm." + secrets.token_urlsafe(32)
+    return _save_token(path, "adm." + secrets.token_urlsafe(32))
+
+
+def _save_token(path: Path, token: str) -> str:
+    """Write `token` to `path`, readable by its owner only; return it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(token + "\n")
     path.chmod(0o600)
     return token

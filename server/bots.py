@@ -18,6 +18,7 @@ from server import wire
 from server.edge import bearer_token, page_of, status_of, unary
 from server.hub import Hub, Stream
 from workers import keys, store
+from workers.bus import rejection
 from workers.errors import InvalidArgument, ServiceError, Unauthenticated
 
 __all__ = ["BotServicer", "add_to_server"]
@@ -139,7 +140,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                         # One odd answer must not end a stream that carries other matches.
                         log.exception("bot %s: answer to %r failed", stream.bot_id,
                                       d.request_id[:200])
-                        rejected = unhandled_answer(d.request_id)
+                        rejected = rejection(
+                            d.request_id, "", "unknown_request",
+                            "the referee could not handle this answer (see its log); if the "
+                            "request is still pending it will be sent again")
                     if rejected is not None:
                         stream.deliver(rejected)
                 elif kind == "ping":
@@ -150,17 +154,6 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             log.warning("bot %s: %s", stream.bot_id, exc)
         finally:
             stream.close()
-
-
-def unhandled_answer(request_id: str) -> dict[str, Any]:
-    """The rejection sent when handling an answer failed inside the referee."""
-    return {
-        "type": "decision_rejected", "request_id": request_id, "match_id": "",
-        "reason": "unknown_request",
-        "message": "the referee could not handle this answer (see its log); if the request "
-                   "is still pending it will be sent again",
-        "replacement_action_id": None, "strikes": 0,
-    }
 
 
 def _serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:

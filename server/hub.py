@@ -29,7 +29,7 @@ from redis.exceptions import ResponseError
 
 from server.resp import Reply, RespConnection
 from workers import keys
-from workers.bus import ACCEPT_LUA, accept_args, match_of_request
+from workers.bus import ACCEPT_LUA, accept_args, match_of_request, rejection
 
 __all__ = ["PRESENCE_TTL_S", "Hub", "Stream"]
 
@@ -174,15 +174,7 @@ class Hub:
         if match_id and await self._run_accept(k, argv) == 1:
             return None
         reason, message = await self._why_refused(stream.bot_id, request_id, match_id)
-        return {
-            "type": "decision_rejected",
-            "request_id": request_id,
-            "match_id": match_id,
-            "reason": reason,
-            "message": message,
-            "replacement_action_id": None,
-            "strikes": 0,
-        }
+        return rejection(request_id, match_id, reason, message)
 
     async def _run_accept(self, k: list[str], argv: list[str]) -> Reply:
         """ACCEPT on the hot-path connection (opened again if it was lost, retried once)."""

@@ -86,11 +86,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.ListTournamentsResponse:
         """Tournaments, newest first, a page at a time."""
         size = request.page_size or _PAGE
-        if request.status not in tournament_pb2.TournamentStatus.values():
-            names = ", ".join(n for n, _ in tournament_pb2.TournamentStatus.items()
-                              if "UNSPECIFIED" not in n)
-            raise InvalidArgument(f"status: {request.status} is not a tournament status; "
-                                  f"expected one of {names}")
+        wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
+                        "tournament status")
 
         def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
             ids = store.ids_after(self.r, keys.TOURNAMENTS, request.page_token, newest_first=True)
@@ -125,8 +122,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         spec, _ = await self._load(request.tournament_id)
         after = request.after_sequence
         stream = keys.tournament_events(spec.tournament_id)
-        last: Any = await self.ar.xrevrange(stream, count=1)
-        newest = int(str(last[0][0]).split("-", 1)[0]) if last else 0
+        newest = await self._newest(stream)
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
                              f"so far, {newest}")
@@ -156,8 +152,12 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                     return
 
     async def _drained(self, stream: str, after: int) -> bool:
+        return await self._newest(stream) <= after
+
+    async def _newest(self, stream: str) -> int:
+        """The sequence of the newest event in the stream (ids are `<seq>-0`), 0 if none."""
         last: Any = await self.ar.xrevrange(stream, count=1)
-        return not last or int(str(last[0][0]).split("-", 1)[0]) <= after
+        return int(str(last[0][0]).split("-", 1)[0]) if last else 0
 
 
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
@@ -171,10 +171,8 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         self, request: rating_pb2.GetRatingsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rating_pb2.GetRatingsResponse:
         """Every rated bot of the pool, best first."""
-        if request.pool not in rating_pb2.RatingPool.values():
-            pools = ", ".join(n for n, _ in rating_pb2.RatingPool.items() if "UNSPECIFIED" not in n)
-            raise InvalidArgument(f"pool: {request.pool} is not a rating pool; expected {pools} "
-                                  "(unset means the 3-player pool)")
+        wire.check_enum(rating_pb2.RatingPool, request.pool, "pool", "rating pool",
+                        unset="unset means the 3-player pool")
         pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
         pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                    else rating_pb2.RATING_POOL_THREE_PLAYER)

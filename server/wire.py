@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "action_to_pb",
     "bot_to_pb",
+    "check_enum",
     "clock_from_pb",
     "clock_to_pb",
     "event_to_bytes",
@@ -435,14 +436,25 @@ def faults_from_pb(pb: game_pb2.FaultPolicy | None) -> Faults:
     return DEFAULT_FAULTS if pb is None else Faults(pb.max_strikes, pb.disconnect_grace_ms)
 
 
+def _not_in_enum(enum: Any, value: int, field: str, what: str, unset: str = "") -> str:
+    names = ", ".join(n for n, _ in enum.items() if not n.endswith("_UNSPECIFIED"))
+    return (f"{field}: {value} is not a {what}; expected one of {names}"
+            + (f" ({unset})" if unset else ""))
+
+
+def check_enum(enum: Any, value: int, field: str, what: str, unset: str = "") -> None:
+    """InvalidArgument naming `field` unless `value` is one of the protobuf `enum`'s values
+    (the UNSPECIFIED zero included: `unset` says what it means)."""
+    if value not in enum.values():
+        raise InvalidArgument(_not_in_enum(enum, value, field, what, unset))
+
+
 def match_status_name(status: int) -> str:
     """The store's name (`queued`, ...) for a MatchStatus; InvalidArgument for another value."""
-    try:
-        return _STATUS_NAME[status]
-    except KeyError:
-        names = ", ".join(match_pb2.MatchStatus.Name(v) for v in _STATUS.values())
-        raise InvalidArgument(f"status: {status} is not a match status; expected one of {names}"
-                              ) from None
+    if status not in _STATUS_NAME:
+        raise InvalidArgument(_not_in_enum(match_pb2.MatchStatus, status, "status",
+                                           "match status"))
+    return _STATUS_NAME[status]
 
 
 def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:

@@ -11,10 +11,11 @@ first answer to a request counts, even with many streams and referees.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from workers import keys
 
-__all__ = ["ACCEPT_LUA", "accept_args", "match_of_request"]
+__all__ = ["ACCEPT_LUA", "accept_args", "match_of_request", "rejection"]
 
 ACCEPT_LUA = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
@@ -41,3 +42,18 @@ def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str]
     match_id = match_of_request(request_id)
     reply = json.dumps({"request_id": request_id, "action_id": action_id, "bot_id": bot_id})
     return [keys.pending(bot_id), keys.replies(match_id)], [request_id, reply]
+
+
+def rejection(request_id: str, match_id: str, reason: str, message: str,
+              replacement_action_id: int | None = None, strikes: int = 0) -> dict[str, Any]:
+    """A `decision_rejected` event for a bot's stream, as the match job publishes it and
+    the referee sends it (`server.wire` turns it into the protobuf message)."""
+    return {
+        "type": "decision_rejected",
+        "request_id": request_id,
+        "match_id": match_id,
+        "reason": reason,
+        "message": message,
+        "replacement_action_id": replacement_action_id,
+        "strikes": strikes,
+    }

@@ -34,6 +34,7 @@ from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import transcript
 from workers import events, keys
+from workers.bus import rejection
 from workers.outcome import forfeit_winner, result_of, result_row
 from workers.spec import MatchSpec
 
@@ -337,16 +338,12 @@ class MatchHost:
         choices = [a for a in legal if a != MOON] or legal
         action = rng.choice(choices)
         bot = self.spec.bot_ids[seat]
-        event = {
-            "type": "decision_rejected",
-            "request_id": req["request_id"],
-            "match_id": self.match_id,
-            "reason": "late" if kind == "late" else "illegal_action",
-            "message": f"{note}; replaced by {ACTIONS[action].label!r} "
-                       f"(strike {strikes} of {self.spec.faults.max_strikes})",
-            "replacement_action_id": action,
-            "strikes": strikes,
-        }
+        event = rejection(
+            req["request_id"], self.match_id, "late" if kind == "late" else "illegal_action",
+            f"{note}; replaced by {ACTIONS[action].label!r} "
+            f"(strike {strikes} of {self.spec.faults.max_strikes})",
+            replacement_action_id=action, strikes=strikes,
+        )
         self.r.publish(keys.events(bot), json.dumps(event))
         log.info("match %s seat %d: %s", self.match_id, seat, event["message"])
         return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
