@@ -68,6 +68,7 @@ import redis
 from clients.bot import Bot
 from clients.stack import Child, start_child
 from moon import Action, GameState, Observation, Rules
+from store import keys
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -133,7 +134,8 @@ def typical_sizes() -> Sizes:
     """Median sizes over the decisions of one instant-bot game, built as the product builds them."""
     from proto.moon.v1 import bot_pb2
     from server import wire
-    from workers.bus import accept_args
+    from server.hub import accept_args
+    from store.messages import DecisionRequest, encode
 
     st = GameState.new(Rules.make(3, RULES), 7)
     pb: list[int] = []
@@ -141,14 +143,12 @@ def typical_sizes() -> Sizes:
     seq = 0
     while not st.is_over:
         seat = st.to_act
-        req = {
-            "type": "decision", "request_id": f"m-0123456789ab/{seq}",
-            "match_id": "m-0123456789ab", "seat": seat,
-            "observation": st.observation(seat).to_json(), "legal": list(st.legal_ids()),
-            "time_limit_ms": 2000, "time_bank_ms": 30000,
-            "deadline_unix_ms": int(time.time() * 1000) + 32000, "strikes": 0,
-        }
-        js.append(len(json.dumps(req, separators=(",", ":"))))
+        req = DecisionRequest(
+            request_id=f"m-0123456789ab/{seq}", match_id="m-0123456789ab", seat=seat,
+            observation=st.observation(seat).to_json(), legal=list(st.legal_ids()),
+            time_limit_ms=2000, time_bank_ms=30000,
+            deadline_unix_ms=int(time.time() * 1000) + 32000, strikes=0)
+        js.append(len(encode(req)))
         pb.append(len(wire.event_to_bytes(req)))
         st.apply_id(st.legal_ids()[0])
         seq += 1
@@ -446,8 +446,6 @@ class Product:
 
     def wait(self, match_ids: Sequence[str], timeout: float = 600.0) -> None:
         """Poll Redis (cheaply) until every match has its result."""
-        from workers import keys
-
         end = time.monotonic() + timeout
         left = list(match_ids)
         while left:
@@ -462,15 +460,11 @@ class Product:
 
     def entries(self, match_id: str) -> list[dict[str, Any]]:
         """The match's action log."""
-        from workers import keys
-
         raw: list[str] = self.r.lrange(keys.match_log(match_id), 0, -1)  # type: ignore[assignment]
         return [json.loads(e) for e in raw if '"forfeit"' not in e]
 
     def span(self, match_id: str) -> tuple[float, float]:
         """(started_at, finished_at), unix seconds."""
-        from workers import keys
-
         started, finished = self.r.hmget(keys.match(match_id), "started_at", "finished_at")
         return float(str(started)), float(str(finished))
 

@@ -18,6 +18,12 @@ line, `name: value unit`:
   (start-up excluded); `decisions/s ...` is the same run's accepted actions per
   second. A fresh stack (and Redis) per W.
 
+- `scheduling step 3p N bots`: wall ms of one scheduling step (`workers.scheduler.advance`)
+  right after one more game of a 3p round robin of N bots is recorded, on a private
+  Redis: the median over `STEPS` steps taken after `WARM` games were already
+  recorded. The step reads only what changed, so this should not grow with N.
+  `first step 3p N bots` is the one-off step that stores the schedule.
+
 Schedule figures are the median of `--runs` runs of this process's CPU time, so
 other load on the machine skews them less; games/s is wall time, one run per W,
 and moves with whatever else the machine is doing.
@@ -26,6 +32,7 @@ and moves with whatever else the machine is doing.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -36,11 +43,18 @@ from pathlib import Path
 import redis
 
 from clients.admin import Admin
+from clients.redisproc import RedisServer
 from clients.sdk import register
 from clients.stack import LocalStack
+from moon import Rules
 from proto.moon.v1 import tournament_pb2
-from workers import keys
-from workers.design import rounds_of, team_pairings, triple_design
+from store import bots as store_bots
+from store import keys
+from store import tournaments as store_t
+from store.records import TournamentSpec
+from tournaments.design import rounds_of, team_pairings, triple_design
+from workers.queues import create_tournament, rq_connection
+from workers.scheduler import advance
 
 SIZES = (10, 100, 1000)
 WORKERS = (1, 2, 4)
@@ -127,6 +141,51 @@ def round_robin_speed(workers: int, bots: int = GAME_BOTS,
         return games / elapsed, decisions / elapsed, games
 
 
+WARM = 200  # games recorded before the steps are timed
+STEPS = 30
+
+
+def _finish(r: redis.Redis, tid: str, match_id: str, bots: Sequence[str]) -> None:
+    """Record a made-up result for a game, as a match job's bookkeeping does."""
+    row = {"match_id": match_id, "bot_ids": list(bots), "players": 3, "final": [21, 5, 3],
+           "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
+           "seats": list(bots)}
+    r.hset(keys.match(match_id), mapping={"status": "finished", "row": json.dumps(row)})
+    store_t.record(r, tid, match_id)
+
+
+def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
+    """(first step ms, median ms of a step after one more recorded game) for n bots."""
+    with RedisServer(tmp / f"redis-{n}", appendonly=False) as srv:
+        r = store_bots.connect(srv.url)
+        rq_conn = rq_connection(srv.url)
+        bots = tuple(f"b-{i:06d}" for i in range(n))
+        spec = TournamentSpec(tournament_id=f"t-bench{n}", name="bench", players=3,
+                              format="round_robin", bot_ids=bots, names=bots,
+                              rules=Rules.make(3), seed=1)
+        create_tournament(r, rq_conn, spec)
+        start = time.perf_counter()
+        advance(r, rq_conn, spec.tournament_id)
+        first = (time.perf_counter() - start) * 1000
+        games: list[str] = r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)  # type: ignore[assignment]
+        warm = min(WARM, len(games) // 2)
+        steps = min(STEPS, len(games) - warm - 1)
+        seats = {g: r.hget(keys.match(g), "spec") for g in games[: warm + steps]}
+        order = iter(games)
+        for _ in range(warm):
+            g = next(order)
+            _finish(r, spec.tournament_id, g, json.loads(str(seats[g]))["bot_ids"])
+        advance(r, rq_conn, spec.tournament_id)
+        times = []
+        for _ in range(steps):
+            g = next(order)
+            _finish(r, spec.tournament_id, g, json.loads(str(seats[g]))["bot_ids"])
+            start = time.perf_counter()
+            advance(r, rq_conn, spec.tournament_id)
+            times.append((time.perf_counter() - start) * 1000)
+        return first, statistics.median(times)
+
+
 def games_per_second(workers: int) -> float:
     """Games/s of a 3p round robin of instant bots on the real stack with this many RQ workers."""
     return round_robin_speed(workers)[0]
@@ -159,6 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds, games = timed(schedule_2v2(n, rotate), args.runs)
             show(f"schedule 2v2{label} {n} bots", seconds, "s", ".3f")
             show(f"pairings 2v2{label} {n} bots", games, "games")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            first, step = scheduling_step(n, Path(tmp))
+            show(f"first step 3p {n} bots", first, "ms", ".0f")
+            show(f"scheduling step 3p {n} bots", step, "ms", ".2f")
     if not args.no_games:
         for w in args.workers:
             games_s, decisions_s, played = round_robin_speed(w)

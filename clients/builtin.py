@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from collections.abc import Sequence
 
 from clients.bot import Bot
@@ -10,7 +13,7 @@ from moon.actions import MOON
 from moon.contracts import FOLLOW, NO_TRUMP, POWER, TRUMP_MASK
 from moon.tiles import ALL_TILES
 
-__all__ = ["BUILTIN", "GreedyBot", "RandomBot", "estimate_tricks"]
+__all__ = ["BUILTIN", "GreedyBot", "RandomBot", "estimate_tricks", "load_bot"]
 
 
 class RandomBot(Bot):
@@ -211,3 +214,27 @@ def _pips(tile: Tile) -> int:
 
 
 BUILTIN: dict[str, type[Bot]] = {"random": RandomBot, "greedy": GreedyBot}
+
+
+def load_bot(spec: str) -> type[Bot]:
+    """A bot class from `random`, `greedy` or `package.module:ClassName` (imported from the
+    current directory or the Python path)."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(
+            f"unknown bot {spec!r}: use {', '.join(BUILTIN)} or MODULE:CLASS"
+        )
+    # Like `python -m`, look in the current directory first: a bot author runs
+    # `moonshot ... --bot mybot:MyBot` next to mybot.py.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import bot module {module_name!r}: {exc}") from exc
+    cls = getattr(module, attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Bot)):
+        raise ValueError(f"{spec!r} is not a subclass of clients.bot.Bot")
+    return cls

@@ -6,55 +6,19 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
 
+from clients import commands, demo, organiser
+from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
+from clients.parser import CommandError, Parser, UsageError
+from clients.progress import Progress
+from clients.selfplay import BotFailure, selfplay
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
 from moon.rules import OPTION_HELP
+from moon.transcript import write_jsonl
 
 __all__ = ["main"]
-
-
-class UsageError(Exception):
-    """A bad flag or value: one line on stderr, exit code 2."""
-
-
-class CommandError(Exception):
-    """A command that could not do its job: one line on stderr and an exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class _Help(argparse.RawDescriptionHelpFormatter):
-    """Help that shows each option's default, unless its text already says it."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if ("default" in text or not action.option_strings
-                or action.default in (None, False, [], argparse.SUPPRESS)):
-            return text
-        return f"{text} (default %(default)s)".lstrip()
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line, not a usage dump."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Help)
-        super().__init__(*args, **kwargs)
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        """As argparse's, and an option with a default but no help still shows it."""
-        if (kwargs.get("help") is None and args and str(args[0]).startswith("-")
-                and kwargs.get("default") not in (None, False, [])):
-            kwargs["help"] = "(default %(default)s)"
-        return super().add_argument(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def _rules_epilog() -> str:
@@ -63,7 +27,7 @@ def _rules_epilog() -> str:
     return "\n".join(lines)
 
 
-def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
+def _add_selfplay(sub: argparse._SubParsersAction[Parser]) -> None:
     p = sub.add_parser(
         "selfplay",
         help="play games between built-in or local bots, in this process",
@@ -86,11 +50,6 @@ def _add_selfplay(sub: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _run_selfplay(args: argparse.Namespace) -> int:
-    from clients.bot import load_bot
-    from clients.progress import Progress
-    from clients.selfplay import BotFailure, selfplay
-    from moon.transcript import write_jsonl
-
     rules = Rules.parse_assignments(args.players, args.rule)
     last = MAX_SEED - args.games + 1  # game k uses seed+k: the last one must be a seed too
     if args.seed > last:
@@ -136,15 +95,14 @@ def _run_selfplay(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> _Parser:
+def build_parser() -> Parser:
     """The full command-line parser."""
-    from clients import commands, organiser
-
-    parser = _Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_selfplay(sub)
     commands.add_all(sub)
     organiser.add_organiser(sub)
+    demo.add_demo(sub)
     return parser
 
 
@@ -173,8 +131,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the copy the other modules import: under `python -m`, this file is also loaded
-    # as __main__, whose CommandError would be a different class from the one raised.
-    import importlib
-
-    sys.exit(importlib.import_module("clients.cli").main())
+    sys.exit(main())

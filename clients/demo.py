@@ -9,6 +9,7 @@ everything.
 
 from __future__ import annotations
 
+import argparse
 import json
 import secrets
 import shutil
@@ -17,12 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from clients import flags
 from clients.admin import Admin
+from clients.commands import data_folder
 from clients.organiser import watch_tournament
+from clients.parser import CommandError, Parser
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from clients.stack import LocalStack
 
-__all__ = ["run_demo"]
+__all__ = ["add_demo", "run_demo"]
 
 _BOTS = (("greedy", "greedy"), ("greedy", "greedy"), ("greedy", "greedy"),
          ("random", "random"), ("random", "random"))
@@ -98,3 +102,21 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         if temp:
             shutil.rmtree(data, ignore_errors=True)
         _say("stopped")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    data = data_folder(args.data, "moonshot demo") if args.data else None
+    try:
+        return run_demo(data, workers=args.workers, quick=args.quick)
+    except RuntimeError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def add_demo(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add the demo command."""
+    p = sub.add_parser("demo", help="run a whole demo: stack, bots, a round robin and a bracket")
+    p.add_argument("--data", default=None, help="keep the demo's data here (default: a temp dir)")
+    p.add_argument("--workers", type=flags.int_in(*flags.WORKERS), default=2,
+                   help="RQ worker processes to start")
+    p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
+    p.set_defaults(run=_run_demo)

@@ -1,4 +1,4 @@
-"""Organiser commands: tournament create/watch/show, ratings, and the one-command demo."""
+"""Organiser commands: tournament create/watch/show, and ratings."""
 
 from __future__ import annotations
 
@@ -9,25 +9,26 @@ import grpc
 
 from clients import flags
 from clients.admin import Admin
-from clients.cli import CommandError, UsageError, _Parser
 from clients.commands import (
     _admin_flag,
     _rpc_error,
     _server_flag,
     admin_token,
-    data_folder,
     rules_options,
     server_address,
 )
+from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from proto.moon.v1 import tournament_pb2
+from tournaments import formats
 
 __all__ = ["add_organiser", "watch_tournament"]
 
-_FORMATS = {"round-robin": "round_robin", "single-elimination": "single_elimination",
-            "double-elimination": "double_elimination", "rr": "round_robin",
-            "single": "single_elimination", "double": "double_elimination"}
+# Every registered format as a flag value (`round-robin`), plus short aliases.
+_FORMATS = {name.replace("_", "-"): name for name in formats.names()}
+_FORMATS.update({"rr": "round_robin", "single": "single_elimination",
+                 "double": "double_elimination"})
 
 
 def watch_tournament(admin: Admin, tournament_id: str, label: str = "",
@@ -154,20 +155,10 @@ def _run_ratings(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_demo(args: argparse.Namespace) -> int:
-    from clients.demo import run_demo
-
-    data = data_folder(args.data, "moonshot demo") if args.data else None
-    try:
-        return run_demo(data, workers=args.workers, quick=args.quick)
-    except RuntimeError as exc:
-        raise CommandError(str(exc)) from None
-
-
-def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
-    """Add tournament, ratings and demo commands."""
+def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
+    """Add tournament and ratings commands."""
     tour = sub.add_parser("tournament", help="create, watch or show tournaments").add_subparsers(
-        dest="tournament_command", required=True, parser_class=_Parser)
+        dest="tournament_command", required=True, parser_class=Parser)
     p = tour.add_parser("create", help="create a tournament (admin)")
     p.add_argument("--name", required=True, help="a name to show (1-200 characters)")
     p.add_argument("--players", type=int, choices=(3, 4), default=3,
@@ -221,10 +212,3 @@ def add_organiser(sub: argparse._SubParsersAction[_Parser]) -> None:
     p.add_argument("--pool", choices=("3p", "2v2"), default="3p")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)
-
-    p = sub.add_parser("demo", help="run a whole demo: stack, bots, a round robin and a bracket")
-    p.add_argument("--data", default=None, help="keep the demo's data here (default: a temp dir)")
-    p.add_argument("--workers", type=flags.int_in(*flags.WORKERS), default=2,
-                   help="RQ worker processes to start")
-    p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
-    p.set_defaults(run=_run_demo)

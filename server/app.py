@@ -35,8 +35,8 @@ from server.bots import add_to_server as add_bot_service
 from server.hub import Hub
 from server.matches import MatchServicer
 from server.tournaments import RatingServicer, TournamentServicer
-from workers import store
-from workers.errors import FailedPrecondition
+from store import bots as store_bots
+from store.errors import FailedPrecondition
 from workers.queues import rq_connection
 
 __all__ = ["Referee", "serve"]
@@ -75,7 +75,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     `admin_token` must match the one the cluster has, if any, unless
     `replace_admin_token` makes it the new token of every referee.
     """
-    r = store.connect(redis_url)
+    r = store_bots.connect(redis_url)
     r.ping()
     ar = aioredis.Redis.from_url(redis_url, decode_responses=True)
     hub = Hub(ar, redis_url)
@@ -111,7 +111,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         if port == 0:
             raise OSError(f"cannot listen on {listen}: the address is in use or not valid here")
         # Only a referee that got its port may install an admin token for the whole cluster.
-        generated = store.ensure_admin_token(r, admin_token, replace=replace_admin_token)
+        generated = store_bots.ensure_admin_token(r, admin_token, replace=replace_admin_token)
     except BaseException:
         await server.stop(None)
         await hub.stop()

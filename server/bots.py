@@ -17,9 +17,10 @@ from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import wire
 from server.edge import bearer_token, page_of, status_of, unary
 from server.hub import Hub, Stream
-from workers import keys, store
-from workers.bus import rejection
-from workers.errors import InvalidArgument, ServiceError, Unauthenticated
+from store import bots as store_bots
+from store import keys, messages
+from store.errors import InvalidArgument, ServiceError, Unauthenticated
+from store.matches import ids_after
 
 __all__ = ["BotServicer", "add_to_server"]
 
@@ -43,8 +44,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     ) -> bot_pb2.RegisterBotResponse:
         """Register a bot; return its id and its token, once."""
         if not self.open_registration:
-            await asyncio.to_thread(store.check_admin, self.r, bearer_token(context))
-        record, token = await asyncio.to_thread(store.register_bot, self.r, request.name)
+            await asyncio.to_thread(store_bots.check_admin, self.r, bearer_token(context))
+        record, token = await asyncio.to_thread(store_bots.register_bot, self.r, request.name)
         log.info("registered bot %s (%s)", record.name, record.bot_id)
         return bot_pb2.RegisterBotResponse(bot_id=record.bot_id, token=token)
 
@@ -55,8 +56,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         """One bot, by id or name."""
         if not request.bot_id:
             raise InvalidArgument("bot_id: required")
-        record = await asyncio.to_thread(store.find_bot, self.r, request.bot_id)
-        connected = await asyncio.to_thread(store.is_connected, self.r, record.bot_id)
+        record = await asyncio.to_thread(store_bots.find_bot, self.r, request.bot_id)
+        connected = await asyncio.to_thread(store_bots.is_connected, self.r, record.bot_id)
         return bot_pb2.GetBotResponse(bot=wire.bot_to_pb(record, connected))
 
     @unary
@@ -66,9 +67,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         """Bots, oldest first, a page at a time."""
         size = request.page_size or _PAGE
 
-        def load() -> tuple[list[tuple[store.BotRecord, bool]], bool]:
-            ids = store.ids_after(self.r, keys.BOTS, request.page_token, newest_first=False)
-            return page_of(((store.get_bot(self.r, b), store.is_connected(self.r, b))
+        def load() -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
+            ids = ids_after(self.r, keys.BOTS, request.page_token, newest_first=False)
+            return page_of(((store_bots.get_bot(self.r, b), store_bots.is_connected(self.r, b))
                             for b in ids), size)
 
         page, more = await asyncio.to_thread(load)
@@ -89,7 +90,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 raise Unauthenticated(
                     "Play needs the bot token: send metadata 'authorization: Bearer <token>'"
                 )
-            bot = await asyncio.to_thread(store.authenticate_bot, self.r, token)
+            bot = await asyncio.to_thread(store_bots.authenticate_bot, self.r, token)
         except Exception as exc:
             code, message = status_of(exc)
             await context.abort(code, message)
@@ -132,22 +133,22 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 kind = msg.WhichOneof("message")
                 if kind == "decision":
                     d = msg.decision
+                    reply: messages.Message
                     try:
-                        rejected = await self.hub.answer(stream, d.request_id, d.action_id)
+                        reply = await self.hub.answer(stream, d.request_id, d.action_id)
                     except (RedisConnectionError, RedisTimeoutError):
                         raise
                     except Exception:
                         # One odd answer must not end a stream that carries other matches.
                         log.exception("bot %s: answer to %r failed", stream.bot_id,
                                       d.request_id[:200])
-                        rejected = rejection(
+                        reply = messages.DecisionRejected(
                             d.request_id, "", "unknown_request",
                             "the referee could not handle this answer (see its log); if the "
                             "request is still pending it will be sent again")
-                    if rejected is not None:
-                        stream.deliver(rejected)
+                    stream.deliver(reply)
                 elif kind == "ping":
-                    stream.outbox.put_nowait({"type": "pong", "nonce": msg.ping.nonce})
+                    stream.outbox.put_nowait(messages.Pong(msg.ping.nonce))
         except (asyncio.CancelledError, grpc.aio.AioRpcError):
             pass
         except ServiceError as exc:

@@ -16,7 +16,7 @@ import grpc
 import redis
 
 from moon import MoonError
-from workers.errors import (
+from store.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,

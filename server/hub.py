@@ -17,19 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import secrets
 import time
-from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from server.resp import Reply, RespConnection
-from workers import keys
-from workers.bus import ACCEPT_LUA, accept_args, match_of_request, rejection
+from store import ids, keys, messages
+from store.lua import ACCEPT_LUA
+from store.messages import (
+    DecisionAccepted,
+    DecisionRejected,
+    DecisionRequest,
+    Message,
+    Superseded,
+)
+from store.records import MatchSpec
 
 __all__ = ["PRESENCE_TTL_S", "Hub", "Stream"]
 
@@ -47,17 +53,17 @@ class Stream:
     def __init__(self, bot_id: str) -> None:
         self.bot_id = bot_id
         self.id = secrets.token_hex(8)
-        self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.outbox: asyncio.Queue[Message | None] = asyncio.Queue()
         self.seen: set[tuple[str, int]] = set()  # (request id, deadline) of each sending
         self.closed = False
         self.abort_reason = ""
 
-    def deliver(self, event: dict[str, Any]) -> None:
+    def deliver(self, event: Message) -> None:
         """Queue an event for the bot, dropping a request it was already sent."""
         if self.closed:
             return
-        if event.get("type") == "decision":
-            sending = (event["request_id"], int(event.get("deadline_unix_ms", 0)))
+        if isinstance(event, DecisionRequest):
+            sending = (event.request_id, event.deadline_unix_ms)
             if sending in self.seen:
                 return
             self.seen.add(sending)
@@ -127,13 +133,14 @@ class Hub:
             group.add(stream)
         await self.r.zadd(keys.presence(bot), {stream.id: time.time() + PRESENCE_TTL_S})
         # A bot has one live stream: older ones, on this referee or another, end now.
-        await self.r.publish(keys.events(bot), json.dumps({"type": "superseded",
-                                                            "stream": stream.id}))
+        await self.r.publish(keys.events(bot), messages.encode(Superseded(stream.id)))
         # Subscribed first, then read: a request published in between arrives twice
         # and the stream drops the copy; none can fall between the two.
         pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
+        now_ms = int(time.time() * 1000)
         for rid in sorted(pending, key=_request_order):
-            stream.deliver(json.loads(pending[rid]))
+            stream.deliver(messages.decode_as(pending[rid], messages.BOT,
+                                              DecisionRequest).resumed(now_ms))
 
     async def detach(self, stream: Stream) -> None:
         """Unregister a stream; unsubscribe when it was the bot's last here.
@@ -167,14 +174,15 @@ class Hub:
 
     async def answer(
         self, stream: Stream, request_id: str, action_id: int
-    ) -> dict[str, Any] | None:
-        """Forward an answer; return a `decision_rejected` event when it is refused."""
-        k, argv = accept_args(stream.bot_id, request_id, action_id)
-        match_id = match_of_request(request_id)
-        if match_id and await self._run_accept(k, argv) == 1:
-            return None
+    ) -> DecisionAccepted | DecisionRejected:
+        """Forward an answer; return what the bot is told: accepted, or why not."""
+        match_id = ids.match_of_request(request_id)
+        if match_id:
+            k, argv = accept_args(stream.bot_id, request_id, action_id)
+            if await self._run_accept(k, argv) == 1:
+                return DecisionAccepted(request_id, match_id)
         reason, message = await self._why_refused(stream.bot_id, request_id, match_id)
-        return rejection(request_id, match_id, reason, message)
+        return DecisionRejected(request_id, match_id, reason, message)
 
     async def _run_accept(self, k: list[str], argv: list[str]) -> Reply:
         """ACCEPT on the hot-path connection (opened again if it was lost, retried once)."""
@@ -203,7 +211,7 @@ class Hub:
         raw = await self.r.hget(keys.match(match_id), "spec")
         if raw is None:
             return "unknown_request", f"no such request {request_id!r}: unknown match"
-        bot_ids: list[str] = json.loads(raw)["bot_ids"]
+        bot_ids = list(MatchSpec.from_json(str(raw)).bot_ids)
         if bot_id not in bot_ids or await self._for_another_seat(
                 bot_id, bot_ids, match_id, request_id):
             return (
@@ -219,10 +227,11 @@ class Hub:
                                 request_id: str) -> bool:
         """True when the request is (or was) addressed to a seat of the match that another
         bot holds: a player of the match answering for another one is refused as such."""
-        seq = int(request_id.rpartition("/")[2])
+        seq = ids.seq_of_request(request_id)
         logged = await self.r.lindex(keys.match_log(match_id), seq)  # entry i has seq i
-        if logged is not None and "seat" in (entry := json.loads(logged)):
-            return bool(bot_ids[int(entry["seat"])] != bot_id)
+        entry = None if logged is None else messages.decode(logged, messages.LOG)
+        if isinstance(entry, messages.ActionEntry):
+            return bool(bot_ids[entry.seat] != bot_id)
         pipe = self.r.pipeline(transaction=False)
         others = sorted(set(bot_ids) - {bot_id})
         for other in others:
@@ -257,9 +266,12 @@ class Hub:
                 # (each stream drops what it already has).
                 for bot, group in list(self.streams.items()):
                     pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
+                    now_ms = int(time.time() * 1000)
                     for rid in sorted(pending, key=_request_order):
+                        request = messages.decode_as(pending[rid], messages.BOT,
+                                                     DecisionRequest).resumed(now_ms)
                         for s in list(group):
-                            s.deliver(json.loads(pending[rid]))
+                            s.deliver(request)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a Redis hiccup must not end the hub
@@ -272,10 +284,14 @@ class Hub:
         group = self.streams.get(bot)
         if not group:
             return
-        event = json.loads(data)
-        if event.get("type") == "superseded":
+        try:
+            event = messages.decode(data, messages.BOT)
+        except messages.MessageError:
+            log.exception("bot %s: dropped a message that does not fit the schema", bot)
+            return
+        if isinstance(event, Superseded):
             for s in list(group):
-                if s.id != event["stream"]:
+                if s.id != event.stream:
                     s.close("a newer stream of this bot replaced this one")
             return
         for s in list(group):
@@ -309,5 +325,11 @@ class Hub:
 
 def _request_order(rid: str) -> tuple[str, int]:
     """Pending requests in match order, oldest first."""
-    match_id, _, seq = rid.rpartition("/")
-    return match_id, int(seq) if seq.isdigit() else 0
+    return ids.match_of_request(rid), ids.seq_of_request(rid)
+
+
+def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str], list[str]]:
+    """KEYS and ARGV of ACCEPT for a well-formed request id."""
+    reply = messages.encode(messages.Reply(request_id, action_id, bot_id))
+    return [keys.pending(bot_id), keys.replies(ids.match_of_request(request_id))], [request_id,
+                                                                                     reply]

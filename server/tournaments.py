@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -12,15 +12,27 @@ import redis
 import redis.asyncio as aioredis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
+from ratings.elo import EloRating, sequential_elo
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
-from workers import keys, store
-from workers.errors import InvalidArgument, OutOfRange
-from workers.ratings import ratings_for
-from workers.standings_view import standings_view
-from workers.tournament import TournamentSpec, build_spec, create_tournament, load_spec
+from store import bots as store_bots
+from store import events, ids, keys
+from store import matches as store_matches
+from store import tournaments as store_t
+from store.errors import InvalidArgument, NotFound, OutOfRange
+from store.messages import StandingsChanged, TournamentFinished
+from store.records import Clock, Faults, TournamentSpec
+from store.status import TournamentStatus
+from tournaments import formats
+from tournaments.spec import make_spec
+from tournaments.standings import GameResult
+from tournaments.view import StandingsView, build_view
+from workers.queues import create_tournament
 
-__all__ = ["RatingServicer", "TournamentServicer"]
+__all__ = ["RatingServicer", "TournamentServicer", "build_spec", "pool_ratings",
+           "standings_view"]
+
+log = logging.getLogger("moonshot.referee")
 
 _PAGE = 50
 _WATCH_BLOCK_MS = 1000
@@ -36,20 +48,20 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
 
     def _info(self, tournament_id: str) -> dict[str, str]:
         """The tournament's status hash (status, done, total, timestamps, error)."""
-        return self.r.hgetall(keys.tournament(tournament_id))  # type: ignore[return-value]
+        return store_t.info(self.r, tournament_id)
 
     async def _load(self, tournament_id: str) -> tuple[TournamentSpec, dict[str, str]]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
-        spec = await asyncio.to_thread(load_spec, self.r, tournament_id)
+        spec = await asyncio.to_thread(store_t.load_spec, self.r, tournament_id)
         return spec, await asyncio.to_thread(self._info, tournament_id)
 
     async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
                       info: dict[str, str]) -> bool:
         """The seed fixes every deal: organisers see it, others once the tournament is over."""
-        if info.get("status") in ("finished", "failed"):
+        if TournamentStatus(info.get("status", TournamentStatus.RUNNING)).over:
             return True
-        return await asyncio.to_thread(store.is_admin, self.r, bearer_token(context))
+        return await asyncio.to_thread(store_bots.is_admin, self.r, bearer_token(context))
 
     @unary
     async def CreateTournament(
@@ -57,7 +69,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.CreateTournamentResponse:
         """Validate everything up front, store, and queue the first scheduling step (admin)."""
-        await asyncio.to_thread(store.check_admin, self.r, bearer_token(context))
+        await asyncio.to_thread(store_bots.check_admin, self.r, bearer_token(context))
         if not request.HasField("spec"):
             raise InvalidArgument("spec: required")
         fields = wire.spec_request_from_pb(request.spec)
@@ -90,8 +102,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                         "tournament status")
 
         def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
-            ids = store.ids_after(self.r, keys.TOURNAMENTS, request.page_token, newest_first=True)
-            loaded = ((load_spec(self.r, tid), self._info(tid)) for tid in ids)
+            found = store_matches.ids_after(self.r, keys.TOURNAMENTS, request.page_token,
+                                            newest_first=True)
+            loaded = ((store_t.load_spec(self.r, tid), self._info(tid)) for tid in found)
             return page_of(((spec, info) for spec, info in loaded
                             if not request.status
                             or wire.tournament_to_pb(spec, info, False).status == request.status),
@@ -129,26 +142,25 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         while True:
             reply: Any = await self.ar.xread({stream: f"{after}-0"}, count=200,
                                              block=_WATCH_BLOCK_MS)
-            batch = [(int(str(eid).split("-", 1)[0]), json.loads(fields["e"]))
-                     for _s, entries in (reply or []) for eid, fields in entries]
+            batch = events.parse_entries(reply)
             if not batch:
                 _, info = await self._load(spec.tournament_id)
-                if info.get("status") in ("finished", "failed") and await self._drained(
+                if TournamentStatus(info.get("status", "running")).over and await self._drained(
                         stream, after):
                     return
                 continue
             extra: dict[str, Any] = {}
-            if any(e["type"] in ("standings_changed", "tournament_finished") for _, e in batch):
+            if any(isinstance(e, (StandingsChanged, TournamentFinished)) for _, e in batch):
                 # One view per batch: a replayed StandingsChanged carries the current table.
                 view = await asyncio.to_thread(standings_view, self.r, spec)
                 extra["standings"] = wire.standings_to_pb(view)
             for seq, event in batch:
-                if event["type"] == "tournament_finished":
+                if isinstance(event, TournamentFinished):
                     _, info = await self._load(spec.tournament_id)
                     extra["tournament"] = wire.tournament_to_pb(spec, info, reveal=True)
                 yield wire.tournament_event_to_pb(seq, event, extra)
                 after = seq
-                if event["type"] == "tournament_finished":
+                if isinstance(event, TournamentFinished):
                     return
 
     async def _drained(self, stream: str, after: int) -> bool:
@@ -157,7 +169,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     async def _newest(self, stream: str) -> int:
         """The sequence of the newest event in the stream (ids are `<seq>-0`), 0 if none."""
         last: Any = await self.ar.xrevrange(stream, count=1)
-        return int(str(last[0][0]).split("-", 1)[0]) if last else 0
+        return events.entry_seq(last[0][0]) if last else 0
 
 
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
@@ -176,9 +188,66 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
         pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                    else rating_pb2.RATING_POOL_THREE_PLAYER)
-        ratings = await asyncio.to_thread(ratings_for, self.r, pool)
-        names = {b.bot_id: b.name for b in await asyncio.to_thread(store.list_bots, self.r)}
+        ratings = await asyncio.to_thread(pool_ratings, self.r, pool)
+        names = {b.bot_id: b.name for b in await asyncio.to_thread(store_bots.list_bots, self.r)}
         rows = sorted(((b, names.get(b, b), x.rating, x.games) for b, x in ratings.items()),
                       key=lambda row: (-row[2], row[0]))
         games: int = await asyncio.to_thread(self.r.zcard, keys.results(pool))
         return wire.ratings_to_pb(pool_pb, rows, games)
+
+
+# ----------------------------------------------------- reading and making
+
+
+def pool_ratings(r: redis.Redis, pool: str) -> dict[str, EloRating]:
+    """Current ratings of a pool (`3p` or `2v2`) by bot id; a malformed stored result is
+    logged and left out rather than taking the pool's ratings down with it."""
+    rows = []
+    for row in store_matches.pool_results(r, pool):
+        try:
+            GameResult.of(row)
+        except InvalidArgument as exc:
+            log.error("ratings %s: skipping match %s: %s", pool, row.get("match_id"), exc)
+            continue
+        rows.append(row)
+    return sequential_elo(rows)
+
+
+def build_spec(
+    r: redis.Redis, *, name: str, players: int, format: str, bot_ids: Sequence[str],
+    rules: Mapping[str, str], clock: Clock, faults: Faults, rounds: int, series_length: int,
+    seed: int | None, duplicate: bool, rotate_partners: bool, seeding: str, all_triples: bool,
+) -> TournamentSpec:
+    """A checked spec from a request: bots resolved by id or name, seeded by pool rating."""
+    if players not in (3, 4):
+        raise InvalidArgument(f"players: must be 3 or 4, got {players}")
+    records = []
+    for i, b in enumerate(bot_ids):
+        try:
+            records.append(store_bots.find_bot(r, b))
+        except NotFound:
+            raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {b!r}") from None
+    ratings = None
+    if seeding == "rating" and records:
+        rated = pool_ratings(r, "3p" if players == 3 else "2v2")
+        ratings = {b: x.rating for b, x in rated.items()}
+    return make_spec(
+        tournament_id=ids.new_tournament_id(), name=name, players=players, format=format,
+        bots=[(rec.bot_id, rec.name) for rec in records], rules=rules, clock=clock,
+        faults=faults, rounds=rounds, series_length=series_length, seed=seed,
+        duplicate=duplicate, rotate_partners=rotate_partners, seeding=seeding,
+        all_triples=all_triples, ratings=ratings)
+
+
+def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:
+    """The current view of a stored tournament: its results and the scheduler's state."""
+    results = store_t.results(r, spec.tournament_id)
+    state = store_t.state(r, spec.tournament_id)
+    if state is None:  # before the first scheduling step: nothing planned yet
+        plan = formats.plan(spec, {})
+    else:
+        plan = formats.get(spec.format).bracket(spec, state["plan"])
+        plan.total = int(state["total"])
+    elo = sequential_elo(results.values())
+    return build_view(spec, results, plan, events.newest_seq(r, spec.tournament_id),
+                      {bot: x.rating for bot, x in elo.items()})

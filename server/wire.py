@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -34,13 +34,26 @@ from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
 from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
 from proto.moon.v1 import bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
-from workers.errors import InvalidArgument
-from workers.spec import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults
-
-if TYPE_CHECKING:
-    from workers.standings_view import StandingsView
-    from workers.store import BotRecord, MatchRecord
-    from workers.tournament import TournamentSpec
+from store import messages
+from store.bots import BotRecord
+from store.errors import InvalidArgument
+from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, WatchEvent
+from store.matches import MatchRecord
+from store.messages import (
+    DecisionAccepted,
+    DecisionRejected,
+    DecisionRequest,
+    MatchEnded,
+    MatchStarted,
+    Message,
+    Pong,
+    TournamentMatchFinished,
+    TournamentMatchStarted,
+)
+from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, TournamentSpec
+from store.status import MatchStatus, TournamentStatus
+from tournaments import formats
+from tournaments.view import StandingsView
 
 __all__ = [
     "action_to_pb",
@@ -300,21 +313,21 @@ def _observation_bytes(d: Mapping[str, Any]) -> bytes:
     return b"".join(out)
 
 
-def _decision_bytes(e: Mapping[str, Any]) -> bytes:
-    """A `decision` event encoded as a PlayResponse holding a DecisionRequest."""
+def _decision_bytes(e: DecisionRequest) -> bytes:
+    """A decision request encoded as a PlayResponse holding a DecisionRequest."""
     k = _REQ
-    seconds, ms = divmod(e["deadline_unix_ms"], 1000)
+    seconds, ms = divmod(e.deadline_unix_ms, 1000)
     deadline = _TS["seconds"] + _uv(seconds) + _TS["nanos"] + _uv(ms * 1_000_000)
     body = b"".join([
-        _ld(k["request_id"], e["request_id"].encode()),
-        _ld(k["match_id"], e["match_id"].encode()),
-        k["seat"], _SMALL[e["seat"]],
-        _ld(k["observation"], _observation_bytes(e["observation"])),
-        *[_LEGAL[i] for i in e["legal"]],
-        k["time_limit_ms"], _uv(e["time_limit_ms"]),
-        k["time_bank_ms"], _uv(e["time_bank_ms"]),
+        _ld(k["request_id"], e.request_id.encode()),
+        _ld(k["match_id"], e.match_id.encode()),
+        k["seat"], _SMALL[e.seat],
+        _ld(k["observation"], _observation_bytes(e.observation)),
+        *[_LEGAL[i] for i in e.legal],
+        k["time_limit_ms"], _uv(e.time_limit_ms),
+        k["time_bank_ms"], _uv(e.time_bank_ms),
         _ld(k["deadline"], deadline),
-        k["strikes"], _uv(e["strikes"]),
+        k["strikes"], _uv(e.strikes),
     ])
     return _ld(_DECISION_KEY, body)
 
@@ -327,70 +340,78 @@ def observation_json_to_pb(d: Mapping[str, Any]) -> game_pb2.Observation:
 # ---------------------------------------------------------------- events
 
 
-def _match_started(e: Mapping[str, Any]) -> bot_pb2.PlayResponse:
+def _match_started(e: MatchStarted) -> bot_pb2.PlayResponse:
     started = bot_pb2.PlayResponse.MatchStarted(
-        match_id=e["match_id"],
-        seat=e["seat"],
-        players=e["players"],
-        rules=rules_options_to_pb(e["players"], e["rules"]),
-        seat_names=e["seat_names"],
-        tournament_id=e.get("tournament_id") or "",
+        match_id=e.match_id,
+        seat=e.seat,
+        players=e.players,
+        rules=rules_options_to_pb(e.players, e.rules),
+        seat_names=e.seat_names,
+        tournament_id=e.tournament_id,
     )
-    if e.get("clock"):  # {"move_time_ms", "time_bank_ms"}, when the job sends it
-        started.clock.CopyFrom(game_pb2.ClockPolicy(**e["clock"]))
-    if e.get("faults"):  # {"max_strikes", "disconnect_grace_ms"}
-        started.faults.CopyFrom(game_pb2.FaultPolicy(**e["faults"]))
+    if e.clock:  # {"move_time_ms", "time_bank_ms"}
+        started.clock.CopyFrom(game_pb2.ClockPolicy(**e.clock))
+    if e.faults:  # {"max_strikes", "disconnect_grace_ms"}
+        started.faults.CopyFrom(game_pb2.FaultPolicy(**e.faults))
     return bot_pb2.PlayResponse(match_started=started)
 
 
-def _match_ended(e: Mapping[str, Any]) -> bot_pb2.PlayResponse:
+def _match_ended(e: MatchEnded) -> bot_pb2.PlayResponse:
     return bot_pb2.PlayResponse(match_ended=bot_pb2.PlayResponse.MatchEnded(
-        match_id=e["match_id"], seat=e["seat"], result=result_to_pb(e["result"])))
+        match_id=e.match_id, seat=e.seat, result=result_to_pb(e.result)))
 
 
-def _decision_rejected(e: Mapping[str, Any]) -> bot_pb2.PlayResponse:
+def _decision_rejected(e: DecisionRejected) -> bot_pb2.PlayResponse:
     rejected = _Rejected(
-        request_id=e["request_id"],
-        match_id=e.get("match_id") or "",
-        reason=_REASON[e["reason"]],
-        message=e.get("message", ""),
-        strikes=e.get("strikes", 0),
+        request_id=e.request_id,
+        match_id=e.match_id,
+        reason=_REASON[e.reason],
+        message=e.message,
+        strikes=e.strikes,
     )
-    if e.get("replacement_action_id") is not None:
-        rejected.replacement_action_id = e["replacement_action_id"]
+    if e.replacement_action_id is not None:
+        rejected.replacement_action_id = e.replacement_action_id
     return bot_pb2.PlayResponse(decision_rejected=rejected)
 
 
-def _pong(e: Mapping[str, Any]) -> bot_pb2.PlayResponse:
-    return bot_pb2.PlayResponse(pong=bot_pb2.PlayResponse.Pong(nonce=e["nonce"]))
+def _decision_accepted(e: DecisionAccepted) -> bot_pb2.PlayResponse:
+    return bot_pb2.PlayResponse(decision_accepted=bot_pb2.PlayResponse.DecisionAccepted(
+        request_id=e.request_id, match_id=e.match_id))
 
 
-_EVENTS = {
-    "match_started": _match_started,
-    "match_ended": _match_ended,
-    "decision_rejected": _decision_rejected,
-    "pong": _pong,
-}
-_TYPES = ("decision", *_EVENTS)
+def _pong(e: Pong) -> bot_pb2.PlayResponse:
+    return bot_pb2.PlayResponse(pong=bot_pb2.PlayResponse.Pong(nonce=e.nonce))
 
 
-def event_to_bytes(event: Mapping[str, Any]) -> bytes:
-    """A bus event as a serialized PlayResponse; ValueError for an unknown type."""
-    kind = event.get("type")
-    if kind == "decision":
-        return _decision_bytes(event)
-    return event_to_pb(event).SerializeToString()
+def _typed(event: Message | Mapping[str, Any]) -> Message:
+    """A bot event as its typed message (a mapping is read as the bus would read it)."""
+    return event if isinstance(event, Message) else messages.from_dict(event, messages.BOT)
 
 
-def event_to_pb(event: Mapping[str, Any]) -> bot_pb2.PlayResponse:
-    """The PlayResponse for a bus event; ValueError for an unknown type, KeyError if malformed."""
-    kind = event.get("type")
-    if kind == "decision":
-        return bot_pb2.PlayResponse.FromString(_decision_bytes(event))
-    convert = _EVENTS.get(kind)  # type: ignore[arg-type]
-    if convert is None:
-        raise ValueError(f"not a bot event: type {kind!r}; expected one of {', '.join(_TYPES)}")
-    return convert(event)
+def event_to_bytes(event: Message | Mapping[str, Any]) -> bytes:
+    """A bot event as a serialized PlayResponse; MessageError for one that is not."""
+    msg = _typed(event)
+    if isinstance(msg, DecisionRequest):
+        return _decision_bytes(msg)
+    return event_to_pb(msg).SerializeToString()
+
+
+def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
+    """The PlayResponse for a bot event; MessageError for one that is not a bot event."""
+    msg = _typed(event)
+    if isinstance(msg, DecisionRequest):
+        return bot_pb2.PlayResponse.FromString(_decision_bytes(msg))
+    if isinstance(msg, MatchStarted):
+        return _match_started(msg)
+    if isinstance(msg, MatchEnded):
+        return _match_ended(msg)
+    if isinstance(msg, DecisionRejected):
+        return _decision_rejected(msg)
+    if isinstance(msg, Pong):
+        return _pong(msg)
+    if isinstance(msg, DecisionAccepted):
+        return _decision_accepted(msg)
+    raise messages.MessageError(f"{msg.TYPE!r} is not sent to bots")
 
 
 def welcome_pb(bot_id: str, name: str, server_version: str) -> bot_pb2.PlayResponse:
@@ -402,11 +423,7 @@ def welcome_pb(bot_id: str, name: str, server_version: str) -> bot_pb2.PlayRespo
 # ------------------------------------------------------- service records
 
 _STATUS: dict[str, match_pb2.MatchStatus.ValueType] = {
-    "queued": match_pb2.MATCH_STATUS_QUEUED,
-    "running": match_pb2.MATCH_STATUS_RUNNING,
-    "finished": match_pb2.MATCH_STATUS_FINISHED,
-    "failed": match_pb2.MATCH_STATUS_FAILED,
-}
+    s: match_pb2.MatchStatus.Value(f"MATCH_STATUS_{s.name}") for s in MatchStatus}
 _STATUS_NAME: dict[int, str] = {v: k for k, v in _STATUS.items()}
 
 
@@ -499,10 +516,10 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
 
 # ------------------------------------------------------------ tournaments
 
+# Each registered format is the enum value TOURNAMENT_FORMAT_<NAME> (see tournaments.registry).
 _FORMATS: dict[tournament_pb2.TournamentFormat.ValueType, str] = {
-    tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round_robin",
-    tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single_elimination",
-    tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double_elimination",
+    tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{name.upper()}"): name
+    for name in formats.names()
 }
 _FORMAT_PB = {v: k for k, v in _FORMATS.items()}
 _SEEDINGS: dict[tournament_pb2.Seeding.ValueType, str] = {
@@ -511,10 +528,8 @@ _SEEDINGS: dict[tournament_pb2.Seeding.ValueType, str] = {
     tournament_pb2.SEEDING_GIVEN_ORDER: "given",
 }
 _T_STATUS: dict[str, tournament_pb2.TournamentStatus.ValueType] = {
-    "running": tournament_pb2.TOURNAMENT_STATUS_RUNNING,
-    "finished": tournament_pb2.TOURNAMENT_STATUS_FINISHED,
-    "failed": tournament_pb2.TOURNAMENT_STATUS_FAILED,
-}
+    s: tournament_pb2.TournamentStatus.Value(f"TOURNAMENT_STATUS_{s.name}")
+    for s in TournamentStatus}
 _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
     "W": tournament_pb2.BRACKET_SIDE_WINNERS,
     "T": tournament_pb2.BRACKET_SIDE_WINNERS,
@@ -524,10 +539,10 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 
 
 def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
-    """The fields of a CreateTournament spec as `workers.tournament.build_spec` takes them."""
+    """The fields of a CreateTournament spec as `tournaments.spec.make_spec` takes them."""
     if pb.format not in _FORMATS:
-        raise InvalidArgument("spec.format: choose ROUND_ROBIN, SINGLE_ELIMINATION or "
-                              "DOUBLE_ELIMINATION")
+        raise InvalidArgument("spec.format: choose " + ", ".join(
+            n.upper() for n in _FORMATS.values()))
     if pb.seeding not in _SEEDINGS:
         raise InvalidArgument(f"spec.seeding: unknown value {pb.seeding}")
     return {
@@ -661,26 +676,26 @@ def _source_text(src: object) -> str:
     return f"{what} of {getattr(src, 'match_id', '?')}"
 
 
-def tournament_event_to_pb(sequence: int, event: Mapping[str, Any],
+def tournament_event_to_pb(sequence: int, event: Message,
                            extra: Mapping[str, Any]) -> tournament_pb2.WatchTournamentResponse:
     """One stored tournament event as a watch message; `extra` carries the messages the
     servicer attaches (`standings`, `tournament`)."""
     pb = tournament_pb2.WatchTournamentResponse(sequence=sequence)
-    if event.get("time"):
-        pb.time.CopyFrom(_timestamp(float(event["time"])))
-    kind = event["type"]
+    when = getattr(event, "time", 0.0)
+    if when:
+        pb.time.CopyFrom(_timestamp(float(when)))
     W = tournament_pb2.WatchTournamentResponse
-    if kind == "match_started":
+    if isinstance(event, TournamentMatchStarted):
         pb.match_started.CopyFrom(W.MatchStarted(
-            match_id=event["match_id"], bot_ids=event["bot_ids"],
-            seat_names=event["seat_names"], bracket_match_id=event.get("bracket_match_id", "")))
-    elif kind == "match_finished":
+            match_id=event.match_id, bot_ids=event.bot_ids, seat_names=event.seat_names,
+            bracket_match_id=event.bracket_match_id))
+    elif isinstance(event, TournamentMatchFinished):
         pb.match_finished.CopyFrom(W.MatchFinished(
-            match_id=event["match_id"], result=result_to_pb(event["result"]),
-            matches_done=event["done"], matches_total=event["total"]))
-    elif kind == "standings_changed":
+            match_id=event.match_id, result=result_to_pb(event.result),
+            matches_done=event.done, matches_total=event.total))
+    elif isinstance(event, messages.StandingsChanged):
         pb.standings_changed.standings.CopyFrom(extra["standings"])
-    elif kind == "tournament_finished":
+    elif isinstance(event, messages.TournamentFinished):
         pb.tournament_finished.tournament.CopyFrom(extra["tournament"])
         pb.tournament_finished.standings.CopyFrom(extra["standings"])
     return pb
@@ -696,40 +711,51 @@ def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType,
                  for b, n, x, g in rows])
 
 
-def match_event_to_pb(sequence: int, event: Mapping[str, Any],
+_FAULT_KIND = {
+    "late": match_pb2.WatchMatchResponse.Fault.KIND_LATE,
+    "illegal_action": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
+    "disconnected": match_pb2.WatchMatchResponse.Fault.KIND_DISCONNECTED,
+    "reconnected": match_pb2.WatchMatchResponse.Fault.KIND_RECONNECTED,
+}
+
+
+def match_event_to_pb(sequence: int, event: WatchEvent,
                       match: match_pb2.Match) -> match_pb2.WatchMatchResponse:
-    """One derived match event (`workers.match_events`) as a watch message."""
+    """One match event (`store.match_events`, already cut to its audience) as a message."""
     W = match_pb2.WatchMatchResponse
     pb = W(sequence=sequence)
-    kind = event["type"]
-    if kind == "match_started":
-        pb.match_started.match.CopyFrom(match)
-    elif kind == "action_taken":
-        at = W.ActionTaken(seat=event["seat"], hand_number=event["hand_number"],
-                           kind=event["kind"] + 1, actions_played=event["actions_played"])
-        if event["action"] is not None:
-            at.action.CopyFrom(action_to_pb(ACTIONS[event["action"]]))
+    if event.time:
+        pb.time.CopyFrom(_timestamp(event.time))
+    if isinstance(event, ActionTaken):
+        at = W.ActionTaken(seat=event.seat, hand_number=event.hand_number,
+                           kind=game_pb2.ActionKind.ValueType(event.kind + 1),
+                           actions_played=event.actions_played)
+        if event.action is not None:
+            at.action.CopyFrom(action_to_pb(ACTIONS[event.action]))
         pb.action_taken.CopyFrom(at)
-    elif kind == "fault":
-        pb.fault.CopyFrom(W.Fault(
-            seat=event["seat"],
-            kind=(W.Fault.KIND_LATE if event["kind"] == "late" else W.Fault.KIND_ILLEGAL_ACTION),
-            replacement_action_id=event["replacement"], strikes=event["strikes"],
-            message=event["message"]))
-    elif kind == "hand_ended":
-        he = W.HandEnded(hand_number=event["hand_number"], tricks_won=event["tricks_won"],
-                         points=event["points"], scores=event["scores"])
-        if event["bidder"] is not None:
-            he.bidder = event["bidder"]
-            he.bid = event["bid"]
-            he.trump = parse_contract(event["trump"]) + 1  # type: ignore[assignment]
-            he.made = bool(event["made"])
+    elif isinstance(event, Fault):
+        fault = W.Fault(seat=event.seat, kind=_FAULT_KIND[event.kind], strikes=event.strikes,
+                        message=event.message)
+        if event.replacement is not None:
+            fault.replacement_action_id = event.replacement
+        pb.fault.CopyFrom(fault)
+    elif isinstance(event, HandEnded):
+        he = W.HandEnded(hand_number=event.hand_number, tricks_won=event.tricks_won,
+                         points=event.points, scores=event.scores)
+        if event.bidder is not None:
+            he.bidder = event.bidder
+            he.bid = event.bid or 0
+            he.trump = game_pb2.Trump.ValueType(
+                parse_contract(event.trump) + 1 if event.trump else 0)
+            he.made = bool(event.made)
         pb.hand_ended.CopyFrom(he)
-    elif kind == "match_finished":
-        mf = W.MatchFinished(status=_STATUS.get(event["status"],
+    elif isinstance(event, MatchFinished):
+        mf = W.MatchFinished(status=_STATUS.get(event.status,
                                                 match_pb2.MATCH_STATUS_UNSPECIFIED),
-                             error=event.get("error", ""))
-        if event.get("result") is not None:
-            mf.result.CopyFrom(result_to_pb(event["result"]))
+                             error=event.error)
+        if event.result is not None:
+            mf.result.CopyFrom(result_to_pb(event.result))
         pb.match_finished.CopyFrom(mf)
+    else:  # Started
+        pb.match_started.match.CopyFrom(match)
     return pb

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from workers.bracket import (
+from store.errors import InvalidArgument
+from tournaments.bracket import (
     BYE,
     Bracket,
     BracketState,
@@ -23,7 +24,6 @@ from workers.bracket import (
     seed_order,
     series_state,
 )
-from workers.errors import InvalidArgument
 
 Picker = Callable[[Sequence[str]], list[str]]
 

@@ -28,9 +28,8 @@ from clients.redisproc import RedisServer
 from clients.stack import LocalStack, start_child
 from moon import Rules
 from moon.deal import MAX_SEED
-from workers.errors import InvalidArgument
-from workers.spec import Clock, Faults
-from workers.tournament import TournamentSpec
+from store.errors import InvalidArgument
+from store.records import Clock, Faults, TournamentSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "adm.test-" + uuid.uuid4().hex

@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from workers.design import (
+from store.errors import InvalidArgument
+from tournaments.design import (
     Round,
     TeamGame,
     design_stats,
@@ -19,7 +20,6 @@ from workers.design import (
     team_stats,
     triple_design,
 )
-from workers.errors import InvalidArgument
 
 SIZES = [*range(3, 61), 100, 1000]
 

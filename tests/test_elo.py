@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from workers.elo import EloRating, expected_score, game_order, sequential_elo
-from workers.errors import InvalidArgument
+from ratings.elo import EloRating, expected_score, game_order, sequential_elo
+from store.errors import InvalidArgument
 
 
 def g3(mid: str, bots: list[str], place: list[int]) -> dict[str, Any]:

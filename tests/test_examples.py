@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clients.bot import load_bot
+from clients.builtin import load_bot
 from clients.selfplay import selfplay
 from moon import Rules
 

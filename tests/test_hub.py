@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from clients.redisproc import RedisServer
 from server.bots import BotServicer
 from server.hub import Hub
-from workers import store
+from store import bots as store
 
 
 class Aborted(Exception):

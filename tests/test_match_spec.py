@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.errors import InvalidArgument
-from workers.spec import MatchSpec
+from store.errors import InvalidArgument
+from store.records import MatchSpec
 
 
 def _spec(players: int, bots: list[str]) -> MatchSpec:

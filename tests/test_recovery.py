@@ -11,21 +11,23 @@ import redis
 from rq.job import Job, JobStatus
 
 from clients.redisproc import RedisServer
-from workers import keys, store
-from workers.queues import rq_connection
+from server.tournaments import build_spec
+from store import bots, keys
+from store import matches as store
+from store.records import Clock, Faults
+from workers.queues import create_tournament, rq_connection
 from workers.recovery import recover
-from workers.spec import Clock, Faults
-from workers.tournament import advance, build_spec, create_tournament
+from workers.scheduler import advance
 
 
 @pytest.fixture
 def rr(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
     with RedisServer(tmp_path / "redis", appendonly=False) as srv:
-        yield store.connect(srv.url), rq_connection(srv.url)
+        yield bots.connect(srv.url), rq_connection(srv.url)
 
 
 def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
-    ids = [store.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
+    ids = [bots.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
     spec = build_spec(r, name="t", players=3, format="round_robin", bot_ids=ids, rules={},
                       clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
                       duplicate=True, rotate_partners=False, seeding="given",

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from workers.errors import InvalidArgument
-from workers.standings import (
+from store.errors import InvalidArgument
+from tournaments.standings import (
     GameResult,
     HeadToHead,
     Standing,

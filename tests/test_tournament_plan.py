@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from moon import Rules
-from workers.bracket import Status
-from workers.spec import check_seating
-from workers.standings_view import build_view
-from workers.tournament import Game, TournamentSpec, plan
+from store.records import TournamentSpec, check_seating
+from tournaments.bracket import Status
+from tournaments.formats import plan
+from tournaments.plan import Game
+from tournaments.view import build_view
 
 
 def _spec(

@@ -17,9 +17,10 @@ from moon.actions import ACTIONS, DISCARD_BASE, PLAY_BASE, ActionKind
 from moon.tiles import ALL_TILES
 from proto.moon.v1 import bot_pb2, game_pb2, match_pb2
 from server import wire as sw
-from workers.errors import InvalidArgument
-from workers.spec import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
-from workers.store import BotRecord, MatchRecord
+from store.bots import BotRecord
+from store.errors import InvalidArgument
+from store.matches import MatchRecord
+from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
 
 # name -> (players, options, games): small max_hands so random games reach OVER.
 VARIANTS: dict[str, tuple[int, dict[str, object]]] = {

@@ -20,6 +20,7 @@ happen, and every seat's bot hears that the match ended.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -33,10 +34,14 @@ from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import transcript
-from workers import events, keys
-from workers.bus import rejection
-from workers.outcome import forfeit_winner, result_of, result_row
-from workers.spec import MatchSpec
+from store import events, ids, keys, messages
+from store import tournaments as store_t
+from store.lua import REPLACE_PENDING_LUA
+from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
+from store.records import MatchSpec
+from store.results import forfeit_winner, result_of, result_row
+from store.status import MatchStatus
+from workers.queues import enqueue_advance
 
 __all__ = ["LEASE_MS", "MatchHost"]
 
@@ -106,27 +111,28 @@ class MatchHost:
         """Apply every logged action; return a logged forfeit (seat, reason) if any."""
         entries: list[str] = self.r.lrange(keys.match_log(self.match_id), 0, -1)  # type: ignore[assignment]
         for raw in entries:
-            e = json.loads(raw)
-            if "forfeit" in e:
-                return int(e["forfeit"]), str(e["reason"])
+            e = messages.decode(raw, messages.LOG)
+            if isinstance(e, ForfeitEntry):
+                return e.forfeit, e.reason
+            assert isinstance(e, ActionEntry)
             self._account(e)
-            self.state.apply_id(int(e["action"]))
+            self.state.apply_id(e.action)
         return None
 
-    def _account(self, e: dict[str, Any]) -> None:
+    def _account(self, e: ActionEntry) -> None:
         """Update clocks, strikes and the fault list from one log entry."""
-        clock = self.clocks[int(e["seat"])]
-        clock.bank_ms = int(e["bank"])
-        if e["by"] != "bot":
+        clock = self.clocks[e.seat]
+        clock.bank_ms = e.bank
+        if e.by != "bot":
             clock.strikes += 1
             self.faults.append(
                 {
-                    "seq": int(e["seq"]),
+                    "seq": e.seq,
                     "hand": self.state.hand_index + 1,
-                    "seat": int(e["seat"]),
-                    "kind": e["by"],
-                    "reason": e.get("note", ""),
-                    "replacement": ACTIONS[int(e["action"])].label,
+                    "seat": e.seat,
+                    "kind": e.by,
+                    "reason": e.note,
+                    "replacement": ACTIONS[e.action].label,
                 }
             )
 
@@ -184,14 +190,15 @@ class MatchHost:
         mkey = keys.match(self.match_id)
         if self.r.exists(keys.result(self.match_id)):  # finished by the lease's last holder
             return self._stored_result()
-        self.r.hset(mkey, "status", "running")
+        self.r.hset(mkey, "status", MatchStatus.RUNNING)
         self.r.hsetnx(mkey, "started_at", repr(time.time()))
         if self.spec.tournament_id:
-            events.emit(self.r, self.spec.tournament_id, f"started:{self.match_id}", {
-                "type": "match_started", "match_id": self.match_id,
-                "bot_ids": list(self.spec.bot_ids), "seat_names": list(self.spec.seat_names),
-                "bracket_match_id": str(self.spec.meta.get("bracket_match", "")),
-            })
+            events.emit(self.r, self.spec.tournament_id, f"started:{self.match_id}",
+                        messages.TournamentMatchStarted(
+                            match_id=self.match_id, bot_ids=list(self.spec.bot_ids),
+                            seat_names=list(self.spec.seat_names),
+                            bracket_match_id=str(self.spec.meta.get("bracket_match", "")),
+                            time=time.time()))
         logged = self.replay_log()
         self._announce_start()
         forfeit: Forfeit | None = Forfeit(*logged) if logged else None
@@ -205,53 +212,50 @@ class MatchHost:
             except Forfeit as f:
                 forfeit = f
                 pending_entry = None
-                self.r.rpush(keys.match_log(self.match_id),
-                             json.dumps({"forfeit": f.seat, "reason": f.reason, "seq": seq}))
+                self.r.rpush(keys.match_log(self.match_id), messages.encode(
+                    ForfeitEntry(f.seat, f.reason, seq, _now_ms())))
                 break
             clock = self.clocks[seat]
-            entry: dict[str, Any] = {"seq": seq, "seat": seat, "action": answer.action,
-                                     "by": answer.by, "ms": answer.ms, "bank": answer.bank_ms}
-            if answer.note:
-                entry["note"] = answer.note
-            entry["us"] = round(answer.us, 1)
+            entry = ActionEntry(seq=seq, seat=seat, action=answer.action, by=answer.by,
+                                ms=answer.ms, bank=answer.bank_ms, note=answer.note,
+                                us=round(answer.us, 1), t=_now_ms())
             self._account(entry)  # the same bookkeeping a resumed run does from the log
             st.apply_id(answer.action)
-            pending_entry = json.dumps(entry, separators=(",", ":"))
+            pending_entry = messages.encode(entry)
             if answer.by != "bot" and clock.strikes >= self.spec.faults.max_strikes:
                 self.r.rpush(keys.match_log(self.match_id), pending_entry)
                 pending_entry = None
                 forfeit = Forfeit(seat, f"{clock.strikes} strikes (late or illegal answers)")
-                self.r.rpush(keys.match_log(self.match_id), json.dumps(
-                    {"forfeit": seat, "reason": forfeit.reason, "seq": seq + 1}))
+                self.r.rpush(keys.match_log(self.match_id), messages.encode(
+                    ForfeitEntry(seat, forfeit.reason, seq + 1, _now_ms())))
         if pending_entry is not None:
             self.r.rpush(keys.match_log(self.match_id), pending_entry)
         return self._finish(forfeit)
 
     # ------------------------------------------------------------ decide
 
-    def _request(self, seat: int, seq: int) -> dict[str, Any]:
+    def _request(self, seat: int, seq: int) -> DecisionRequest:
         st = self.state
         clock = self.clocks[seat]
         move = self.spec.clock.move_time_ms
-        return {
-            "type": "decision",
-            "request_id": f"{self.match_id}/{seq}",
-            "match_id": self.match_id,
-            "seat": seat,
-            "observation": st.observation(seat).to_json(),
-            "legal": list(st.legal_ids()),
-            "time_limit_ms": move,
-            "time_bank_ms": clock.bank_ms,
-            "deadline_unix_ms": int(time.time() * 1000) + move + clock.bank_ms,
-            "strikes": clock.strikes,
-        }
+        return DecisionRequest(
+            request_id=ids.request_id(self.match_id, seq),
+            match_id=self.match_id,
+            seat=seat,
+            observation=st.observation(seat).to_json(),
+            legal=list(st.legal_ids()),
+            time_limit_ms=move,
+            time_bank_ms=clock.bank_ms,
+            deadline_unix_ms=_now_ms() + move + clock.bank_ms,
+            strikes=clock.strikes,
+        )
 
     def _decide(self, seat: int, seq: int, log_entry: str | None) -> Answer:
         """Send the request (after logging the last action) and settle the answer."""
         bot = self.spec.bot_ids[seat]
         req = self._request(seat, seq)
-        req_id = req["request_id"]
-        payload = json.dumps(req, separators=(",", ":"))
+        req_id = req.request_id
+        payload = messages.encode(req)
         pipe = self.r.pipeline(transaction=True)
         if log_entry is not None:
             pipe.rpush(keys.match_log(self.match_id), log_entry)
@@ -260,7 +264,6 @@ class MatchHost:
         sent = time.monotonic()
         pipe.execute()
 
-        legal = req["legal"]
         clock = self.clocks[seat]
         limit_ms = self.spec.clock.move_time_ms + clock.bank_ms
         used = 0.0
@@ -280,22 +283,27 @@ class MatchHost:
             # let its lease lapse after LEASE_MS and a second run could start hosting it.
             self.renew_lease()
             if item is not None:
-                reply = json.loads(item[1])
-                if reply.get("request_id") != req_id:
+                reply = messages.decode_as(item[1], messages.REPLY, messages.Reply)
+                if reply.request_id != req_id:
                     continue  # an answer to an earlier request, from before a restart
                 if self._first_decision:
                     # A killed run may have sent this very request and the bot answered
                     # it (this is that answer); the copy we sent again must not stay pending.
                     self._first_decision = False
                     self.r.hdel(keys.pending(bot), req_id)
-                answer = self._judge(seat, seq, req, int(reply["action_id"]), used * 1000)
+                answer = self._judge(seat, req, reply.action_id, used * 1000)
                 answer.us = (now - sent) * 1e6
                 return answer
             present = self._present(bot)
             if present:
+                if absent_since is not None:
+                    self._connection(seat, seq, "reconnected")
                 absent_since = None
             else:
-                absent_since = absent_since or now
+                if absent_since is None:
+                    absent_since = now
+                    self._connection(seat, seq, "disconnected")
+                    self._pause(bot, req, used * 1000)
                 if now - absent_since > grace:
                     self.r.hdel(keys.pending(bot), req_id)
                     raise Forfeit(seat, f"disconnected for more than {grace:g} s")
@@ -304,24 +312,24 @@ class MatchHost:
                 if self.r.hdel(keys.pending(bot), req_id) == 0:
                     # The referee forwarded an answer at the buzzer: collect and judge it.
                     item = self.r.blpop([reply_key], timeout=1.0)
-                    if item is not None and json.loads(item[1]).get("request_id") == req_id:
-                        buzzer = self._judge(seat, seq, req,
-                                             int(json.loads(item[1])["action_id"]), used * 1000)
-                answer = buzzer or self._replace(seat, seq, req, legal, "late",
+                    late = None if item is None else messages.decode_as(
+                        item[1], messages.REPLY, messages.Reply)
+                    if late is not None and late.request_id == req_id:
+                        buzzer = self._judge(seat, req, late.action_id, used * 1000)
+                answer = buzzer or self._replace(seat, req, "late",
                                                  f"no answer within {limit_ms} ms", used * 1000)
                 answer.us = (time.monotonic() - sent) * 1e6
                 return answer
 
-    def _judge(self, seat: int, seq: int, req: dict[str, Any], action: int,
-               ms: float) -> Answer:
+    def _judge(self, seat: int, req: DecisionRequest, action: int, ms: float) -> Answer:
         move = self.spec.clock.move_time_ms
         if ms > move + self.clocks[seat].bank_ms:
-            return self._replace(seat, seq, req, req["legal"], "late",
+            return self._replace(seat, req, "late",
                                  f"answered after {ms:.0f} ms, limit "
                                  f"{move + self.clocks[seat].bank_ms} ms", ms)
-        if action not in req["legal"]:
+        if action not in req.legal:
             label = ACTIONS[action].label if action in ACTIONS else f"id {action}"
-            return self._replace(seat, seq, req, req["legal"], "illegal",
+            return self._replace(seat, req, "illegal",
                                  f"{label!r} is not a legal action here", ms)
         return Answer(action, "bot", round(ms), self._bank_after(seat, ms))
 
@@ -330,23 +338,36 @@ class MatchHost:
         over = max(0, round(ms) - self.spec.clock.move_time_ms)
         return max(0, self.clocks[seat].bank_ms - over)
 
-    def _replace(self, seat: int, seq: int, req: dict[str, Any], legal: list[int], kind: str,
-                 note: str, ms: float) -> Answer:
+    def _replace(self, seat: int, req: DecisionRequest, kind: str, note: str,
+                 ms: float) -> Answer:
         """A random legal action (never a moon bid unless forced) stands in; a strike counts."""
         strikes = self.clocks[seat].strikes + 1
+        seq = ids.seq_of_request(req.request_id)
         rng = random.Random(mix64(self.spec.seed ^ mix64(seq + 0x5EED)))
-        choices = [a for a in legal if a != MOON] or legal
+        choices = [a for a in req.legal if a != MOON] or req.legal
         action = rng.choice(choices)
         bot = self.spec.bot_ids[seat]
-        event = rejection(
-            req["request_id"], self.match_id, "late" if kind == "late" else "illegal_action",
+        event = messages.DecisionRejected(
+            req.request_id, self.match_id, "late" if kind == "late" else "illegal_action",
             f"{note}; replaced by {ACTIONS[action].label!r} "
             f"(strike {strikes} of {self.spec.faults.max_strikes})",
             replacement_action_id=action, strikes=strikes,
         )
-        self.r.publish(keys.events(bot), json.dumps(event))
-        log.info("match %s seat %d: %s", self.match_id, seat, event["message"])
+        self.r.publish(keys.events(bot), messages.encode(event))
+        log.info("match %s seat %d: %s", self.match_id, seat, event.message)
         return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
+
+    def _connection(self, seat: int, seq: int, kind: str) -> None:
+        """Log a change of the seat's connection while the match waits on action `seq`."""
+        self.r.rpush(keys.conn(self.match_id), messages.encode(
+            messages.ConnectionEntry(seat, kind, seq, _now_ms())))
+
+    def _pause(self, bot: str, req: DecisionRequest, used_ms: float) -> None:
+        """The bot is away and its clock stopped: say so in the pending request, so that a
+        reconnect delivers it with the time left, not the deadline it was first sent with."""
+        paused = dataclasses.replace(req, paused_ms=round(used_ms))
+        self.r.eval(REPLACE_PENDING_LUA, 1, keys.pending(bot), req.request_id,
+                    messages.encode(paused))
 
     def _present(self, bot: str) -> bool:
         return bool(self.r.zcount(keys.presence(bot), time.time(), "+inf"))
@@ -357,15 +378,15 @@ class MatchHost:
         spec = self.spec
         pipe = self.r.pipeline(transaction=False)
         for seat, bot in enumerate(spec.bot_ids):
-            pipe.publish(keys.events(bot), json.dumps({
-                "type": "match_started", "match_id": self.match_id, "seat": seat,
-                "players": spec.players, "rules": spec.rules.options(),
-                "seat_names": list(spec.seat_names), "tournament_id": spec.tournament_id,
-                "clock": {"move_time_ms": spec.clock.move_time_ms,
-                          "time_bank_ms": spec.clock.time_bank_ms},
-                "faults": {"max_strikes": spec.faults.max_strikes,
-                           "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
-            }))
+            pipe.publish(keys.events(bot), messages.encode(messages.MatchStarted(
+                match_id=self.match_id, seat=seat, players=spec.players,
+                rules=spec.rules.options(), seat_names=list(spec.seat_names),
+                tournament_id=spec.tournament_id,
+                clock={"move_time_ms": spec.clock.move_time_ms,
+                       "time_bank_ms": spec.clock.time_bank_ms},
+                faults={"max_strikes": spec.faults.max_strikes,
+                        "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
+            )))
         pipe.execute()
 
     def _finish(self, forfeit: Forfeit | None) -> dict[str, Any]:
@@ -388,10 +409,8 @@ class MatchHost:
         if self.r.set(keys.result(self.match_id), done, nx=True):
             pipe = self.r.pipeline(transaction=False)
             for seat, bot in enumerate(spec.bot_ids):
-                pipe.publish(keys.events(bot), json.dumps({
-                    "type": "match_ended", "match_id": self.match_id, "seat": seat,
-                    "result": result,
-                }))
+                pipe.publish(keys.events(bot), messages.encode(
+                    messages.MatchEnded(self.match_id, seat, result)))
             pipe.execute()
         return self._stored_result()
 
@@ -409,15 +428,21 @@ class MatchHost:
         mkey = keys.match(self.match_id)
         now = time.time()
         pipe = self.r.pipeline(transaction=True)
-        pipe.hset(mkey, mapping={"status": "finished", "row": json.dumps(
+        pipe.hset(mkey, mapping={"status": MatchStatus.FINISHED, "row": json.dumps(
             result_row(self.match_id, spec.bot_ids, result), separators=(",", ":"))})
         pipe.hsetnx(mkey, "finished_at", repr(now))
         pipe.zadd(keys.results("3p" if spec.players == 3 else "2v2"), {self.match_id: now},
                   nx=True)
         pipe.srem(keys.OPEN_MATCHES, self.match_id)
         pipe.execute()
-        if spec.tournament_id and self.rq_conn is not None:
-            from workers.queues import enqueue_advance
-
-            enqueue_advance(self.rq_conn, spec.tournament_id)
+        if spec.tournament_id:
+            # After the row is stored: the scheduler reads the rows of what is recorded.
+            store_t.record(self.r, spec.tournament_id, self.match_id)
+            if self.rq_conn is not None:
+                enqueue_advance(self.rq_conn, spec.tournament_id)
         return result
+
+
+def _now_ms() -> int:
+    """Unix time in ms."""
+    return int(time.time() * 1000)

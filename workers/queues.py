@@ -1,24 +1,38 @@
-"""RQ queues, job ids and the worker: every job is enqueued here, with the JSON serializer.
+"""RQ queues and job ids: every job is enqueued here, with the JSON serializer.
 
 Jobs take only ids and plain values (never pickles). Job ids derive from what
-the job is for (`match-<match_id>`), so enqueueing the same thing twice cannot
-create a second, different job; the match lease and the write-once result make
-even a duplicated run harmless.
+the job is for (`store.ids.match_job_id`, ...), so enqueueing the same thing
+twice cannot create a second, different job; the match lease and the
+write-once result make even a duplicated run harmless. This module imports no
+job code: the gateway imports it to enqueue, and the worker
+(`workers.worker`) imports the jobs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
-from rq import Queue, Retry, Worker
+from rq import Queue, Retry
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from store import ids
+from store import tournaments as store_t
+from store.records import TournamentSpec
+
 __all__ = [
+    "ADVANCE_JOB",
     "CONTROL_QUEUE",
+    "JOB_FUNCTIONS",
+    "MATCH_JOB",
     "MATCH_QUEUE",
+    "ForeignJobError",
+    "MoonshotJob",
+    "create_tournament",
     "enqueue_advance",
     "enqueue_match",
-    "make_worker",
+    "queue",
     "rq_connection",
 ]
 
@@ -26,22 +40,66 @@ MATCH_QUEUE = "moonshot-matches"
 CONTROL_QUEUE = "moonshot-control"
 MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its log
 
+MATCH_JOB = "workers.jobs.run_match"
+ADVANCE_JOB = "workers.jobs.advance_tournament"
+JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB)  # the only functions a worker will run
+
+
+class ForeignJobError(Exception):
+    """A job names a function (or a callback) that is not one of the project's jobs."""
+
+
+class MoonshotJob(Job):
+    """An RQ job that resolves only the project's job functions, and no callbacks.
+
+    Redis is trusted, but a job hash planted there must not become code that every
+    worker runs: the check comes before RQ imports anything the job names.
+    """
+
+    @property
+    def func(self) -> Any:
+        """The job function, if it is one of `JOB_FUNCTIONS`; else ForeignJobError."""
+        name = self.func_name
+        if name not in JOB_FUNCTIONS or self.instance is not None:
+            raise ForeignJobError(f"refused job {self.id}: {name!r} is not a moonshot job")
+        return super().func
+
+    def _no_callback(self, name: str | None) -> None:
+        if name:
+            raise ForeignJobError(f"refused job {self.id}: it names callback {name!r}")
+
+    @property
+    def success_callback(self) -> None:
+        """Never a callback: the project sets none."""
+        self._no_callback(self._success_callback_name)
+
+    @property
+    def failure_callback(self) -> None:
+        """Never a callback: the project sets none."""
+        self._no_callback(self._failure_callback_name)
+
+    @property
+    def stopped_callback(self) -> None:
+        """Never a callback: the project sets none."""
+        self._no_callback(self._stopped_callback_name)
+
 
 def rq_connection(url: str) -> redis.Redis:
     """A bytes-mode client, as RQ requires."""
     return redis.Redis.from_url(url)
 
 
-def _queue(conn: redis.Redis, name: str) -> Queue:
-    return Queue(name, connection=conn, serializer=JSONSerializer)
+def queue(conn: redis.Redis, name: str) -> Queue:
+    """One of the project's queues, with the JSON serializer."""
+    return Queue(name, connection=conn, serializer=JSONSerializer, job_class=MoonshotJob)
 
 
 def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
-    """Queue the job that hosts `match_id` (id `match-<match_id>`)."""
-    return _queue(conn, MATCH_QUEUE).enqueue(
-        "workers.jobs.run_match",
+    """Queue the job that hosts `match_id`."""
+    return queue(conn, MATCH_QUEUE).enqueue(
+        MATCH_JOB,
         match_id,
-        job_id=f"match-{match_id}",
+        job_id=ids.match_job_id(match_id),
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=7 * 24 * 3600,
         result_ttl=7 * 24 * 3600,
@@ -52,10 +110,10 @@ def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
 
 def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
     """Queue a scheduling step of a tournament (idempotent; runs serialize on a lock)."""
-    return _queue(conn, CONTROL_QUEUE).enqueue(
-        "workers.jobs.advance_tournament",
+    return queue(conn, CONTROL_QUEUE).enqueue(
+        ADVANCE_JOB,
         tournament_id,
-        job_id=f"advance-{tournament_id}",
+        job_id=ids.advance_job_id(tournament_id),
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=3600,
         result_ttl=3600,
@@ -64,22 +122,7 @@ def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
     )
 
 
-def make_worker(conn: redis.Redis, name: str | None = None) -> Worker:
-    """A worker on the project's queues (control first, then matches)."""
-    # RQ forks a work-horse per job and the horse's imports die with it: import the job
-    # code here, once, so every horse starts with it loaded (saves ~0.1 s per job).
-    import workers.jobs
-    import workers.match
-    import workers.standings_view
-    import workers.tournament  # noqa: F401
-
-    return Worker(
-        [_queue(conn, CONTROL_QUEUE), _queue(conn, MATCH_QUEUE)],
-        connection=conn,
-        serializer=JSONSerializer,
-        name=name,
-        # RQ's own clean-up of abandoned jobs runs only when an idle worker's dequeue times
-        # out; `workers.recovery` is what re-queues a killed worker's match within seconds.
-        maintenance_interval=30,
-        job_monitoring_interval=5,
-    )
+def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec) -> None:
+    """Store a new tournament and queue its first scheduling step."""
+    store_t.create(r, spec)
+    enqueue_advance(rq_conn, spec.tournament_id)

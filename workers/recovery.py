@@ -26,9 +26,13 @@ from typing import Any
 
 import redis
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
+from rq.serializers import JSONSerializer
 
-from workers import keys
+from store import ids, keys
+from store import tournaments as store_t
+from store.status import MatchStatus, TournamentStatus
+from workers.queues import MoonshotJob, enqueue_advance, enqueue_match
 
 __all__ = ["EVERY_S", "recover", "start_recovery_thread"]
 
@@ -41,7 +45,8 @@ _STALE_S = 8.0  # a started job without a lease for this long is presumed dead
 def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
     """What to do with an open match's job: ("requeue"|"wait"|"failed", detail)."""
     try:
-        job = Job.fetch(job_id, connection=rq_conn)
+        # The JSON serializer, always: the default one unpickles whatever the hash holds.
+        job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
         status = job.get_status()
     except NoSuchJobError:
         return "requeue", "no job"
@@ -74,8 +79,6 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
 
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     """Queue again every open match with no live host, and nudge running tournaments."""
-    from workers.queues import enqueue_advance, enqueue_match
-
     requeued: list[str] = []
     failed: list[str] = []
     nudged: list[str] = []
@@ -86,20 +89,21 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             continue
         if r.exists(keys.lease(mid)):
             continue  # a live run hosts it
-        what, detail = _job_state(rq_conn, f"match-{mid}")
+        what, detail = _job_state(rq_conn, ids.match_job_id(mid))
         if what == "requeue":
             enqueue_match(rq_conn, mid)
             requeued.append(mid)
         elif what == "failed":
-            r.hset(keys.match(mid), mapping={"status": "failed", "error": detail})
+            r.hset(keys.match(mid), mapping={"status": MatchStatus.FAILED, "error": detail})
             r.srem(keys.OPEN_MATCHES, mid)
             failed.append(mid)
             tournament_id = r.hget(keys.match(mid), "tournament_id")
             if tournament_id:
+                store_t.mark_failed_game(r, str(tournament_id), mid)
                 enqueue_advance(rq_conn, str(tournament_id))
     for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
         info = r.hgetall(keys.tournament(str(tid)))
-        if info.get("status") != "running":
+        if info.get("status") != TournamentStatus.RUNNING:
             continue
         # Games in flight advance the tournament as each one ends. Nudge it when nothing
         # is in flight (a scheduling step lost in a full restart), or when a step was

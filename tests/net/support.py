@@ -13,7 +13,7 @@ from clients.admin import Admin
 from moon import GameState, Rules
 from moon.transcript import actions_of, replay
 from proto.moon.v1 import match_pb2
-from workers import keys
+from store import keys
 
 T = TypeVar("T")
 

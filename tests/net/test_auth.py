@@ -16,7 +16,7 @@ from support import finished, match_log, pending_ids, transcript_of, wait_until
 from clients.admin import Admin
 from clients.sdk import register
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc, game_pb2, match_pb2, match_pb2_grpc
-from workers import keys
+from store import keys
 
 Rejected = bot_pb2.PlayResponse.DecisionRejected
 

@@ -17,7 +17,7 @@ from clients.admin import Admin
 from clients.sdk import register
 from moon.actions import ACTIONS
 from moon.transcript import actions_of
-from workers import keys
+from store import keys
 
 
 def _strike_faults(record: dict[str, object], seat: int, kind: str) -> list[dict[str, object]]:

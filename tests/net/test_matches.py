@@ -31,7 +31,7 @@ from clients.wire import actions_from_pb, observation_from_pb
 from moon import Rules
 from moon.transcript import actions_of
 from proto.moon.v1 import match_pb2
-from workers import keys
+from store import keys
 from workers.match import LEASE_MS
 from workers.queues import rq_connection
 

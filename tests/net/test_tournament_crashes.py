@@ -37,7 +37,7 @@ from tourney import (
 from clients.admin import Admin
 from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
-from workers import keys
+from store import keys
 from workers.queues import rq_connection
 
 RULES = {"max_hands": "4"}  # games of a second or two: long enough to be killed in

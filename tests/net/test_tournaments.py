@@ -38,9 +38,9 @@ from tourney import (
 from clients.admin import Admin
 from clients.sdk import register
 from proto.moon.v1 import match_pb2, tournament_pb2
-from workers.elo import sequential_elo
-from workers.ratings import pool_results
-from workers.standings import rank_group
+from ratings.elo import sequential_elo
+from store.matches import pool_results
+from tournaments.standings import rank_group
 
 SHORT = {"max_hands": "2"}
 KINDS = ("greedy", "random", "greedy", "random", "greedy", "greedy", "random")

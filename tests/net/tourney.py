@@ -19,7 +19,7 @@ from support import transcript_of, wait_until
 
 from clients.admin import Admin
 from proto.moon.v1 import match_pb2, tournament_pb2
-from workers import keys
+from store import keys
 
 Event = tournament_pb2.WatchTournamentResponse
 RUNNING = tournament_pb2.TOURNAMENT_STATUS_RUNNING

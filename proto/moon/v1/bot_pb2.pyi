@@ -568,6 +568,32 @@ class PlayResponse(_message.Message):
         def WhichOneof(self, oneof_group: _WhichOneofArgType__replacement_action_id) -> _WhichOneofReturnType__replacement_action_id | None: ...
 
     @_typing.final
+    class DecisionAccepted(_message.Message):
+        """The referee accepted an answer: it is the seat's decision (if it is
+        illegal, DecisionRejected follows with the action played instead).
+        """
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        REQUEST_ID_FIELD_NUMBER: _builtins.int
+        MATCH_ID_FIELD_NUMBER: _builtins.int
+        request_id: _builtins.str
+        """The request_id of the accepted answer."""
+        match_id: _builtins.str
+        """The match of that request."""
+        def __init__(
+            self,
+            *,
+            request_id: _builtins.str = ...,
+            match_id: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "request_id", b"request_id"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
     class Pong(_message.Message):
         """The answer to a PlayRequest.Ping."""
 
@@ -593,6 +619,7 @@ class PlayResponse(_message.Message):
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
     DECISION_REJECTED_FIELD_NUMBER: _builtins.int
     PONG_FIELD_NUMBER: _builtins.int
+    DECISION_ACCEPTED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___PlayResponse.Welcome:
         """The stream is authenticated."""
@@ -617,6 +644,10 @@ class PlayResponse(_message.Message):
     def pong(self) -> Global___PlayResponse.Pong:
         """A ping answered."""
 
+    @_builtins.property
+    def decision_accepted(self) -> Global___PlayResponse.DecisionAccepted:
+        """An answer was accepted."""
+
     def __init__(
         self,
         *,
@@ -626,12 +657,13 @@ class PlayResponse(_message.Message):
         match_ended: Global___PlayResponse.MatchEnded | None = ...,
         decision_rejected: Global___PlayResponse.DecisionRejected | None = ...,
         pong: Global___PlayResponse.Pong | None = ...,
+        decision_accepted: Global___PlayResponse.DecisionAccepted | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "decision_request", "match_started", "match_ended", "decision_rejected", "pong"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "decision_request", "match_started", "match_ended", "decision_rejected", "pong", "decision_accepted"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 

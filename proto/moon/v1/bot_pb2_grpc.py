@@ -120,9 +120,16 @@ class BotServiceServicer:
 
         Decisions: a request stays pending until answered or until its time runs
         out, and is delivered again (same request_id) after every reconnect
-        while pending, so a bot may see one request more than once. The first
-        valid answer wins; answering a request that is no longer pending changes
-        nothing (DecisionRejected with REASON_UNKNOWN_REQUEST).
+        while pending, so a bot may see one request more than once. A request
+        delivered again carries the clock as it is then (the clock stops while
+        the bot is disconnected): its time_limit_ms, time_bank_ms and deadline
+        are the time left, not those of the first delivery. The referee answers
+        every answer: DecisionAccepted when it counts (the first answer to a
+        pending request, from the bot it is addressed to), DecisionRejected
+        otherwise; answering a request that is no longer pending changes nothing
+        (REASON_UNKNOWN_REQUEST). An accepted action is final, even if it is
+        illegal: the match then plays a replacement and sends DecisionRejected
+        with REASON_ILLEGAL_ACTION.
 
         Faults: a late or illegal answer is replaced by a random legal action
         and counts a strike (DecisionRejected says which action was played and

@@ -4,8 +4,9 @@ isort:skip_file
 Game values shared by every service: tiles, rules, actions, observations,
 results and the clock and fault policies of a match.
 
-These messages mirror the engine in `moon/` field for field. The rules of
-the game are in RULES.md; this file says enough to write a bot from it
+These messages mirror the engine in `moon/` field for field. The rules the
+referee enforces are in docs/rules.md of the moonshot repository; this file
+says enough to write a bot from it
 alone: every decision request carries the full observation and the legal
 actions, each with a stable id and a readable label.
 """
@@ -94,6 +95,12 @@ class Trump(_Trump, metaclass=_TrumpEnumTypeWrapper):
 
     The engine numbers contracts 0..8 (0..6 the trump number, 7 doubles,
     8 no trump); on the wire each is that number plus one.
+
+    Beware: two numberings meet here. This enum is contract + 1 (TRUMP_SIX =
+    7), while the action that names a contract has id 30 + contract (trump
+    six = 36, doubles = 37, no trump = 38). So `Action.trump` of action 36 is
+    TRUMP_SIX (7). Convert with `id - 30 + 1` and `value - 1 + 30`; never use
+    one number where the other is meant.
     """
 
 TRUMP_UNSPECIFIED: Trump.ValueType  # 0
@@ -272,7 +279,9 @@ class Action(_message.Message):
     bid: _builtins.int
     """The number bid (3..7 or 21); set only when kind is ACTION_KIND_BID."""
     trump: Global___Trump.ValueType
-    """The contract named; set only when kind is ACTION_KIND_TRUMP."""
+    """The contract named; set only when kind is ACTION_KIND_TRUMP. This is the
+    Trump enum (contract + 1), not the action id (30 + contract): see Trump.
+    """
     @_builtins.property
     def tile(self) -> Global___Tile:
         """The tile discarded or played; set only when kind is ACTION_KIND_DISCARD
@@ -299,7 +308,7 @@ Global___Action: _TypeAlias = Action  # noqa: Y015
 
 @_typing.final
 class Rules(_message.Message):
-    """A complete rule set: the player count and every option of RULES.md.
+    """A complete rule set: the player count and every option of docs/rules.md.
 
     The referee always sends every field. To choose rules (CreateMatch,
     CreateTournament), send options by name as text instead; the engine

@@ -4,8 +4,9 @@ isort:skip_file
 Game values shared by every service: tiles, rules, actions, observations,
 results and the clock and fault policies of a match.
 
-These messages mirror the engine in `moon/` field for field. The rules of
-the game are in RULES.md; this file says enough to write a bot from it
+These messages mirror the engine in `moon/` field for field. The rules the
+referee enforces are in docs/rules.md of the moonshot repository; this file
+says enough to write a bot from it
 alone: every decision request carries the full observation and the legal
 actions, each with a stable id and a readable label.
 """

@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14moon/v1/rating.proto\x12\x07moon.v1\"\x87\x01\n\x06Rating\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x01\x12\r\n\x05games\x18\x04 \x01(\r\x12\x13\n\x06\x63i_low\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x06 \x01(\x01H\x01\x88\x01\x01\x42\t\n\x07_ci_lowB\n\n\x08_ci_high\"6\n\x11GetRatingsRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"x\n\x12GetRatingsResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12 \n\x07ratings\x18\x02 \x03(\x0b\x32\x0f.moon.v1.Rating\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05games\x18\x04 \x01(\r*c\n\nRatingPool\x12\x1b\n\x17RATING_POOL_UNSPECIFIED\x10\x00\x12\x1c\n\x18RATING_POOL_THREE_PLAYER\x10\x01\x12\x1a\n\x16RATING_POOL_TWO_VS_TWO\x10\x02\x32V\n\rRatingService\x12\x45\n\nGetRatings\x12\x1a.moon.v1.GetRatingsRequest\x1a\x1b.moon.v1.GetRatingsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14moon/v1/rating.proto\x12\x07moon.v1\"\x87\x01\n\x06Rating\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x01\x12\r\n\x05games\x18\x04 \x01(\r\x12\x13\n\x06\x63i_low\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x06 \x01(\x01H\x01\x88\x01\x01\x42\t\n\x07_ci_lowB\n\n\x08_ci_high\"6\n\x11GetRatingsRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"x\n\x12GetRatingsResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12 \n\x07ratings\x18\x02 \x03(\x0b\x32\x0f.moon.v1.Rating\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05games\x18\x04 \x01(\r*c\n\nRatingPool\x12\x1b\n\x17RATING_POOL_UNSPECIFIED\x10\x00\x12\x1c\n\x18RATING_POOL_THREE_PLAYER\x10\x01\x12\x1a\n\x16RATING_POOL_TWO_VS_TWO\x10\x02\x32V\n\rRatingService\x12\x45\n\nGetRatings\x12\x1a.moon.v1.GetRatingsRequest\x1a\x1b.moon.v1.GetRatingsResponseBK\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.moon.v1.rating_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
   _globals['_RATINGPOOL']._serialized_start=349
   _globals['_RATINGPOOL']._serialized_end=448
   _globals['_RATING']._serialized_start=34

@@ -1,4 +1,4 @@
-"""Persistent records in Redis: bots and their tokens, the admin token, matches.
+"""Bots and their tokens, and the admin token, as stored in Redis.
 
 Tokens are random secrets shown once; Redis keeps only their SHA-256 (they
 carry 256 bits of entropy, so a fast hash is enough). A bot token reads
@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
-from workers import keys
-from workers.errors import (
+from store import ids, keys
+from store.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
@@ -27,20 +25,15 @@ from workers.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from workers.spec import MatchSpec
 
 __all__ = [
     "BotRecord",
-    "MatchRecord",
     "authenticate_bot",
     "check_admin",
     "connect",
-    "create_match",
     "ensure_admin_token",
     "find_bot",
     "get_bot",
-    "get_match",
-    "ids_after",
     "is_admin",
     "is_connected",
     "list_bots",
@@ -79,7 +72,7 @@ def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
         raise InvalidArgument(
             f"name: {name!r} is not a valid bot name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
         )
-    bot_id = "b-" + secrets.token_hex(6)
+    bot_id = ids.new_bot_id()
     if not r.set(keys.bot_name(name.lower()), bot_id, nx=True):
         raise AlreadyExists(f"name: a bot named {name!r} exists already (names ignore case)")
     secret = secrets.token_urlsafe(32)
@@ -93,7 +86,9 @@ def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
 
 
 def get_bot(r: Redis, bot_id: str) -> BotRecord:
-    """The bot with this id, or NotFound."""
+    """The bot with this id, or NotFound (also for a string that is not a bot id)."""
+    if not ids.is_bot_id(bot_id):
+        raise NotFound(f"no bot with id {bot_id!r}")
     d: dict[str, str] = r.hgetall(keys.bot(bot_id))  # type: ignore[assignment]
     if not d:
         raise NotFound(f"no bot with id {bot_id!r}")
@@ -102,8 +97,10 @@ def get_bot(r: Redis, bot_id: str) -> BotRecord:
 
 def find_bot(r: Redis, id_or_name: str) -> BotRecord:
     """A bot by id, or by name when no id matches."""
-    if r.exists(keys.bot(id_or_name)):
+    if ids.is_bot_id(id_or_name) and r.exists(keys.bot(id_or_name)):
         return get_bot(r, id_or_name)
+    if not NAME_RE.fullmatch(id_or_name):
+        raise NotFound(f"no bot with id or name {id_or_name!r}")
     bot_id = r.get(keys.bot_name(id_or_name.lower()))
     if bot_id is None:
         raise NotFound(f"no bot with id or name {id_or_name!r}")
@@ -126,9 +123,10 @@ def list_bots(r: Redis) -> list[BotRecord]:
 
 def authenticate_bot(r: Redis, token: str) -> BotRecord:
     """The bot a token belongs to, or Unauthenticated."""
-    bot_id, dot, secret = token.partition(".")
-    if not dot or not bot_id.startswith("b-"):
+    parsed = ids.bot_of_token(token)
+    if parsed is None:
         raise Unauthenticated("not a bot token: expected the token RegisterBot returned")
+    bot_id, secret = parsed
     stored = r.hget(keys.bot(bot_id), "token")
     if stored is None or not hmac.compare_digest(str(stored), _hash(secret)):
         raise Unauthenticated("bot token rejected: unknown bot or wrong secret")
@@ -137,6 +135,8 @@ def authenticate_bot(r: Redis, token: str) -> BotRecord:
 
 def is_connected(r: Redis, bot_id: str, now: float | None = None) -> bool:
     """True while at least one live stream of the bot is registered."""
+    if not ids.is_bot_id(bot_id):
+        return False
     return bool(r.zcount(keys.presence(bot_id), now if now is not None else time.time(), "+inf"))
 
 
@@ -185,89 +185,6 @@ def check_admin(r: Redis, token: str | None) -> None:
     stored = r.get(keys.ADMIN_TOKEN)
     if stored is not None and hmac.compare_digest(str(stored), _hash(token)):
         return
-    if token.startswith("b-") and "." in token:
+    if ids.bot_of_token(token) is not None:
         raise PermissionDenied("a bot token cannot make organiser calls: use the admin token")
     raise Unauthenticated("admin token rejected")
-
-
-# ------------------------------------------------------------- matches
-
-
-@dataclass(frozen=True, slots=True)
-class MatchRecord:
-    """A match as stored: its spec, status and (once finished) result and transcript."""
-
-    spec: MatchSpec
-    status: str
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    actions: int
-    error: str
-    result: dict[str, Any] | None
-    transcript: dict[str, Any] | None
-
-
-def create_match(r: Redis, spec: MatchSpec) -> bool:
-    """Store a new match as queued; False when that id existed already.
-
-    Everything is written in one transaction, and only if absent, so creating the same
-    match again (a scheduler re-run) changes nothing.
-    """
-    now = time.time()
-    key = keys.match(spec.match_id)
-    pipe = r.pipeline(transaction=True)
-    pipe.hsetnx(key, "spec", spec.to_json())
-    pipe.hsetnx(key, "status", "queued")
-    pipe.hsetnx(key, "created_at", repr(now))
-    pipe.hsetnx(key, "tournament_id", spec.tournament_id)
-    pipe.zadd(keys.MATCHES, {spec.match_id: now}, nx=True)
-    pipe.exists(keys.result(spec.match_id))
-    created, *_, finished = pipe.execute()
-    if not finished:
-        r.sadd(keys.OPEN_MATCHES, spec.match_id)
-    return bool(created)
-
-
-def get_match(r: Redis, match_id: str) -> MatchRecord:
-    """The stored match, or NotFound."""
-    pipe = r.pipeline()
-    pipe.hgetall(keys.match(match_id))
-    pipe.llen(keys.match_log(match_id))
-    pipe.get(keys.result(match_id))
-    d, n_actions, stored = pipe.execute()
-    if not d:
-        raise NotFound(f"no match with id {match_id!r}")
-    done = json.loads(stored) if stored else None
-    return MatchRecord(
-        spec=MatchSpec.from_json(d["spec"]),
-        status=d.get("status", "queued"),
-        created_at=float(d.get("created_at", 0)),
-        started_at=float(d["started_at"]) if d.get("started_at") else None,
-        finished_at=float(d["finished_at"]) if d.get("finished_at") else None,
-        actions=int(n_actions),
-        error=d.get("error", ""),
-        result=done["result"] if done else None,
-        transcript=done["transcript"] if done else None,
-    )
-
-
-def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
-    """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
-
-    The position of `after` is looked up now, so a page token stays right while new
-    items arrive: nothing repeats or goes missing between pages.
-    """
-    start = 0
-    if after:
-        rank = r.zrevrank(index, after) if newest_first else r.zrank(index, after)
-        if rank is None:
-            raise InvalidArgument("page_token: not a token this server issued")
-        start = int(rank) + 1  # type: ignore[arg-type]
-    ids = r.zrevrange(index, start, -1) if newest_first else r.zrange(index, start, -1)
-    return list(ids)  # type: ignore[arg-type]
-
-
-def tournament_over(r: Redis, tournament_id: str) -> bool:
-    """True once a tournament has finished (its seeds can no longer help anyone)."""
-    return r.hget(keys.tournament(tournament_id), "status") in ("finished", "failed")

@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from workers.errors import InvalidArgument
+from store.errors import InvalidArgument
 
 __all__ = [
     "BYE",

@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from workers.errors import InvalidArgument
+from store.errors import InvalidArgument
 
 __all__ = [
     "DesignStats",

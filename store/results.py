@@ -1,16 +1,14 @@
-"""How a finished match ranks its seats: pure functions, tested on their own."""
+"""How a finished match ranks its seats, and the small row standings and ratings read.
+
+Pure functions, tested on their own.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis
-
-from workers import keys
-
-__all__ = ["forfeit_winner", "placement", "read_rows", "result_of", "result_row"]
+__all__ = ["forfeit_winner", "placement", "result_of", "result_row"]
 
 
 def _rank(values: Sequence[float]) -> list[int]:
@@ -73,32 +71,3 @@ def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any])
         "placement": result["placement"], "end": result["end"],
         "forfeit": result.get("forfeit"), "seats": result["seats"],
     }
-
-
-def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The standings rows of those matches that have finished, by match id.
-
-    Rows are kept beside each match so that standings never parse transcripts; a
-    match whose run died between storing its result and its row is read from the
-    result itself.
-    """
-    pipe = r.pipeline(transaction=False)
-    for mid in match_ids:
-        pipe.hget(keys.match(mid), "row")
-    rows = pipe.execute()
-    out: dict[str, dict[str, Any]] = {}
-    missing = []
-    for mid, raw in zip(match_ids, rows, strict=True):
-        if raw:
-            out[mid] = json.loads(raw)
-        else:
-            missing.append(mid)
-    if missing:
-        pipe = r.pipeline(transaction=False)
-        for mid in missing:
-            pipe.get(keys.result(mid))
-        for mid, raw in zip(missing, pipe.execute(), strict=True):
-            if raw:
-                done = json.loads(raw)
-                out[mid] = result_row(mid, done["transcript"]["bot_ids"], done["result"])
-    return out

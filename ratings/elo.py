@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workers.errors import InvalidArgument
-from workers.standings import GameResult, normalize
+from store.errors import InvalidArgument
+from tournaments.standings import GameResult, normalize
 
 __all__ = ["DEFAULT_K", "INITIAL", "EloRating", "expected_score", "game_order", "sequential_elo"]
 

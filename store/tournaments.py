@@ -1,0 +1,173 @@
+"""Tournaments as stored in Redis: the spec and status, the fixed schedule, the games
+recorded so far (in recording order), and the scheduler's state."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import redis
+
+from store import ids, keys
+from store.errors import FailedPrecondition, NotFound
+from store.lua import RECORD_LUA
+from store.matches import read_rows
+from store.records import TournamentSpec
+from store.status import TournamentStatus
+
+__all__ = [
+    "SCHEDULE_CHUNK",
+    "create",
+    "failed_games",
+    "info",
+    "load_spec",
+    "mark_failed_game",
+    "read_schedule",
+    "record",
+    "recorded_after",
+    "results",
+    "save_state",
+    "schedule_size",
+    "state",
+    "write_schedule",
+]
+
+SCHEDULE_CHUNK = 2000  # units written per round trip
+
+
+def load_spec(r: redis.Redis, tournament_id: str) -> TournamentSpec:
+    """The stored spec, or NotFound (also for a string that is not a tournament id)."""
+    if not ids.is_tournament_id(tournament_id):
+        raise NotFound(f"no tournament with id {tournament_id!r}")
+    raw = r.hget(keys.tournament(tournament_id), "spec")
+    if raw is None:
+        raise NotFound(f"no tournament with id {tournament_id!r}")
+    return TournamentSpec.from_json(str(raw))
+
+
+def info(r: redis.Redis, tournament_id: str) -> dict[str, str]:
+    """The tournament's status hash (status, done, total, timestamps, error, ...)."""
+    return r.hgetall(keys.tournament(tournament_id))  # type: ignore[return-value]
+
+
+def create(r: redis.Redis, spec: TournamentSpec) -> None:
+    """Store a new tournament as running; FailedPrecondition if the id is taken."""
+    key = keys.tournament(spec.tournament_id)
+    if not r.hsetnx(key, "spec", spec.to_json()):
+        raise FailedPrecondition(f"tournament {spec.tournament_id} exists already")
+    now = time.time()
+    pipe = r.pipeline()
+    pipe.hset(key, mapping={"status": TournamentStatus.RUNNING, "created_at": repr(now),
+                            "name": spec.name})
+    pipe.zadd(keys.TOURNAMENTS, {spec.tournament_id: now})
+    pipe.execute()
+
+
+def results(r: redis.Redis, tournament_id: str) -> dict[str, dict[str, Any]]:
+    """Finished results of a tournament's games, by match id, as standings rows."""
+    match_ids: list[str] = r.zrange(keys.tournament_matches(tournament_id), 0, -1)  # type: ignore[assignment]
+    return read_rows(r, match_ids)
+
+
+# ------------------------------------------------------------ recording
+
+
+def record(r: redis.Redis, tournament_id: str, match_id: str) -> int:
+    """Give a finished game its recording number, once; 0 if it had one already."""
+    n: Any = r.eval(RECORD_LUA, 1, keys.tournament_recorded(tournament_id), match_id)
+    return int(n)
+
+
+def recorded_after(r: redis.Redis, tournament_id: str, cursor: int,
+                   limit: int = 5000) -> list[tuple[str, int]]:
+    """(match id, recording number) of games recorded after number `cursor`, oldest first."""
+    got: list[tuple[str, float]] = r.zrangebyscore(  # type: ignore[assignment]
+        keys.tournament_recorded(tournament_id), f"({cursor}", "+inf", start=0, num=limit,
+        withscores=True)
+    return [(mid, int(score)) for mid, score in got]
+
+
+def mark_failed_game(r: redis.Redis, tournament_id: str, match_id: str) -> None:
+    """Note a game that cannot be hosted, for the scheduler to fail the tournament."""
+    r.sadd(keys.tournament_failed(tournament_id), match_id)
+
+
+def failed_games(r: redis.Redis, tournament_id: str) -> list[tuple[str, str]]:
+    """(match id, error) of the tournament's games marked failed, by id."""
+    failed: Any = r.smembers(keys.tournament_failed(tournament_id))
+    match_ids = sorted(str(m) for m in failed)
+    pipe = r.pipeline(transaction=False)
+    for mid in match_ids:
+        pipe.hget(keys.match(mid), "error")
+    return [(mid, str(err or "")) for mid, err in zip(match_ids, pipe.execute(), strict=True)]
+
+
+# ------------------------------------------------------------- schedule
+
+
+def write_schedule(r: redis.Redis, tournament_id: str, units: Iterable[Any],
+                   games: int) -> int:
+    """Store a fixed schedule (JSON-able units, in order) once; returns the unit count."""
+    key = keys.tournament_units(tournament_id)
+    r.delete(key)  # a step that died half-way through writing it starts over
+    count = 0
+    chunk: list[str] = []
+    for unit in units:
+        chunk.append(json.dumps(unit, separators=(",", ":")))
+        if len(chunk) == SCHEDULE_CHUNK:
+            r.rpush(key, *chunk)
+            count += len(chunk)
+            chunk = []
+    if chunk:
+        r.rpush(key, *chunk)
+        count += len(chunk)
+    r.hset(keys.tournament(tournament_id), mapping={"units": count, "unit_games": games})
+    return count
+
+
+def schedule_size(r: redis.Redis, tournament_id: str) -> tuple[int, int] | None:
+    """(units, games) of the stored schedule, or None when none is stored."""
+    units, games = r.hmget(keys.tournament(tournament_id), "units", "unit_games")
+    if units is None or games is None:
+        return None
+    return int(units), int(games)
+
+
+def read_schedule(r: redis.Redis, tournament_id: str, start: int, stop: int) -> list[Any]:
+    """Units `start` to `stop` - 1 of the stored schedule, parsed."""
+    if stop <= start:
+        return []
+    raw: Sequence[str] = r.lrange(keys.tournament_units(tournament_id), start, stop - 1)  # type: ignore[assignment]
+    return [json.loads(x) for x in raw]
+
+
+# ---------------------------------------------------------------- state
+
+
+def state(r: redis.Redis, tournament_id: str) -> dict[str, Any] | None:
+    """The scheduler's stored state ({"cursor": n, "plan": {...}}), or None before its first
+    step."""
+    raw = r.get(keys.tournament_state(tournament_id))
+    return None if raw is None else dict(json.loads(raw))
+
+
+def save_state(r: redis.Redis, tournament_id: str, expected_cursor: int | None,
+               new_state: dict[str, Any]) -> bool:
+    """Replace the state if its cursor is still `expected_cursor` (None: no state yet);
+    False when another run moved it first, so nothing is folded in twice."""
+    key = keys.tournament_state(tournament_id)
+    with r.pipeline(transaction=True) as pipe:
+        try:
+            pipe.watch(key)  # type: ignore[no-untyped-call]
+            raw = pipe.get(key)
+            now = None if raw is None else int(json.loads(raw)["cursor"])
+            if now != expected_cursor:
+                return False
+            pipe.multi()
+            pipe.set(key, json.dumps(new_state, separators=(",", ":")))
+            pipe.execute()
+        except redis.WatchError:
+            return False
+    return True

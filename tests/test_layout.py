@@ -1,0 +1,96 @@
+"""The package layout holds: each package imports only those above it, the gateway
+imports no scheduler internals, pure packages stay pure, and no module imports form a
+cycle (function-level imports included, so none can hide one)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ("moon", "proto", "store", "tournaments", "ratings", "workers", "server", "clients")
+PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "records", "results",
+              "status")
+# What the gateway may use of the workers: the enqueue functions, nothing that schedules.
+SERVER_MAY_USE = {"workers.queues"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in ORDER:
+        for path in (ROOT / pkg).rglob("*.py"):
+            if "_pb2" in path.name:
+                continue
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth of the code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def _project(name: str) -> str | None:
+    """The project module an import names (longest match), if any."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+GRAPH = {mod: {p for i in _imports(path) if (p := _project(i)) and p != mod}
+         for mod, path in MODULES.items()}
+
+
+def _package(mod: str) -> str:
+    return mod.split(".", maxsplit=1)[0]
+
+
+def test_packages_import_only_those_above_them() -> None:
+    bad = [(mod, dep) for mod, deps in GRAPH.items() for dep in deps
+           if ORDER.index(_package(dep)) > ORDER.index(_package(mod))]
+    assert not bad, bad
+
+
+def test_the_gateway_uses_only_the_enqueue_functions_of_the_workers() -> None:
+    bad = [(mod, dep) for mod, deps in GRAPH.items() if _package(mod) == "server"
+           for dep in deps if _package(dep) == "workers" and dep not in SERVER_MAY_USE]
+    assert not bad, bad
+
+
+def test_pure_packages_do_no_io() -> None:
+    io = ("redis", "rq", "grpc", "socket", "subprocess")
+    pure = [m for m in MODULES if _package(m) in ("moon", "tournaments", "ratings")
+            or (_package(m) == "store" and m.split(".")[-1] in PURE_STORE)]
+    bad = [(m, i) for m in pure for i in _imports(MODULES[m]) if i.split(".")[0] in io]
+    assert not bad, bad
+
+
+def test_no_import_cycles() -> None:
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(mod: str, path: list[str]) -> None:
+        state[mod] = 1
+        for dep in sorted(GRAPH[mod]):
+            if state.get(dep) == 1:
+                cycles.append([*path[path.index(dep):], dep] if dep in path else [mod, dep])
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[mod] = 2
+
+    for mod in sorted(GRAPH):
+        if mod not in state:
+            visit(mod, [mod])
+    assert not cycles, cycles

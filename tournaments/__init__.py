@@ -1,0 +1,1 @@
+"""Pure tournament scheduling: specs, a registry of formats, boards, standings."""

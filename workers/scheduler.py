@@ -1,0 +1,163 @@
+"""The scheduling step of a tournament, as an RQ job: load what changed, call the pure
+format, store.
+
+`advance(r, rq_conn, tournament_id)` runs whenever a game of the tournament is
+recorded (and when recovery nudges it). One step reads only the games recorded
+since the last step (a cursor into `ms:tournament:{id}:recorded`), folds them
+into the format's stored state (`tournaments.registry.Format.feed`), creates and
+queues the games that the format adds, emits events once each, and saves the new
+state with the new cursor, but only if no other run moved the cursor first. So
+a step costs what changed, never the size of the tournament, and a step killed
+at any point is simply redone: game creation and events are idempotent, and the
+state moves in one compare-and-set.
+
+Runs of one tournament are serialized by a lock and a dirty flag, so none is
+lost and none runs twice at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from store import events, keys, messages
+from store import matches as store_matches
+from store import tournaments as store_t
+from store.records import MatchSpec, TournamentSpec
+from store.status import TournamentStatus
+from tournaments import formats
+from tournaments.plan import Game, Step, Unit
+from workers.queues import enqueue_match
+
+__all__ = ["RedisSource", "advance"]
+
+log = logging.getLogger("moonshot.tournament")
+
+_LOCK_MS = 30_000  # renewed after every pass; a dead run's lock lapses this soon
+_RESULT_KEYS = ("final", "winner", "placement", "end", "forfeit", "seats")
+
+
+@dataclass
+class RedisSource:
+    """A tournament's fixed schedule, read from Redis a slice at a time."""
+
+    r: redis.Redis
+    spec: TournamentSpec
+
+    def units(self, start: int, stop: int) -> list[Unit]:
+        """Units `start` to `stop` - 1 of the stored schedule."""
+        return [Unit.from_json(self.spec, u)
+                for u in store_t.read_schedule(self.r, self.spec.tournament_id, start, stop)]
+
+    def size(self) -> tuple[int, int]:
+        """(units, games) of the stored schedule; (0, 0) when there is none."""
+        return store_t.schedule_size(self.r, self.spec.tournament_id) or (0, 0)
+
+
+def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str) -> dict[str, Any]:
+    """One scheduling step (idempotent): create what the plan adds, emit events, finish."""
+    lock = keys.tournament_lock(tournament_id)
+    r.set(keys.tournament_dirty(tournament_id), 1)
+    token = secrets.token_hex(8)
+    if not r.set(lock, token, nx=True, px=_LOCK_MS):
+        return {"tournament_id": tournament_id, "skipped": "another run is advancing it"}
+    summary: dict[str, Any] = {}
+    try:
+        while r.delete(keys.tournament_dirty(tournament_id)):
+            summary = _advance_once(r, rq_conn, tournament_id)
+            r.set(lock, token, xx=True, px=_LOCK_MS)
+    finally:
+        if r.get(lock) == token:
+            r.delete(lock)
+    return summary
+
+
+def _first_step(r: redis.Redis, spec: TournamentSpec) -> Step:
+    """Store the fixed schedule (if the format has one), then take the format's first step."""
+    fmt = formats.get(spec.format)
+    source = RedisSource(r, spec)
+    schedule = fmt.schedule(spec)
+    if schedule is not None:
+        store_t.write_schedule(r, spec.tournament_id, (u.to_json(spec) for u in schedule),
+                               sum(len(u.games) for u in schedule))
+    return fmt.start(spec, source)
+
+
+def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, Any]:
+    spec = store_t.load_spec(r, tid)
+    fmt = formats.get(spec.format)
+    status = store_t.info(r, tid).get("status")
+    stored = store_t.state(r, tid)
+    fresh: list[tuple[str, dict[str, Any]]] = []
+    if stored is None:
+        expected, cursor = None, 0
+        step = _first_step(r, spec)
+    else:
+        expected = cursor = int(stored["cursor"])
+        recorded = store_t.recorded_after(r, tid, cursor)
+        rows = store_matches.read_rows(r, [mid for mid, _ in recorded])
+        # A game is recorded only after its row is stored, so every row is there.
+        fresh = [(mid, rows[mid]) for mid, _ in recorded if mid in rows]
+        if recorded:
+            cursor = recorded[-1][1]
+        step = fmt.feed(spec, stored["plan"], [row for _, row in fresh],
+                        RedisSource(r, spec))
+    created = _create_games(r, rq_conn, spec, step.games)
+    for mid, row in fresh:
+        events.emit(r, tid, f"finished:{mid}", messages.TournamentMatchFinished(
+            match_id=mid, result={k: row.get(k) for k in _RESULT_KEYS}, done=cursor,
+            total=step.total, time=time.time()))
+    if fresh:
+        events.emit(r, tid, f"standings:{cursor}", messages.StandingsChanged(
+            done=cursor, total=step.total, time=time.time()))
+    new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
+                 "finished": step.finished}
+    changed = stored is None or cursor != expected or bool(step.games)
+    if changed and not store_t.save_state(r, tid, expected, new_state):
+        return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
+    r.hset(keys.tournament(tid), mapping={"total": step.total, "done": cursor})
+    failed = store_t.failed_games(r, tid)
+    if failed and status == TournamentStatus.RUNNING:
+        mid, error = failed[0]
+        r.hset(keys.tournament(tid), mapping={
+            "status": TournamentStatus.FAILED, "finished_at": repr(time.time()),
+            "error": f"match {mid} cannot be played: {error}"})
+        events.emit(r, tid, "finished", messages.TournamentFinished(done=cursor,
+                                                                     time=time.time()))
+        log.error("tournament %s failed: match %s: %s", tid, mid, error)
+    elif step.finished and status == TournamentStatus.RUNNING:
+        r.hset(keys.tournament(tid), mapping={"status": TournamentStatus.FINISHED,
+                                              "finished_at": repr(time.time())})
+        events.emit(r, tid, "finished", messages.TournamentFinished(done=cursor,
+                                                                     time=time.time()))
+        log.info("tournament %s finished", tid)
+    return {"tournament_id": tid, "created": created, "done": cursor, "total": step.total,
+            "finished": step.finished}
+
+
+def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
+                  games: list[Game]) -> int:
+    """Store and queue new games; a game that exists already is left as it is."""
+    names = dict(zip(spec.bot_ids, spec.names, strict=True))
+    tid = spec.tournament_id
+    created = 0
+    now = time.time()
+    for i, g in enumerate(games):
+        mspec = MatchSpec(
+            match_id=g.match_id, rules=spec.rules, seed=g.seed, bot_ids=g.bot_ids,
+            seat_names=tuple(names[b] for b in g.bot_ids), clock=spec.clock,
+            faults=spec.faults, tournament_id=tid,
+            meta={"unit": g.unit, "bracket_match": g.bracket_match},
+        )
+        r.zadd(keys.tournament_matches(tid), {g.match_id: now + i * 1e-6}, nx=True)
+        if store_matches.create_match(r, mspec):
+            # A run killed between storing and queueing leaves a match with no job;
+            # recovery queues it (see workers.recovery).
+            enqueue_match(rq_conn, g.match_id)
+            created += 1
+    return created
