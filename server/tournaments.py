@@ -39,7 +39,7 @@ _WATCH_BLOCK_MS = 1000
 
 
 class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
-    """Thin: decode, call `workers.tournament`, encode."""
+    """Thin: decode, call `store` and `tournaments`, encode."""
 
     def __init__(self, r: redis.Redis, ar: aioredis.Redis, rq_conn: redis.Redis) -> None:
         self.r = r

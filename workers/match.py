@@ -291,6 +291,8 @@ class MatchHost:
                     # it (this is that answer); the copy we sent again must not stay pending.
                     self._first_decision = False
                     self.r.hdel(keys.pending(bot), req_id)
+                if absent_since is not None:  # back, and answered before we looked
+                    self._connection(seat, seq, "reconnected")
                 answer = self._judge(seat, req, reply.action_id, used * 1000)
                 answer.us = (now - sent) * 1e6
                 return answer
