@@ -18,6 +18,9 @@ line, `name: value unit`:
   (start-up excluded); `decisions/s ...` is the same run's accepted actions per
   second. A fresh stack (and Redis) per W.
 
+- `boards 3p N bots ...`: the 3p round robin on duplicate boards
+  (`tournaments.boards.table_schedule`): tables, boards (rounds), the fewest and
+  most tables sharing a board, and the CPU seconds of a first (uncached) build.
 - `scheduling step 3p N bots`: wall ms of one scheduling step (`workers.scheduler.advance`)
   right after one more game of a 3p round robin of N bots is recorded, on a private
   Redis: the median over `STEPS` steps taken after `WARM` games were already
@@ -52,6 +55,7 @@ from store import bots as store_bots
 from store import keys
 from store import tournaments as store_t
 from store.records import TournamentSpec
+from tournaments.boards import clear_cache, table_schedule
 from tournaments.design import rounds_of, team_pairings, triple_design
 from workers.queues import create_tournament, rq_connection
 from workers.scheduler import advance
@@ -145,13 +149,25 @@ WARM = 200  # games recorded before the steps are timed
 STEPS = 30
 
 
-def _finish(r: redis.Redis, tid: str, match_id: str, bots: Sequence[str]) -> None:
+def _finish(r: redis.Redis, tid: str, match_id: str, spec: dict[str, object]) -> None:
     """Record a made-up result for a game, as a match job's bookkeeping does."""
-    row = {"match_id": match_id, "bot_ids": list(bots), "players": 3, "final": [21, 5, 3],
+    bots = list(spec["bot_ids"])  # type: ignore[call-overload]
+    row = {"match_id": match_id, "bot_ids": bots, "players": 3, "final": [21, 5, 3],
            "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
-           "seats": list(bots)}
+           "seats": bots, "unit": spec["meta"]["unit"]}  # type: ignore[index]
     r.hset(keys.match(match_id), mapping={"status": "finished", "row": json.dumps(row)})
     store_t.record(r, tid, match_id)
+
+
+def board_schedule(n: int) -> tuple[int, int, int, int, float]:
+    """(tables, boards, fewest and most tables a board, CPU s of a first build) of the 3p
+    round robin on duplicate boards of n bots."""
+    clear_cache()  # a first build: nothing of this or a smaller design cached
+    start = time.process_time()
+    s = table_schedule(n)
+    seconds = time.process_time() - start
+    per = [len(s.round(i).tables) for i in range(s.rounds)]
+    return sum(per), s.rounds, min(per), max(per), seconds
 
 
 def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
@@ -162,7 +178,7 @@ def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
         bots = tuple(f"b-{i:06d}" for i in range(n))
         spec = TournamentSpec(tournament_id=f"t-bench{n}", name="bench", players=3,
                               format="round_robin", bot_ids=bots, names=bots,
-                              rules=Rules.make(3), seed=1)
+                              rules=Rules.make(3), seed=1)  # on boards, the default
         create_tournament(r, rq_conn, spec)
         start = time.perf_counter()
         advance(r, rq_conn, spec.tournament_id)
@@ -174,12 +190,12 @@ def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
         order = iter(games)
         for _ in range(warm):
             g = next(order)
-            _finish(r, spec.tournament_id, g, json.loads(str(seats[g]))["bot_ids"])
+            _finish(r, spec.tournament_id, g, json.loads(str(seats[g])))
         advance(r, rq_conn, spec.tournament_id)
         times = []
         for _ in range(steps):
             g = next(order)
-            _finish(r, spec.tournament_id, g, json.loads(str(seats[g]))["bot_ids"])
+            _finish(r, spec.tournament_id, g, json.loads(str(seats[g])))
             start = time.perf_counter()
             advance(r, rq_conn, spec.tournament_id)
             times.append((time.perf_counter() - start) * 1000)
@@ -218,6 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             seconds, games = timed(schedule_2v2(n, rotate), args.runs)
             show(f"schedule 2v2{label} {n} bots", seconds, "s", ".3f")
             show(f"pairings 2v2{label} {n} bots", games, "games")
+    for n in args.sizes:
+        tables, boards, least, most, seconds = board_schedule(n)
+        show(f"boards 3p {n} bots tables", tables, "tables")
+        show(f"boards 3p {n} bots boards", boards, "boards")
+        show(f"boards 3p {n} bots tables per board min", least, "tables")
+        show(f"boards 3p {n} bots tables per board max", most, "tables")
+        show(f"boards 3p {n} bots build", seconds, "s", ".3f")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             first, step = scheduling_step(n, Path(tmp))

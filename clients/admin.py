@@ -55,8 +55,14 @@ class Admin:
         return resp.match
 
     def get_match(self, match_id: str) -> match_pb2.Match:
-        """One match."""
+        """One match, as anyone may see it."""
         resp = self.matches.GetMatch(match_pb2.GetMatchRequest(match_id=match_id), timeout=30)
+        return resp.match
+
+    def get_match_as_organiser(self, match_id: str) -> match_pb2.Match:
+        """One match with everything (the admin token's view)."""
+        resp = self.matches.GetMatch(match_pb2.GetMatchRequest(match_id=match_id),
+                                     metadata=self.metadata, timeout=30)
         return resp.match
 
     def wait_match(self, match_id: str, timeout: float = 3600.0,
@@ -75,23 +81,22 @@ class Admin:
     def create_tournament(self, *, name: str, players: int, format: str, bot_ids: Sequence[str],
                           rules: Mapping[str, str] | None = None, rounds: int = 1,
                           series_length: int = 1, seed: int | None = None,
-                          duplicate: bool = True, rotate_partners: bool = False,
+                          duplicate: str | bool = "boards", rotate_partners: bool = False,
                           seeding: str = "rating", all_triples: bool = False,
                           move_time_ms: int = 2000, time_bank_ms: int = 30000,
                           max_strikes: int = 3, grace_ms: int = 30000,
                           ) -> tournament_pb2.Tournament:
-        """Create a tournament (admin); `format` is round_robin, single_elimination or
-        double_elimination, `seeding` rating or given."""
-        formats = {
-            "round_robin": tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
-            "single_elimination": tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION,
-            "double_elimination": tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION,
-        }
+        """Create a tournament (admin); `format` is a registered format name (round_robin,
+        single_elimination, double_elimination), `seeding` rating or given, `duplicate`
+        boards, replay or fresh (False: fresh, True: the default, boards)."""
+        if isinstance(duplicate, bool):
+            duplicate = "boards" if duplicate else "fresh"
         spec = tournament_pb2.TournamentSpec(
             name=name, players=players,
-            format=formats.get(format, tournament_pb2.TOURNAMENT_FORMAT_UNSPECIFIED),
+            format=_format_pb(format),
             bot_ids=list(bot_ids), rules=dict(rules or {}), rounds=rounds,
-            series_length=series_length, duplicate_deals=duplicate,
+            series_length=series_length,
+            duplicate=tournament_pb2.DuplicateMode.Value(f"DUPLICATE_MODE_{duplicate.upper()}"),
             rotate_partners=rotate_partners, all_triples=all_triples,
             seeding=(tournament_pb2.SEEDING_GIVEN_ORDER if seeding == "given"
                      else tournament_pb2.SEEDING_RATING),
@@ -128,3 +133,12 @@ class Admin:
         value = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                  else rating_pb2.RATING_POOL_THREE_PLAYER)
         return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=value), timeout=60)
+
+
+def _format_pb(name: str) -> tournament_pb2.TournamentFormat.ValueType:
+    """The enum value of a format (TOURNAMENT_FORMAT_<NAME>), UNSPECIFIED for an unknown one
+    (the referee then says which formats exist)."""
+    try:
+        return tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{name.upper()}")
+    except ValueError:
+        return tournament_pb2.TOURNAMENT_FORMAT_UNSPECIFIED

@@ -202,7 +202,8 @@ def _run_referee(args: argparse.Namespace) -> int:
                          "--admin-token or $MOONSHOT_ADMIN_TOKEN")
     serve(args.listen, args.redis, args.admin_token,
           open_registration=args.registration == "open",
-          replace_admin_token=args.replace_admin_token)
+          replace_admin_token=args.replace_admin_token,
+          auth_free_failures=args.auth_free_failures)
     return 0
 
 
@@ -425,6 +426,9 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                         "(rotation), instead of refusing to start when it differs")
     p.add_argument("--registration", choices=("open", "admin"), default="open",
                    help="who may register bots (default: anyone)")
+    p.add_argument("--auth-free-failures", type=flags.int_in(0, 1_000_000), default=5,
+                   help="failed token checks a minute one address gets answered at once; "
+                        "later ones wait, 0.1 s doubling up to 5 s")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_referee)
 

@@ -28,7 +28,11 @@ from clients.stack import LocalStack
 
 __all__ = ["add_demo", "run_demo"]
 
+# Seven bots: the 3p round robin then plays real duplicate boards (7 rounds of 2 disjoint
+# tables sharing a board, every pair meeting twice), and no bot sees a board twice.
 _BOTS = (("greedy", "greedy"), ("greedy", "greedy"), ("greedy", "greedy"),
+         ("highest", "examples.highest_bot:HighestBot"),
+         ("highest", "examples.highest_bot:HighestBot"),
          ("random", "random"), ("random", "random"))
 
 
@@ -68,7 +72,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
              f"{', '.join(n for _, n in bots)}")
 
         ids = [b for b, _ in bots]
-        _say("\n== 3-player round robin, duplicate deals (every seating of every table) ==")
+        _say("\n== 3-player round robin on duplicate boards (two disjoint tables a board) ==")
         rr = admin.create_tournament(
             name="demo round robin", players=3, format="round_robin", bot_ids=ids,
             seeding="given", seed=2026, rules={"max_hands": "30" if quick else "100"})
@@ -77,7 +81,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say("")
         _say(crosstable_text(st))
 
-        _say("\n== 2v2 single elimination (one bot per team), series of duplicate pairs ==")
+        _say("\n== 2v2 single elimination (one bot per team), each game on a board of its own ==")
         ko = admin.create_tournament(
             name="demo knockout", players=4, format="single_elimination", bot_ids=ids,
             seeding="given", seed=2027, series_length=1 if quick else 3,

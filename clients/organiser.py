@@ -21,6 +21,7 @@ from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from proto.moon.v1 import tournament_pb2
+from store.records import DUPLICATE_MODES
 from tournaments import formats
 
 __all__ = ["add_organiser", "watch_tournament"]
@@ -86,6 +87,8 @@ def _print_standings(admin: Admin, st: tournament_pb2.Standings, title: str) -> 
     if text:
         print()
         print(text)
+    for note in st.notes:
+        print(f"note: {note}")
 
 
 def _run_create(args: argparse.Namespace) -> int:
@@ -100,7 +103,8 @@ def _run_create(args: argparse.Namespace) -> int:
         t = admin.create_tournament(
             name=args.name, players=args.players, format=fmt, bot_ids=bots,
             rules=options, rounds=args.rounds,
-            series_length=args.series, seed=args.seed, duplicate=not args.no_duplicate,
+            series_length=args.series, seed=args.seed,
+            duplicate="fresh" if args.no_duplicate else args.duplicate,
             rotate_partners=args.rotate_partners, seeding=args.seeding,
             all_triples=args.all_triples, move_time_ms=args.time_per_move,
             time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
@@ -110,6 +114,8 @@ def _run_create(args: argparse.Namespace) -> int:
         raise _rpc_error(exc) from None
     print(f"tournament {t.tournament_id} created: {args.name} "
           f"({len(t.spec.bot_ids)} bots, seed {t.spec.seed})")
+    for note in t.notes:
+        print(f"note: {note}")
     if not args.watch:
         print(f"follow it with: moonshot tournament watch {t.tournament_id}")
         return 0
@@ -176,8 +182,11 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="fixes every deal of the tournament (default: random, then shown)")
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
                    help="a rules option, repeat for several (see moonshot selfplay --help)")
-    p.add_argument("--no-duplicate", action="store_true",
-                   help="one game per table instead of one per seating")
+    p.add_argument("--duplicate", choices=DUPLICATE_MODES, default="boards",
+                   help="how games share deals: boards (disjoint tables play one board, "
+                        "no bot twice), replay (the same bots replay a deal at every seating: "
+                        "trusts them to keep no memory), fresh (a deal per game)")
+    p.add_argument("--no-duplicate", action="store_true", help="the same as --duplicate fresh")
     p.add_argument("--rotate-partners", action="store_true",
                    help="2v2 round robin: rotate partners for individual results")
     p.add_argument("--seeding", choices=("rating", "given"), default="rating",

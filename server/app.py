@@ -23,6 +23,7 @@ from grpc_reflection.v1alpha import reflection
 
 from proto.moon.v1 import (
     bot_pb2,
+    bot_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
@@ -30,9 +31,10 @@ from proto.moon.v1 import (
     tournament_pb2,
     tournament_pb2_grpc,
 )
-from server.bots import BotServicer
-from server.bots import add_to_server as add_bot_service
+from server.bots import BotServicer, serialize_play
+from server.edge import FREE_FAILURES, THROTTLE, add_service
 from server.hub import Hub
+from server.lanes import BOT_THREADS, READ_THREADS, WATCH_THREADS, Lane, WatchGate, lane
 from server.matches import MatchServicer
 from server.tournaments import RatingServicer, TournamentServicer
 from store import bots as store_bots
@@ -51,6 +53,9 @@ SERVICE_NAMES: tuple[str, ...] = (
 )
 
 
+MAX_MESSAGE_BYTES = 1 << 20  # the largest request a referee reads (a Play message is ~100 B)
+
+
 @dataclass
 class Referee:
     """A running referee: its server, hub and the port it listens on."""
@@ -60,12 +65,15 @@ class Referee:
     port: int
     health: health.aio.HealthServicer
     admin_token: str | None
+    lanes: tuple[Lane, ...] = ()
 
     async def stop(self, grace: float = 5.0) -> None:
         """Graceful stop: NOT_SERVING, end streams, stop the server."""
         await self.health.enter_graceful_shutdown()
         await self.hub.stop()
         await self.server.stop(grace)
+        for one in self.lanes:
+            one.close()
 
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
@@ -77,25 +85,33 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     """
     r = store_bots.connect(redis_url)
     r.ping()
+    # The hub's own connections carry bot traffic; each other kind of work has its lane.
     ar = aioredis.Redis.from_url(redis_url, decode_responses=True)
     hub = Hub(ar, redis_url)
     await hub.start()
+    bots = lane("bots", redis_url, BOT_THREADS)
+    reads = lane("reads", redis_url, READ_THREADS)
+    watch = lane("watch", redis_url, WATCH_THREADS)
+    gate = WatchGate()
+    rq_conn = rq_connection(redis_url)
     server = grpc.aio.server(options=[
         ("grpc.keepalive_time_ms", 20_000),
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
         ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         # A second referee on a port in use must fail, not share it and get every other call.
         ("grpc.so_reuseport", 0),
     ])
-    add_bot_service(BotServicer(r, hub, open_registration), server)
-    match_pb2_grpc.add_MatchServiceServicer_to_server(
-        MatchServicer(r, rq_connection(redis_url)), server
-    )
-    tournament_pb2_grpc.add_TournamentServiceServicer_to_server(
-        TournamentServicer(r, ar, rq_connection(redis_url)), server
-    )
-    rating_pb2_grpc.add_RatingServiceServicer_to_server(RatingServicer(r), server)
+    add_service(bot_pb2_grpc.add_BotServiceServicer_to_server,
+                BotServicer(bots, reads, hub, open_registration), server, SERVICE_NAMES[0],
+                {"Play": serialize_play})
+    add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,
+                MatchServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[1])
+    add_service(tournament_pb2_grpc.add_TournamentServiceServicer_to_server,
+                TournamentServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[2])
+    add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server, RatingServicer(reads),
+                server, SERVICE_NAMES[3])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):
@@ -117,9 +133,12 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         await hub.stop()
         await ar.aclose()
         r.close()
+        for one in (bots, reads, watch):
+            one.close()
         raise
+    r.close()
     await server.start()
-    return Referee(server, hub, port, health_servicer, generated)
+    return Referee(server, hub, port, health_servicer, generated, (bots, reads, watch))
 
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
@@ -140,8 +159,11 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 
 
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
-          open_registration: bool = True, replace_admin_token: bool = False) -> None:
-    """Run a referee until SIGTERM/SIGINT."""
+          open_registration: bool = True, replace_admin_token: bool = False,
+          auth_free_failures: int = FREE_FAILURES) -> None:
+    """Run a referee until SIGTERM/SIGINT; `auth_free_failures` authentication failures of
+    one peer a minute are answered at once, the next ones slowed (`server.edge`)."""
+    THROTTLE.free = auth_free_failures
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
         asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token))

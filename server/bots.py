@@ -15,14 +15,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_of, status_of, unary
+from server.edge import Undecodable, bearer_token, fail, page_of, status_of, unary
 from server.hub import Hub, Stream
+from server.lanes import Lane
 from store import bots as store_bots
 from store import keys, messages
 from store.errors import InvalidArgument, ServiceError, Unauthenticated
 from store.matches import ids_after
 
-__all__ = ["BotServicer", "add_to_server"]
+__all__ = ["BotServicer", "serialize_play"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -33,8 +34,10 @@ _PAGE = 100
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
     """Thin: decode, call the store or the hub, encode."""
 
-    def __init__(self, r: redis.Redis, hub: Hub, open_registration: bool = True) -> None:
-        self.r = r
+    def __init__(self, bots: Lane, reads: Lane, hub: Hub, open_registration: bool = True
+                 ) -> None:
+        self.bots = bots  # registration and Play: never queued behind reads or watchers
+        self.reads = reads
         self.hub = hub
         self.open_registration = open_registration
 
@@ -44,8 +47,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     ) -> bot_pb2.RegisterBotResponse:
         """Register a bot; return its id and its token, once."""
         if not self.open_registration:
-            await asyncio.to_thread(store_bots.check_admin, self.r, bearer_token(context))
-        record, token = await asyncio.to_thread(store_bots.register_bot, self.r, request.name)
+            await self.bots.run(store_bots.check_admin, bearer_token(context))
+        record, token = await self.bots.run(store_bots.register_bot, request.name)
         log.info("registered bot %s (%s)", record.name, record.bot_id)
         return bot_pb2.RegisterBotResponse(bot_id=record.bot_id, token=token)
 
@@ -56,8 +59,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         """One bot, by id or name."""
         if not request.bot_id:
             raise InvalidArgument("bot_id: required")
-        record = await asyncio.to_thread(store_bots.find_bot, self.r, request.bot_id)
-        connected = await asyncio.to_thread(store_bots.is_connected, self.r, record.bot_id)
+        record = await self.reads.run(store_bots.find_bot, request.bot_id)
+        connected = await self.reads.run(store_bots.is_connected, record.bot_id)
         return bot_pb2.GetBotResponse(bot=wire.bot_to_pb(record, connected))
 
     @unary
@@ -67,12 +70,12 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         """Bots, oldest first, a page at a time."""
         size = request.page_size or _PAGE
 
-        def load() -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
-            ids = ids_after(self.r, keys.BOTS, request.page_token, newest_first=False)
-            return page_of(((store_bots.get_bot(self.r, b), store_bots.is_connected(self.r, b))
+        def load(r: redis.Redis) -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
+            ids = ids_after(r, keys.BOTS, request.page_token, newest_first=False)
+            return page_of(((store_bots.get_bot(r, b), store_bots.is_connected(r, b))
                             for b in ids), size)
 
-        page, more = await asyncio.to_thread(load)
+        page, more = await self.reads.run(load)
         return bot_pb2.ListBotsResponse(
             bots=[wire.bot_to_pb(b, c) for b, c in page],
             next_page_token=page[-1][0].bot_id if more else "",
@@ -90,10 +93,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 raise Unauthenticated(
                     "Play needs the bot token: send metadata 'authorization: Bearer <token>'"
                 )
-            bot = await asyncio.to_thread(store_bots.authenticate_bot, self.r, token)
+            bot = await self.bots.run(store_bots.authenticate_bot, token)
         except Exception as exc:
             code, message = status_of(exc)
-            await context.abort(code, message)
+            await fail(context, code, message)
         stream = Stream(bot.bot_id)
         log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id)
         yield bot_pb2.PlayResponse(
@@ -115,8 +118,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 event = await stream.outbox.get()
                 if event is None:
                     if stream.abort_reason:
-                        await context.abort(grpc.StatusCode.ABORTED, stream.abort_reason)
+                        await context.abort(stream.abort_code, stream.abort_reason)
                     break
+                stream.taken(event)
                 yield wire.event_to_bytes(event)
         finally:
             if reader is not None:
@@ -126,10 +130,14 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             await self.hub.detach(stream)
             log.info("bot %s stream %s closed", bot.bot_id, stream.id)
 
-    async def _read(self, requests: AsyncIterator[bot_pb2.PlayRequest], stream: Stream) -> None:
+    async def _read(self, requests: AsyncIterator[bot_pb2.PlayRequest | Undecodable],
+                    stream: Stream) -> None:
         """Handle what the bot sends until it closes its side."""
         try:
             async for msg in requests:
+                if isinstance(msg, Undecodable):
+                    stream.close(msg.problem().args[0], grpc.StatusCode.INVALID_ARGUMENT)
+                    return
                 kind = msg.WhichOneof("message")
                 if kind == "decision":
                     d = msg.decision
@@ -157,34 +165,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             stream.close()
 
 
-def _serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:
+def serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:
+    """Play's response serializer: a decision comes already encoded (`wire.event_to_bytes`,
+    the hot path); parsing it into a PlayResponse only for gRPC to serialize it again
+    would cost about as much as the encoding."""
     return message if isinstance(message, bytes) else message.SerializeToString()
-
-
-class _Captured:
-    """Stands in for a server to catch the method handlers the generated code registers."""
-
-    handlers: dict[str, Any]
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        """Ignored: the same handlers come to add_registered_method_handlers."""
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        """Keep them."""
-        self.handlers = dict(handlers)
-
-
-def add_to_server(servicer: BotServicer, server: grpc.aio.Server) -> None:
-    """Register BotService as the generated code does, except that Play may yield bytes.
-
-    A decision is encoded straight to wire bytes (`wire.event_to_bytes`, the hot
-    path); parsing them into a PlayResponse only for gRPC to serialize it again
-    would cost about as much as the encoding.
-    """
-    captured = _Captured()
-    bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, captured)  # type: ignore[arg-type]
-    handlers = captured.handlers
-    handlers["Play"] = handlers["Play"]._replace(response_serializer=_serialize_play)
-    service = bot_pb2.DESCRIPTOR.services_by_name["BotService"].full_name
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-    server.add_registered_method_handlers(service, handlers)

@@ -3,19 +3,34 @@
 Servicer methods stay thin (decode, call, encode) and raise the project's own
 errors; `unary` and `streaming` turn those into a status with the error's
 message, and anything unexpected into INTERNAL without leaking a traceback.
+
+Also here, because they apply to every call alike:
+
+- A request body that does not parse reaches the servicer as `Undecodable`
+  (services are registered through `add_service`), and the call ends with
+  INVALID_ARGUMENT saying which message was expected, not gRPC's UNKNOWN.
+- Repeated authentication failures from one peer address are slowed down
+  (`FailureThrottle`): the first `FREE_FAILURES` in `WINDOW_S` seconds are
+  answered at once; after that each failure waits 0.1 s, doubling with every
+  further failure up to `MAX_DELAY_S`, and one peer's waiting failures are
+  answered one at a time. Successful calls, and every other peer, never wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
 import redis
 
 from moon import MoonError
+from server.lanes import peer_host
 from store.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -23,11 +38,22 @@ from store.errors import (
     NotFound,
     OutOfRange,
     PermissionDenied,
+    ResourceExhausted,
     ServiceError,
     Unauthenticated,
 )
 
-__all__ = ["bearer_token", "page_of", "status_of", "streaming", "unary"]
+__all__ = [
+    "THROTTLE",
+    "FailureThrottle",
+    "Undecodable",
+    "add_service",
+    "bearer_token",
+    "page_of",
+    "status_of",
+    "streaming",
+    "unary",
+]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -39,6 +65,7 @@ _CODES: dict[type[ServiceError], grpc.StatusCode] = {
     OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
     Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 Req = TypeVar("Req")
@@ -68,6 +95,81 @@ def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     return grpc.StatusCode.INTERNAL, f"internal error ({type(exc).__name__}); see the referee log"
 
 
+FREE_FAILURES = 5
+WINDOW_S = 60.0
+MAX_DELAY_S = 5.0
+_FAILED_AUTH = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+
+
+@dataclass
+class FailureThrottle:
+    """Slows down one peer's repeated authentication failures (see the module doc)."""
+
+    free: int = FREE_FAILURES
+    window_s: float = WINDOW_S
+    max_delay_s: float = MAX_DELAY_S
+    max_peers: int = 10_000
+    _failures: dict[str, list[float]] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def delay(self, host: str, now: float) -> float:
+        """Count a failure of `host` at `now`; how long its answer must wait."""
+        if len(self._failures) >= self.max_peers and host not in self._failures:
+            self._prune(now)
+        recent = [t for t in self._failures.get(host, []) if now - t < self.window_s]
+        recent.append(now)
+        self._failures[host] = recent[-64:]
+        extra = len(recent) - self.free
+        return 0.0 if extra <= 0 else min(self.max_delay_s, 0.1 * 2 ** (extra - 1))
+
+    def _prune(self, now: float) -> None:
+        for host in [h for h, ts in self._failures.items() if now - ts[-1] >= self.window_s]:
+            del self._failures[host]
+            self._locks.pop(host, None)
+        while len(self._failures) >= self.max_peers:  # still full: forget the oldest
+            oldest = min(self._failures, key=lambda h: self._failures[h][-1])
+            del self._failures[oldest]
+            self._locks.pop(oldest, None)
+
+    async def wait(self, peer: str) -> None:
+        """Hold a failed call of `peer` as long as its record says."""
+        host = peer_host(peer)
+        pause = self.delay(host, time.monotonic())
+        if pause > 0:
+            async with self._locks.setdefault(host, asyncio.Lock()):
+                await asyncio.sleep(pause)
+
+
+THROTTLE = FailureThrottle()
+
+
+async def fail(context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode,
+               message: str) -> None:
+    """End the call with `code`, after the throttle's wait for an authentication failure."""
+    if code in _FAILED_AUTH:
+        await THROTTLE.wait(context.peer() or "")
+    await context.abort(code, message)
+
+
+class Undecodable:
+    """Stands in for a request body that does not parse as the message it should be."""
+
+    def __init__(self, expected: str, error: Exception) -> None:
+        self.expected = expected
+        self.error = error
+
+    def problem(self) -> InvalidArgument:
+        """The error the call ends with."""
+        return InvalidArgument(f"the request is not a valid {self.expected} message "
+                               f"({type(self.error).__name__}: {self.error}); check that the "
+                               "client was built from this referee's moon.v1 .proto files")
+
+
+def _check(request: object) -> None:
+    if isinstance(request, Undecodable):
+        raise request.problem()
+
+
 def unary(
     fn: Callable[[Self, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]],
 ) -> Callable[[Self, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
@@ -78,12 +180,13 @@ def unary(
         self: Self, request: Req, context: grpc.aio.ServicerContext[Any, Any]
     ) -> Resp:
         try:
+            _check(request)
             return await fn(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
             code, message = status_of(exc)
-        await context.abort(code, message)
+        await fail(context, code, message)
         raise AssertionError("unreachable: abort raises")
 
     return wrapper
@@ -99,6 +202,7 @@ def streaming(
         self: Self, request: Req, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[Resp]:
         try:
+            _check(request)
             async for item in fn(self, request, context):
                 yield item
             return
@@ -106,7 +210,7 @@ def streaming(
             raise
         except Exception as exc:
             code, message = status_of(exc)
-        await context.abort(code, message)
+        await fail(context, code, message)
 
     return wrapper
 
@@ -134,3 +238,47 @@ def page_of(items: Iterable[T], size: int) -> tuple[list[T], bool]:
             return out, True
         out.append(item)
     return out, False
+
+
+class _Captured:
+    """Stands in for a server to catch the method handlers the generated code registers."""
+
+    handlers: dict[str, Any]
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Ignored: the same handlers come to add_registered_method_handlers."""
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        """Keep them."""
+        self.handlers = dict(handlers)
+
+
+def _safe(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """A request deserializer that hands a body that does not parse on as Undecodable."""
+    message = getattr(deserialize, "__self__", None)
+    name = getattr(getattr(message, "DESCRIPTOR", None), "full_name", "request")
+
+    def run(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as exc:
+            return Undecodable(name, exc)
+
+    return run
+
+
+def add_service(add: Callable[[Any, Any], None], servicer: Any, server: grpc.aio.Server,
+                service: str, response_serializers: dict[str, Callable[[Any], bytes]] | None
+                = None) -> None:
+    """Register a service as its generated `add_..._to_server` would, with safe request
+    deserializers (and, for a method named in `response_serializers`, that serializer)."""
+    captured = _Captured()
+    add(servicer, captured)
+    handlers = {}
+    for method, original in captured.handlers.items():
+        h = original._replace(request_deserializer=_safe(original.request_deserializer))
+        if response_serializers and method in response_serializers:
+            h = h._replace(response_serializer=response_serializers[method])
+        handlers[method] = h
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+    server.add_registered_method_handlers(service, handlers)

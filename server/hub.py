@@ -21,6 +21,7 @@ import logging
 import secrets
 import time
 
+import grpc
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -45,18 +46,33 @@ PRESENCE_TTL_S = 6.0
 _PRESENCE_EVERY_S = 2.0
 
 
-class Stream:
-    """One bot stream on this referee: an outbox of events and the requests it has seen."""
+MAX_OUTBOX = 1000  # messages waiting for a bot that does not read: then its stream ends
+MAX_OUTBOX_BYTES = 2 << 20  # ... or this many bytes of them, roughly
+MAX_SEEN = 4096  # sendings remembered per stream to drop duplicate copies
+MAX_ECHO = 8192  # characters of a refused answer's request id sent back
 
-    __slots__ = ("abort_reason", "bot_id", "closed", "id", "outbox", "seen")
+
+class Stream:
+    """One bot stream on this referee: an outbox of events and the requests it has seen.
+
+    Both are bounded: a bot that sends and never reads fills its outbox and its
+    stream ends with RESOURCE_EXHAUSTED (its pending requests stay pending for its
+    next stream); the memory of sendings keeps only the newest MAX_SEEN.
+    """
+
+    __slots__ = ("abort_code", "abort_reason", "bot_id", "closed", "epoch", "id", "outbox",
+                 "queued_bytes", "seen")
 
     def __init__(self, bot_id: str) -> None:
         self.bot_id = bot_id
         self.id = secrets.token_hex(8)
+        self.epoch = 0  # set on attach: a stream ends when a newer epoch of its bot opens
         self.outbox: asyncio.Queue[Message | None] = asyncio.Queue()
-        self.seen: set[tuple[str, int]] = set()  # (request id, deadline) of each sending
+        self.seen: dict[tuple[str, int], None] = {}  # (request id, deadline) of each sending
         self.closed = False
         self.abort_reason = ""
+        self.abort_code = grpc.StatusCode.ABORTED
+        self.queued_bytes = 0  # a rough size of what waits in the outbox
 
     def deliver(self, event: Message) -> None:
         """Queue an event for the bot, dropping a request it was already sent."""
@@ -66,15 +82,29 @@ class Stream:
             sending = (event.request_id, event.deadline_unix_ms)
             if sending in self.seen:
                 return
-            self.seen.add(sending)
+            self.seen[sending] = None
+            if len(self.seen) > MAX_SEEN:
+                del self.seen[next(iter(self.seen))]
+        size = _size(event)
+        if self.outbox.qsize() >= MAX_OUTBOX or self.queued_bytes + size > MAX_OUTBOX_BYTES:
+            self.close(f"the bot has not read {self.outbox.qsize()} messages sent to it: read "
+                       "the Play stream while sending on it", grpc.StatusCode.RESOURCE_EXHAUSTED)
+            return
+        self.queued_bytes += size
         self.outbox.put_nowait(event)
 
-    def close(self, abort_reason: str = "") -> None:
-        """Wake the writer so the stream ends (with ABORTED when a reason is given)."""
+    def taken(self, event: Message) -> None:
+        """The writer took `event` from the outbox."""
+        self.queued_bytes = max(0, self.queued_bytes - _size(event))
+
+    def close(self, abort_reason: str = "",
+              code: grpc.StatusCode = grpc.StatusCode.ABORTED) -> None:
+        """Wake the writer so the stream ends (with `code` when a reason is given)."""
         if self.closed:
             return
         self.closed = True
         self.abort_reason = abort_reason
+        self.abort_code = code
         self.outbox.put_nowait(None)
 
 
@@ -123,6 +153,9 @@ class Hub:
     async def attach(self, stream: Stream) -> None:
         """Register a stream: subscribe, mark present, deliver what is pending."""
         bot = stream.bot_id
+        # Its epoch before anything can reach it: a stream must never judge a newer one
+        # against an epoch it does not have yet.
+        stream.epoch = int(await self.r.incr(keys.bot_epoch(bot)))
         async with self._sub_lock:
             group = self.streams.setdefault(bot, set())
             if not group and self._sub is not None and self._sub.is_open:
@@ -132,8 +165,15 @@ class Hub:
                     await self._sub.call("SUBSCRIBE", keys.events(bot))
             group.add(stream)
         await self.r.zadd(keys.presence(bot), {stream.id: time.time() + PRESENCE_TTL_S})
-        # A bot has one live stream: older ones, on this referee or another, end now.
-        await self.r.publish(keys.events(bot), messages.encode(Superseded(stream.id)))
+        # A bot has one live stream, the newest: each stream takes the next epoch, and one
+        # that sees a higher epoch ends, on this referee or another. Announced, then read
+        # back: of two streams opened at once, whichever missed the other's announcement
+        # still sees its higher epoch.
+        await self.r.publish(keys.events(bot), messages.encode(
+            Superseded(stream.id, stream.epoch)))
+        if int(await self.r.get(keys.bot_epoch(bot)) or 0) > stream.epoch:
+            stream.close("a newer stream of this bot replaced this one")
+            return
         # Subscribed first, then read: a request published in between arrives twice
         # and the stream drops the copy; none can fall between the two.
         pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
@@ -182,7 +222,8 @@ class Hub:
             if await self._run_accept(k, argv) == 1:
                 return DecisionAccepted(request_id, match_id)
         reason, message = await self._why_refused(stream.bot_id, request_id, match_id)
-        return DecisionRejected(request_id, match_id, reason, message)
+        # No real request id is this long: an echo of a huge one must not fill memory.
+        return DecisionRejected(request_id[:MAX_ECHO], match_id, reason, message[:MAX_ECHO * 2])
 
     async def _run_accept(self, k: list[str], argv: list[str]) -> Reply:
         """ACCEPT on the hot-path connection (opened again if it was lost, retried once)."""
@@ -291,7 +332,9 @@ class Hub:
             return
         if isinstance(event, Superseded):
             for s in list(group):
-                if s.id != event.stream:
+                # Epoch 0: announced by a referee from before epochs; it is the newest.
+                older = s.epoch < event.epoch or (event.epoch == 0 and s.id != event.stream)
+                if older and s.id != event.stream:
                     s.close("a newer stream of this bot replaced this one")
             return
         for s in list(group):
@@ -321,6 +364,14 @@ class Hub:
                 raise
             except Exception:
                 log.exception("presence refresh failed")
+
+
+def _size(event: Message) -> int:
+    """Roughly the bytes an event holds in an outbox."""
+    if isinstance(event, DecisionRequest):
+        return 2048
+    return 64 + sum(len(v) for v in (getattr(event, "request_id", ""),
+                                     getattr(event, "message", "")))
 
 
 def _request_order(rid: str) -> tuple[str, int]:

@@ -12,35 +12,41 @@ import redis
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
+from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import ids, keys
 from store import matches as store_matches
+from store import tournaments as store_t
 from store.errors import InvalidArgument, NotFound, OutOfRange
-from store.match_events import Audience, MatchEvents, MatchFinished, for_audience
+from store.match_events import Audience, MatchEvents, MatchFinished, Sight, for_audience, sight
 from store.matches import MatchRecord
 from store.records import MatchSpec
-from store.status import MatchStatus
+from store.status import MatchStatus, TournamentStatus
 from workers.queues import enqueue_match
 
 __all__ = ["MatchServicer"]
 
 _PAGE = 50
 _WATCH_POLL_S = 0.1
+_EMBARGO_POLL_S = 1.0  # how often a public watcher of an embargoed game looks again
 
 
 class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     """Thin: decode, call the store and the queue, encode."""
 
-    def __init__(self, r: redis.Redis, rq_conn: redis.Redis) -> None:
-        self.r = r
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
+                 ) -> None:
+        self.reads = reads
+        self.watch = watch  # watch streams poll here, never in front of other calls
         self.rq_conn = rq_conn
+        self.gate = gate
 
     @unary
     async def CreateMatch(
         self, request: match_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> match_pb2.CreateMatchResponse:
         """Validate, store and queue one match (admin)."""
-        await asyncio.to_thread(store_bots.check_admin, self.r, bearer_token(context))
+        await self.reads.run(store_bots.check_admin, bearer_token(context))
         players = request.players
         if players not in (3, 4):
             raise InvalidArgument(f"players: must be 3 or 4, got {players}")
@@ -52,7 +58,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         records = []
         for i, bot_id in enumerate(request.bot_ids):
             try:
-                records.append(await asyncio.to_thread(store_bots.find_bot, self.r, bot_id))
+                records.append(await self.reads.run(store_bots.find_bot, bot_id))
             except NotFound:
                 raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {bot_id!r}") from None
         spec = MatchSpec.build(
@@ -65,9 +71,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             clock=wire.clock_from_pb(request.clock if request.HasField("clock") else None),
             faults=wire.faults_from_pb(request.faults if request.HasField("faults") else None),
         )
-        await asyncio.to_thread(store_matches.create_match, self.r, spec)
-        await asyncio.to_thread(enqueue_match, self.rq_conn, spec.match_id)
-        record = await asyncio.to_thread(store_matches.get_match, self.r, spec.match_id)
+        await self.reads.run(store_matches.create_match, spec)
+        await self.reads.run(lambda _r: enqueue_match(self.rq_conn, spec.match_id))
+        record = await self.reads.run(store_matches.get_match, spec.match_id)
         return match_pb2.CreateMatchResponse(
             match_id=spec.match_id, match=wire.match_to_pb(record)
         )
@@ -79,22 +85,24 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         """A match with its status and, once finished, result and transcript."""
         if not request.match_id:
             raise InvalidArgument("match_id: required")
-        record = await asyncio.to_thread(store_matches.get_match, self.r, request.match_id)
-        reveal = await self._reveal(context, record)
-        return match_pb2.GetMatchResponse(match=wire.match_to_pb(record, reveal=reveal))
+        record = await self.reads.run(store_matches.get_match, request.match_id)
+        audience = await self._audience(context)
+        return match_pb2.GetMatchResponse(
+            match=wire.match_to_pb(record, sight=await self._sight(audience, record)))
 
-    async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
-                      record: MatchRecord) -> bool:
-        """May this caller see the seed and transcript? Organisers always; others once the
-        match is over and no other game can still be dealt from the same seed."""
-        if await asyncio.to_thread(store_bots.is_admin, self.r, bearer_token(context)):
-            return True
-        if record.status != MatchStatus.FINISHED:
-            return False
-        if record.spec.tournament_id:
-            return await asyncio.to_thread(store_matches.tournament_over, self.r,
-                                           record.spec.tournament_id)
-        return True
+    async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> Audience:
+        admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
+        return Audience.ORGANISER if admin else Audience.PUBLIC
+
+    async def _sight(self, audience: Audience, record: MatchRecord) -> Sight:
+        """How much of this match the caller may see (`store.match_events.sight`)."""
+        released = record.released
+        if not released and record.spec.tournament_id and record.status == MatchStatus.FINISHED:
+            # Finished before games were released board by board: the tournament being
+            # finished (every game of it played) releases it.
+            released = await self.reads.run(_tournament_finished, record.spec.tournament_id)
+        return sight(audience, tournament_game=bool(record.spec.tournament_id),
+                     over=record.status.over, released=released)
 
     @unary
     async def ListMatches(
@@ -103,28 +111,32 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         """Matches, newest first, a page at a time, optionally filtered."""
         size = request.page_size or _PAGE
         status = wire.match_status_name(request.status) if request.status else ""
+        if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
+            raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "
+                                  "tournament id")
         index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
                  else keys.MATCHES)
         bot_id = request.bot_id
         if bot_id:  # an id or a name, as everywhere else
             try:
-                bot_id = (await asyncio.to_thread(store_bots.find_bot, self.r, bot_id)).bot_id
+                bot_id = (await self.reads.run(store_bots.find_bot, bot_id)).bot_id
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
 
-        def load() -> tuple[list[MatchRecord], bool]:
-            ids = store_matches.ids_after(self.r, index, request.page_token, newest_first=True)
-            records = (store_matches.get_match(self.r, mid) for mid in ids)
+        def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
+            found = store_matches.ids_after(r, index, request.page_token, newest_first=True)
+            records = (store_matches.get_match(r, mid) for mid in found)
             return page_of((rec for rec in records
                             if (not status or rec.status == status)
                             and (not bot_id or bot_id in rec.spec.bot_ids)),
                            size)
 
-        records, more = await asyncio.to_thread(load)
-        reveal = [await self._reveal(context, r) for r in records]
+        records, more = await self.reads.run(load)
+        audience = await self._audience(context)
+        sights = [await self._sight(audience, r) for r in records]
         return match_pb2.ListMatchesResponse(
-            matches=[wire.match_to_pb(r, with_transcript=False, reveal=v)
-                     for r, v in zip(records, reveal, strict=True)],
+            matches=[wire.match_to_pb(r, with_transcript=False, sight=v)
+                     for r, v in zip(records, sights, strict=True)],
             next_page_token=records[-1].spec.match_id if more else "",
         )
 
@@ -133,27 +145,44 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         self, request: match_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
         """The match's events after `after_sequence`, live, until it ends, as the caller's
-        audience may see them."""
+        audience may see them: a tournament game whose board is still in play shows only
+        that it started, and the rest once the board is released."""
         if not request.match_id:
             raise InvalidArgument("match_id: required")
-        record = await asyncio.to_thread(store_matches.get_match, self.r, request.match_id)
-        audience = (Audience.ORGANISER if await asyncio.to_thread(
-            store_bots.is_admin, self.r, bearer_token(context)) else Audience.PUBLIC)
+        with self.gate.enter(context.peer()):
+            async for item in self._watch(request, context):
+                yield item
+
+    async def _watch(
+        self, request: match_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
+        record = await self.watch.run(store_matches.get_match, request.match_id)
+        audience = await self._audience(context)
+        seen = await self._sight(audience, record)
         events = MatchEvents(record.spec, record.started_at or record.created_at)
         sent = request.after_sequence
+        if sent == 0 or seen is Sight.STATUS:
+            if sent > 1:
+                raise OutOfRange(f"after_sequence: {sent} is past the match's last event "
+                                 "so far, 1 (its board is still in play)")
+            if sent == 0:
+                yield wire.match_event_to_pb(1, events.events[0], wire.match_to_pb(
+                    record, with_transcript=False, sight=seen))
+                sent = 1
+            while seen is Sight.STATUS:  # nothing more until the board is released
+                await asyncio.sleep(_EMBARGO_POLL_S)
+                record = await self.watch.run(store_matches.get_match, request.match_id)
+                seen = await self._sight(audience, record)
+        pb_match = wire.match_to_pb(record, with_transcript=False, sight=seen)
         check_resume = True
-        pb_match = wire.match_to_pb(record, with_transcript=False,
-                                    reveal=await self._reveal(context, record))
         while True:
-            log, conn = await asyncio.to_thread(self._read_logs, request.match_id, events)
+            log, conn = await self.watch.run(_read_logs, request.match_id, events)
             events.feed(log, conn)
             if not log:
-                record = await asyncio.to_thread(store_matches.get_match, self.r,
-                                                 request.match_id)
+                record = await self.watch.run(store_matches.get_match, request.match_id)
                 if record.status.over:
                     # Anything logged between the two reads comes first.
-                    events.feed(*await asyncio.to_thread(self._read_logs, request.match_id,
-                                                         events))
+                    events.feed(*await self.watch.run(_read_logs, request.match_id, events))
                     events.finish(record.status, record.result, record.error,
                                   record.finished_at or 0.0)
             if check_resume:
@@ -172,10 +201,15 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 return
             await asyncio.sleep(_WATCH_POLL_S)
 
-    def _read_logs(self, match_id: str, events: MatchEvents) -> tuple[list[str], list[str]]:
-        """The log and connection entries past what `events` has read, in one snapshot."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.lrange(keys.match_log(match_id), events.consumed, -1)
-        pipe.lrange(keys.conn(match_id), events.conn_consumed, -1)
-        log, conn = pipe.execute()
-        return list(log), list(conn)
+
+def _tournament_finished(r: redis.Redis, tournament_id: str) -> bool:
+    return store_t.info(r, tournament_id).get("status") == TournamentStatus.FINISHED
+
+
+def _read_logs(r: redis.Redis, match_id: str, events: MatchEvents) -> tuple[list[str], list[str]]:
+    """The log and connection entries past what `events` has read, in one snapshot."""
+    pipe = r.pipeline(transaction=True)
+    pipe.lrange(keys.match_log(match_id), events.consumed, -1)
+    pipe.lrange(keys.conn(match_id), events.conn_consumed, -1)
+    log, conn = pipe.execute()
+    return list(log), list(conn)

@@ -9,12 +9,12 @@ from typing import Any
 
 import grpc
 import redis
-import redis.asyncio as aioredis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from ratings.elo import EloRating, sequential_elo
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
+from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
 from store import matches as store_matches
@@ -35,33 +35,39 @@ __all__ = ["RatingServicer", "TournamentServicer", "build_spec", "pool_ratings",
 log = logging.getLogger("moonshot.referee")
 
 _PAGE = 50
-_WATCH_BLOCK_MS = 1000
+_WATCH_POLL_S = 0.25
 
 
 class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
-    """Thin: decode, call `store` and `tournaments`, encode."""
+    """Thin: decode, call `store` and `tournaments`, encode.
 
-    def __init__(self, r: redis.Redis, ar: aioredis.Redis, rq_conn: redis.Redis) -> None:
-        self.r = r
-        self.ar = ar
+    Organisers (the admin token) follow every result as it is recorded; everyone else
+    sees a game's result once its board is released (`store.events`).
+    """
+
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
+                 ) -> None:
+        self.reads = reads
+        self.watch = watch
         self.rq_conn = rq_conn
+        self.gate = gate
 
-    def _info(self, tournament_id: str) -> dict[str, str]:
-        """The tournament's status hash (status, done, total, timestamps, error)."""
-        return store_t.info(self.r, tournament_id)
-
-    async def _load(self, tournament_id: str) -> tuple[TournamentSpec, dict[str, str]]:
+    async def _load(self, tournament_id: str, lane: Lane | None = None
+                    ) -> tuple[TournamentSpec, dict[str, str]]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
-        spec = await asyncio.to_thread(store_t.load_spec, self.r, tournament_id)
-        return spec, await asyncio.to_thread(self._info, tournament_id)
+        use = lane or self.reads
+        spec = await use.run(store_t.load_spec, tournament_id)
+        return spec, await use.run(store_t.info, tournament_id)
 
-    async def _reveal(self, context: grpc.aio.ServicerContext[Any, Any],
-                      info: dict[str, str]) -> bool:
-        """The seed fixes every deal: organisers see it, others once the tournament is over."""
-        if TournamentStatus(info.get("status", TournamentStatus.RUNNING)).over:
-            return True
-        return await asyncio.to_thread(store_bots.is_admin, self.r, bearer_token(context))
+    async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
+        return events.ORGANISER if admin else events.PUBLIC
+
+    @staticmethod
+    def _reveal(audience: str, info: Mapping[str, str]) -> bool:
+        """The seed fixes every deal: organisers see it, others once every game is over."""
+        return audience == events.ORGANISER or info.get("status") == TournamentStatus.FINISHED
 
     @unary
     async def CreateTournament(
@@ -69,12 +75,12 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.CreateTournamentResponse:
         """Validate everything up front, store, and queue the first scheduling step (admin)."""
-        await asyncio.to_thread(store_bots.check_admin, self.r, bearer_token(context))
+        await self.reads.run(store_bots.check_admin, bearer_token(context))
         if not request.HasField("spec"):
             raise InvalidArgument("spec: required")
         fields = wire.spec_request_from_pb(request.spec)
-        spec = await asyncio.to_thread(lambda: build_spec(self.r, **fields))
-        await asyncio.to_thread(create_tournament, self.r, self.rq_conn, spec)
+        spec = await self.reads.run(lambda r: build_spec(r, **fields))
+        await self.reads.run(create_tournament, self.rq_conn, spec)
         _, info = await self._load(spec.tournament_id)
         return tournament_pb2.CreateTournamentResponse(
             tournament_id=spec.tournament_id,
@@ -87,7 +93,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.GetTournamentResponse:
         """A tournament with its progress."""
         spec, info = await self._load(request.tournament_id)
-        reveal = await self._reveal(context, info)
+        reveal = self._reveal(await self._audience(context), info)
         return tournament_pb2.GetTournamentResponse(
             tournament=wire.tournament_to_pb(spec, info, reveal))
 
@@ -101,17 +107,18 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
-        def load() -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
-            found = store_matches.ids_after(self.r, keys.TOURNAMENTS, request.page_token,
+        def load(r: redis.Redis) -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
+            found = store_matches.ids_after(r, keys.TOURNAMENTS, request.page_token,
                                             newest_first=True)
-            loaded = ((store_t.load_spec(self.r, tid), self._info(tid)) for tid in found)
+            loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
             return page_of(((spec, info) for spec, info in loaded
                             if not request.status
                             or wire.tournament_to_pb(spec, info, False).status == request.status),
                            size)
 
-        page, more = await asyncio.to_thread(load)
-        out = [wire.tournament_to_pb(spec, info, await self._reveal(context, info))
+        page, more = await self.reads.run(load)
+        audience = await self._audience(context)
+        out = [wire.tournament_to_pb(spec, info, self._reveal(audience, info))
                for spec, info in page]
         return tournament_pb2.ListTournamentsResponse(
             tournaments=out, next_page_token=page[-1][0].tournament_id if more else "")
@@ -121,9 +128,10 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tournament_pb2.GetStandingsRequest,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.GetStandingsResponse:
-        """Standings, crosstable, bracket and progress."""
+        """Standings, crosstable, bracket and progress, over what the caller may see."""
         spec, _ = await self._load(request.tournament_id)
-        view = await asyncio.to_thread(standings_view, self.r, spec)
+        audience = await self._audience(context)
+        view = await self.reads.run(standings_view, spec, audience)
         return tournament_pb2.GetStandingsResponse(standings=wire.standings_to_pb(view))
 
     @streaming
@@ -132,51 +140,54 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
         """Every event after `after_sequence`, then live ones, until the tournament ends."""
-        spec, _ = await self._load(request.tournament_id)
+        with self.gate.enter(context.peer()):
+            async for item in self._watch(request, context):
+                yield item
+
+    async def _watch(
+        self, request: tournament_pb2.WatchTournamentRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
+        spec, _ = await self._load(request.tournament_id, self.watch)
+        audience = await self._audience(context)
+        tid = spec.tournament_id
         after = request.after_sequence
-        stream = keys.tournament_events(spec.tournament_id)
-        newest = await self._newest(stream)
+        newest = await self.watch.run(events.newest_seq, tid, audience)
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
                              f"so far, {newest}")
         while True:
-            reply: Any = await self.ar.xread({stream: f"{after}-0"}, count=200,
-                                             block=_WATCH_BLOCK_MS)
-            batch = events.parse_entries(reply)
+            # Polled, never a blocking read: a watcher holds no Redis connection while it
+            # waits, so watchers cannot use up the connections other calls need.
+            batch = await self.watch.run(events.read_after, tid, after, None, 200, audience)
             if not batch:
-                _, info = await self._load(spec.tournament_id)
-                if TournamentStatus(info.get("status", "running")).over and await self._drained(
-                        stream, after):
+                _, info = await self._load(tid, self.watch)
+                if TournamentStatus(info.get("status", "running")).over and (
+                        await self.watch.run(events.newest_seq, tid, audience) <= after):
                     return
+                await asyncio.sleep(_WATCH_POLL_S)
                 continue
             extra: dict[str, Any] = {}
             if any(isinstance(e, (StandingsChanged, TournamentFinished)) for _, e in batch):
                 # One view per batch: a replayed StandingsChanged carries the current table.
-                view = await asyncio.to_thread(standings_view, self.r, spec)
+                view = await self.watch.run(standings_view, spec, audience)
                 extra["standings"] = wire.standings_to_pb(view)
             for seq, event in batch:
                 if isinstance(event, TournamentFinished):
-                    _, info = await self._load(spec.tournament_id)
-                    extra["tournament"] = wire.tournament_to_pb(spec, info, reveal=True)
+                    _, info = await self._load(tid, self.watch)
+                    extra["tournament"] = wire.tournament_to_pb(
+                        spec, info, self._reveal(audience, info))
                 yield wire.tournament_event_to_pb(seq, event, extra)
                 after = seq
                 if isinstance(event, TournamentFinished):
                     return
 
-    async def _drained(self, stream: str, after: int) -> bool:
-        return await self._newest(stream) <= after
-
-    async def _newest(self, stream: str) -> int:
-        """The sequence of the newest event in the stream (ids are `<seq>-0`), 0 if none."""
-        last: Any = await self.ar.xrevrange(stream, count=1)
-        return events.entry_seq(last[0][0]) if last else 0
-
 
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
     """Ratings per pool, computed from the stored results."""
 
-    def __init__(self, r: redis.Redis) -> None:
-        self.r = r
+    def __init__(self, reads: Lane) -> None:
+        self.reads = reads
 
     @unary
     async def GetRatings(
@@ -188,11 +199,11 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
         pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                    else rating_pb2.RATING_POOL_THREE_PLAYER)
-        ratings = await asyncio.to_thread(pool_ratings, self.r, pool)
-        names = {b.bot_id: b.name for b in await asyncio.to_thread(store_bots.list_bots, self.r)}
+        ratings = await self.reads.run(pool_ratings, pool)
+        names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
         rows = sorted(((b, names.get(b, b), x.rating, x.games) for b, x in ratings.items()),
                       key=lambda row: (-row[2], row[0]))
-        games: int = await asyncio.to_thread(self.r.zcard, keys.results(pool))
+        games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
         return wire.ratings_to_pb(pool_pb, rows, games)
 
 
@@ -216,7 +227,7 @@ def pool_ratings(r: redis.Redis, pool: str) -> dict[str, EloRating]:
 def build_spec(
     r: redis.Redis, *, name: str, players: int, format: str, bot_ids: Sequence[str],
     rules: Mapping[str, str], clock: Clock, faults: Faults, rounds: int, series_length: int,
-    seed: int | None, duplicate: bool, rotate_partners: bool, seeding: str, all_triples: bool,
+    seed: int | None, duplicate: str, rotate_partners: bool, seeding: str, all_triples: bool,
 ) -> TournamentSpec:
     """A checked spec from a request: bots resolved by id or name, seeded by pool rating."""
     if players not in (3, 4):
@@ -239,9 +250,12 @@ def build_spec(
         all_triples=all_triples, ratings=ratings)
 
 
-def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:
-    """The current view of a stored tournament: its results and the scheduler's state."""
-    results = store_t.results(r, spec.tournament_id)
+def standings_view(r: redis.Redis, spec: TournamentSpec,
+                   audience: str = events.ORGANISER) -> StandingsView:
+    """The current view of a stored tournament for an audience: organisers over every
+    recorded result, the public over released ones; with the scheduler's bracket state."""
+    results = store_t.results(r, spec.tournament_id,
+                              released_only=audience != events.ORGANISER)
     state = store_t.state(r, spec.tournament_id)
     if state is None:  # before the first scheduling step: nothing planned yet
         plan = formats.plan(spec, {})
@@ -249,5 +263,5 @@ def standings_view(r: redis.Redis, spec: TournamentSpec) -> StandingsView:
         plan = formats.get(spec.format).bracket(spec, state["plan"])
         plan.total = int(state["total"])
     elo = sequential_elo(results.values())
-    return build_view(spec, results, plan, events.newest_seq(r, spec.tournament_id),
+    return build_view(spec, results, plan, events.newest_seq(r, spec.tournament_id, audience),
                       {bot: x.rating for bot, x in elo.items()})

@@ -37,7 +37,7 @@ from proto.moon.v1 import bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_p
 from store import messages
 from store.bots import BotRecord
 from store.errors import InvalidArgument
-from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, WatchEvent
+from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, Sight, WatchEvent
 from store.matches import MatchRecord
 from store.messages import (
     DecisionAccepted,
@@ -50,7 +50,14 @@ from store.messages import (
     TournamentMatchFinished,
     TournamentMatchStarted,
 )
-from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, TournamentSpec
+from store.records import (
+    DEFAULT_CLOCK,
+    DEFAULT_FAULTS,
+    DUPLICATE_MODES,
+    Clock,
+    Faults,
+    TournamentSpec,
+)
 from store.status import MatchStatus, TournamentStatus
 from tournaments import formats
 from tournaments.view import StandingsView
@@ -481,13 +488,12 @@ def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:
 
 
 def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
-                reveal: bool = True) -> match_pb2.Match:
-    """A stored match as a message.
-
-    `reveal=False` withholds what would let a bot see hidden tiles (the seed, and
-    the transcript) for callers without the admin token.
-    """
+                sight: Sight = Sight.ALL) -> match_pb2.Match:
+    """A stored match as a message, as much of it as `sight` allows: the seed and the
+    transcript (which fix and show every deal) only with Sight.ALL, and nothing of the
+    plays (the result, the action count) with Sight.STATUS."""
     spec = record.spec
+    reveal = sight is Sight.ALL
     pb = match_pb2.Match(
         match_id=spec.match_id,
         status=_STATUS.get(record.status, match_pb2.MATCH_STATUS_UNSPECIFIED),
@@ -499,11 +505,11 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         clock=clock_to_pb(spec.clock),
         faults=faults_to_pb(spec.faults),
         tournament_id=spec.tournament_id,
-        actions_played=record.actions,
+        actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
     )
-    if record.result is not None:
+    if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))
     if record.transcript is not None and with_transcript and reveal:
         pb.transcript_json = json.dumps(record.transcript, separators=(",", ":"))
@@ -556,11 +562,30 @@ def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
         "rounds": pb.rounds or 1,
         "series_length": pb.series_length or 1,
         "seed": pb.seed if pb.HasField("seed") else None,
-        "duplicate": pb.duplicate_deals if pb.HasField("duplicate_deals") else True,
+        "duplicate": _duplicate_from_pb(pb),
         "rotate_partners": pb.rotate_partners,
         "seeding": _SEEDINGS[pb.seeding],
         "all_triples": pb.all_triples,
     }
+
+
+_DUPLICATE: dict[str, tournament_pb2.DuplicateMode.ValueType] = {
+    mode: tournament_pb2.DuplicateMode.Value(f"DUPLICATE_MODE_{mode.upper()}")
+    for mode in DUPLICATE_MODES}
+_DUPLICATE_NAME = {v: k for k, v in _DUPLICATE.items()}
+
+
+def _duplicate_from_pb(pb: tournament_pb2.TournamentSpec) -> str:
+    """The duplicate mode a spec asks for (`duplicate_deals: false` is fresh deals)."""
+    if pb.HasField("duplicate_deals") and not pb.duplicate_deals:
+        return "fresh"
+    if pb.duplicate == tournament_pb2.DUPLICATE_MODE_UNSPECIFIED:
+        return "boards"
+    if pb.duplicate not in _DUPLICATE_NAME:
+        raise InvalidArgument(_not_in_enum(tournament_pb2.DuplicateMode, pb.duplicate,
+                                           "spec.duplicate", "duplicate mode",
+                                           "unset means boards"))
+    return _DUPLICATE_NAME[pb.duplicate]
 
 
 def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentSpec:
@@ -569,7 +594,8 @@ def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentS
         name=spec.name, players=spec.players, format=_FORMAT_PB[spec.format],
         bot_ids=spec.bot_ids, rules={k: _option_text(v) for k, v in spec.rules.options().items()},
         clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults), rounds=spec.rounds,
-        series_length=spec.series_length, duplicate_deals=spec.duplicate,
+        series_length=spec.series_length, duplicate_deals=spec.duplicate != "fresh",
+        duplicate=_DUPLICATE[spec.duplicate],
         rotate_partners=spec.rotate_partners, all_triples=spec.all_triples,
         seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
                  else tournament_pb2.SEEDING_GIVEN_ORDER),
@@ -591,7 +617,7 @@ def tournament_to_pb(spec: TournamentSpec, info: Mapping[str, str],
         status=_T_STATUS.get(info.get("status", ""),
                              tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
         matches_total=int(info.get("total", 0)), matches_done=int(info.get("done", 0)),
-        error=info.get("error", ""),
+        error=info.get("error", ""), notes=formats.notes(spec),
     )
     if info.get("created_at"):
         pb.created_at.CopyFrom(_timestamp(float(info["created_at"])))
@@ -604,7 +630,7 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
     """A tournament's standings, crosstable and bracket as a message."""
     pb = tournament_pb2.Standings(
         tournament_id=view.tournament_id, sequence=view.sequence,
-        matches_done=view.done, matches_total=view.total,
+        matches_done=view.done, matches_total=view.total, notes=view.notes,
     )
     for row in view.rows:
         pb.rows.append(tournament_pb2.StandingRow(

@@ -6,6 +6,7 @@ ServiceError
 ├── AlreadyExists        a taken bot name                    -> ALREADY_EXISTS
 ├── FailedPrecondition   a request that is fine but not now  -> FAILED_PRECONDITION
 ├── OutOfRange           a position past the end (a resume)  -> OUT_OF_RANGE
+├── ResourceExhausted    past a cap (watch streams, buffers)  -> RESOURCE_EXHAUSTED
 ├── Unauthenticated      no or a bad token                   -> UNAUTHENTICATED
 └── PermissionDenied     a valid token without the right     -> PERMISSION_DENIED
 
@@ -37,6 +38,10 @@ class FailedPrecondition(ServiceError):
 
 class OutOfRange(ServiceError):
     """A position past what exists, e.g. resuming after an event not sent yet."""
+
+
+class ResourceExhausted(ServiceError):
+    """A cap is reached: too many streams, or a buffer a peer does not drain."""
 
 
 class Unauthenticated(ServiceError):

@@ -6,6 +6,11 @@ everything after the last sequence it saw and misses or repeats nothing. An
 event carries a key (`finished:<match_id>`, ...); emitting the same key twice
 is a no-op, which makes every emitter safe to re-run after a crash. Events are
 typed messages of the `TOURNAMENT` family (`store.messages`).
+
+Two audiences, two streams: organisers follow every result as it is recorded;
+the public stream carries a game's result only once its board is released
+(every game of the board has finished), so no watcher learns anything of a
+deal that a bot at another table is still playing.
 """
 
 from __future__ import annotations
@@ -17,14 +22,45 @@ import redis
 from store import keys, messages
 from store.lua import EMIT_LUA
 
-__all__ = ["emit", "entry_seq", "newest_seq", "parse_entries", "read_after"]
+__all__ = [
+    "ORGANISER",
+    "PUBLIC",
+    "emit",
+    "emit_both",
+    "entry_seq",
+    "newest_seq",
+    "parse_entries",
+    "read_after",
+    "stream_key",
+]
 
 
-def emit(r: redis.Redis, tournament_id: str, key: str, event: messages.Message) -> int:
-    """Append an event once per key; return its sequence number, or 0 if emitted before."""
-    seq: Any = r.eval(EMIT_LUA, 2, keys.tournament_events(tournament_id),
-                      keys.tournament_emitted(tournament_id), key, messages.encode(event))
+PUBLIC = "public"
+ORGANISER = "organiser"
+
+
+def stream_key(tournament_id: str, audience: str = PUBLIC) -> str:
+    """The stream of events an audience follows: public (results released with their
+    board) or organiser (results as recorded)."""
+    return (keys.tournament_live(tournament_id) if audience == ORGANISER
+            else keys.tournament_events(tournament_id))
+
+
+def emit(r: redis.Redis, tournament_id: str, key: str, event: messages.Message,
+         audience: str = PUBLIC) -> int:
+    """Append an event to an audience's stream once per key; return its sequence number,
+    or 0 if emitted before."""
+    emitted = (keys.tournament_live_emitted(tournament_id) if audience == ORGANISER
+               else keys.tournament_emitted(tournament_id))
+    seq: Any = r.eval(EMIT_LUA, 2, stream_key(tournament_id, audience), emitted, key,
+                      messages.encode(event))
     return int(seq)
+
+
+def emit_both(r: redis.Redis, tournament_id: str, key: str, event: messages.Message) -> None:
+    """Append an event that every audience sees, to both streams."""
+    for audience in (ORGANISER, PUBLIC):
+        emit(r, tournament_id, key, event, audience)
 
 
 def entry_seq(entry_id: str | bytes) -> int:
@@ -43,13 +79,13 @@ def parse_entries(reply: Any) -> list[tuple[int, messages.Message]]:
 
 
 def read_after(r: redis.Redis, tournament_id: str, after: int, block_ms: int | None = None,
-               count: int = 500) -> list[tuple[int, messages.Message]]:
+               count: int = 500, audience: str = PUBLIC) -> list[tuple[int, messages.Message]]:
     """Events with a sequence above `after`, oldest first; waits up to `block_ms` for one."""
-    key = keys.tournament_events(tournament_id)
+    key = stream_key(tournament_id, audience)
     return parse_entries(r.xread({key: f"{after}-0"}, count=count, block=block_ms))
 
 
-def newest_seq(r: redis.Redis, tournament_id: str) -> int:
-    """The sequence of the tournament's newest event, 0 if none."""
-    last: Any = r.xrevrange(keys.tournament_events(tournament_id), count=1)
+def newest_seq(r: redis.Redis, tournament_id: str, audience: str = PUBLIC) -> int:
+    """The sequence of the newest event of an audience's stream, 0 if none."""
+    last: Any = r.xrevrange(stream_key(tournament_id, audience), count=1)
     return entry_seq(last[0][0]) if last else 0

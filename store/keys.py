@@ -21,15 +21,19 @@
 | ms:tournaments              | zset   | tournament ids by creation time                     |
 | ms:tournament:{id}          | hash   | the tournament spec and status                      |
 | ms:tournament:{id}:matches  | zset   | match ids the tournament created, in order          |
-| ms:tournament:{id}:events   | stream | numbered events (id `<seq>-0`) for watchers         |
-| ms:tournament:{id}:emitted  | set    | keys of events emitted, so none is emitted twice    |
+| ms:tournament:{id}:events   | stream | numbered public events (id `<seq>-0`): a game's     |
+|                             |        | result only once its board is released              |
+| ms:tournament:{id}:emitted  | set    | keys of public events emitted, so none is twice     |
+| ms:tournament:{id}:live     | stream | numbered events for organisers, results as recorded |
+| ms:tournament:{id}:live_emitted | set | keys of organiser events emitted                   |
+| ms:tournament:{id}:released | zset   | games whose board every table has finished, in order|
 | ms:tournament:{id}:lock     | string | held by the scheduler run advancing it              |
 | ms:tournament:{id}:dirty    | string | set when the scheduler should look again            |
 | ms:tournament:{id}:recorded | zset   | finished games, scored by recording order (1, 2, ..)|
 | ms:tournament:{id}:state    | string | the scheduler's cached plan state and its cursor    |
 | ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
-| ms:results:{pool}           | zset   | finished match ids per rating pool (3p, 2v2)        |
+| ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
 """
 
@@ -118,8 +122,23 @@ def tournament_events(tournament_id: str) -> str:
 
 
 def tournament_emitted(tournament_id: str) -> str:
-    """Keys of events already emitted, so a re-run emits nothing twice."""
+    """Keys of public events already emitted, so a re-run emits nothing twice."""
     return f"{P}tournament:{tournament_id}:emitted"
+
+
+def tournament_live(tournament_id: str) -> str:
+    """Stream of a tournament's events for organisers: results as they are recorded."""
+    return f"{P}tournament:{tournament_id}:live"
+
+
+def tournament_live_emitted(tournament_id: str) -> str:
+    """Keys of organiser events already emitted."""
+    return f"{P}tournament:{tournament_id}:live_emitted"
+
+
+def tournament_released(tournament_id: str) -> str:
+    """Games of the tournament whose board is released (public), scored 1, 2, ..."""
+    return f"{P}tournament:{tournament_id}:released"
 
 
 def tournament_matches(tournament_id: str) -> str:
@@ -138,7 +157,7 @@ def tournament_dirty(tournament_id: str) -> str:
 
 
 def results(pool: str) -> str:
-    """Finished match ids of a rating pool (`3p` or `2v2`), scored by finish time."""
+    """Released match ids of a rating pool (`3p` or `2v2`), scored by release time."""
     return f"{P}results:{pool}"
 
 

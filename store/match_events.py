@@ -39,9 +39,11 @@ __all__ = [
     "HandEnded",
     "MatchEvents",
     "MatchFinished",
+    "Sight",
     "Started",
     "WatchEvent",
     "for_audience",
+    "sight",
 ]
 
 
@@ -50,6 +52,23 @@ class Audience(StrEnum):
 
     PUBLIC = "public"
     ORGANISER = "organiser"
+
+
+class Sight(StrEnum):
+    """How much of a match a caller may see (see the module doc)."""
+
+    ALL = "all"  # seed, transcript, every event in full for organisers
+    LIVE = "live"  # public events as they happen; no seed, no transcript yet
+    STATUS = "status"  # that it exists and its status, nothing of its plays
+
+
+def sight(audience: Audience, *, tournament_game: bool, over: bool, released: bool) -> Sight:
+    """How much of a match `audience` may see now (`over`: finished or failed)."""
+    if audience is Audience.ORGANISER or released:
+        return Sight.ALL
+    if tournament_game:
+        return Sight.STATUS
+    return Sight.ALL if over else Sight.LIVE
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ __all__ = [
     "ids_after",
     "pool_results",
     "read_rows",
+    "release",
     "tournament_over",
 ]
 
@@ -41,6 +42,7 @@ class MatchRecord:
     error: str
     result: dict[str, Any] | None
     transcript: dict[str, Any] | None
+    released: bool = False  # its board is finished everywhere: anyone may see its plays
 
 
 def create_match(r: Redis, spec: MatchSpec) -> bool:
@@ -86,7 +88,16 @@ def get_match(r: Redis, match_id: str) -> MatchRecord:
         error=d.get("error", ""),
         result=done["result"] if done else None,
         transcript=done["transcript"] if done else None,
+        released=bool(d.get("released")),
     )
+
+
+def release(r: Redis, match_id: str, players: int, when: float) -> None:
+    """Make a finished game public: its plays may be watched, and it counts in ratings."""
+    pipe = r.pipeline(transaction=True)
+    pipe.hset(keys.match(match_id), "released", repr(when))
+    pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
+    pipe.execute()
 
 
 def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
@@ -136,7 +147,9 @@ def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, A
         for mid, raw in zip(missing, pipe.execute(), strict=True):
             if raw:
                 done = json.loads(raw)
-                out[mid] = result_row(mid, done["transcript"]["bot_ids"], done["result"])
+                record = done["transcript"]
+                out[mid] = result_row(mid, record["bot_ids"], done["result"],
+                                      record.get("board", ""), record.get("unit", ""))
     return out
 
 

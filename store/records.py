@@ -16,6 +16,7 @@ from store.errors import InvalidArgument
 __all__ = [
     "DEFAULT_CLOCK",
     "DEFAULT_FAULTS",
+    "DUPLICATE_MODES",
     "MAX_ROUNDS",
     "SEEDINGS",
     "Clock",
@@ -26,6 +27,11 @@ __all__ = [
 ]
 
 SEEDINGS = ("rating", "given")
+# How games share deals: "boards" (the default: a board is played once at each of
+# several disjoint tables, never twice by one bot), "replay" (the same bots replay one
+# deal at every seating: sound only among bots that keep no memory), "fresh" (every
+# game its own deal).
+DUPLICATE_MODES = ("boards", "replay", "fresh")
 MAX_ROUNDS = 100
 
 
@@ -207,13 +213,16 @@ class TournamentSpec:
     faults: Faults = DEFAULT_FAULTS
     rounds: int = 1
     series_length: int = 1
-    duplicate: bool = True
+    duplicate: str = "boards"  # one of DUPLICATE_MODES (a bool means replay or fresh)
     rotate_partners: bool = False
     seeding: str = "rating"
     all_triples: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.bot_ids)
+        if self.duplicate not in DUPLICATE_MODES:
+            raise InvalidArgument(f"duplicate: must be one of {', '.join(DUPLICATE_MODES)}, "
+                                  f"got {self.duplicate!r}")
         if not self.name.strip() or len(self.name) > 200:
             raise InvalidArgument("name: must be 1 to 200 characters")
         if not self.name.isprintable():  # no newlines, escapes or other control characters
@@ -238,6 +247,11 @@ class TournamentSpec:
         """The rating pool: `3p` or `2v2`."""
         return "3p" if self.players == 3 else "2v2"
 
+    @property
+    def replay(self) -> bool:
+        """True for head-to-head duplicate: the same bots replay one deal at every seating."""
+        return self.duplicate == "replay"
+
     def to_json(self) -> str:
         """The spec as stored."""
         return json.dumps({
@@ -260,7 +274,14 @@ class TournamentSpec:
             format=d["format"], bot_ids=tuple(d["bot_ids"]), names=tuple(d["names"]),
             rules=Rules.make(d["players"], d["rules"]), seed=d["seed"],
             clock=Clock(*d["clock"]), faults=Faults(*d["faults"]), rounds=d["rounds"],
-            series_length=d["series_length"], duplicate=d["duplicate"],
+            series_length=d["series_length"], duplicate=_duplicate_mode(d["duplicate"]),
             rotate_partners=d["rotate_partners"], seeding=d["seeding"],
             all_triples=d["all_triples"],
         )
+
+
+def _duplicate_mode(stored: str | bool) -> str:
+    """The mode of a stored spec: before boards, `duplicate` was a bool (True: replay)."""
+    if isinstance(stored, bool):
+        return "replay" if stored else "fresh"
+    return stored

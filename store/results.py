@@ -63,11 +63,18 @@ def forfeit_winner(players: int, final: Sequence[int], forfeit_seat: int) -> int
     return tops[0] if len(tops) == 1 else None
 
 
-def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any]) -> dict[str, Any]:
-    """A finished match as a small standings row (what standings and ratings read)."""
+def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],
+               board: str = "", unit: str = "") -> dict[str, Any]:
+    """A finished match as a small standings row (what standings and ratings read).
+
+    `board` names the deal the game was played on (games that share it share their
+    luck: ratings treat it as one unit of variance); `unit` is the schedule's unit of
+    a tournament game. Seat s held position s of the board.
+    """
     return {
         "match_id": match_id, "bot_ids": list(bot_ids), "players": len(bot_ids),
         "final": result["final"], "winner": result["winner"],
         "placement": result["placement"], "end": result["end"],
         "forfeit": result.get("forfeit"), "seats": result["seats"],
+        "board": board, "unit": unit,
     }

@@ -24,6 +24,7 @@ __all__ = [
     "info",
     "load_spec",
     "mark_failed_game",
+    "mark_released",
     "read_schedule",
     "record",
     "recorded_after",
@@ -65,10 +66,19 @@ def create(r: redis.Redis, spec: TournamentSpec) -> None:
     pipe.execute()
 
 
-def results(r: redis.Redis, tournament_id: str) -> dict[str, dict[str, Any]]:
-    """Finished results of a tournament's games, by match id, as standings rows."""
-    match_ids: list[str] = r.zrange(keys.tournament_matches(tournament_id), 0, -1)  # type: ignore[assignment]
+def results(r: redis.Redis, tournament_id: str,
+            released_only: bool = False) -> dict[str, dict[str, Any]]:
+    """Finished results of a tournament's games (only the released ones if asked), by
+    match id, as standings rows."""
+    index = (keys.tournament_released(tournament_id) if released_only
+             else keys.tournament_matches(tournament_id))
+    match_ids: list[str] = r.zrange(index, 0, -1)  # type: ignore[assignment]
     return read_rows(r, match_ids)
+
+
+def mark_released(r: redis.Redis, tournament_id: str, match_id: str, number: int) -> None:
+    """Add a released game to the tournament's public list (its `number`-th)."""
+    r.zadd(keys.tournament_released(tournament_id), {match_id: number}, nx=True)
 
 
 # ------------------------------------------------------------ recording

@@ -15,6 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from clients.redisproc import RedisServer
 from server.bots import BotServicer
 from server.hub import Hub
+from server.lanes import lane
 from store import bots as store
 
 
@@ -61,7 +62,8 @@ def test_a_stream_whose_attach_fails_leaves_the_hub(url: str) -> None:
 
             hub.r.publish = fail  # type: ignore[method-assign]  # after the stream joined
             ctx = FakeContext(token)
-            play = BotServicer(r, hub).Play(_silent(), ctx)  # type: ignore[arg-type]
+            lanes = lane("bots", url, 2), lane("reads", url, 2)
+            play = BotServicer(*lanes, hub).Play(_silent(), ctx)  # type: ignore[arg-type]
             welcome = await play.__anext__()
             assert not isinstance(welcome, bytes) and welcome.welcome.bot_id == record.bot_id
             with pytest.raises(Aborted):

@@ -30,7 +30,7 @@ def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
     ids = [bots.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
     spec = build_spec(r, name="t", players=3, format="round_robin", bot_ids=ids, rules={},
                       clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
-                      duplicate=True, rotate_partners=False, seeding="given",
+                      duplicate="replay", rotate_partners=False, seeding="given",
                       all_triples=False)
     create_tournament(r, rq_conn, spec)
     advance(r, rq_conn, spec.tournament_id)

@@ -23,7 +23,7 @@ def _spec(
     return TournamentSpec(
         tournament_id="t1", name="plan test", players=players, format=fmt, bot_ids=bots,
         names=bots, rules=Rules.make(players, {}), seed=11, series_length=series_length,
-        duplicate=duplicate,
+        duplicate="replay" if duplicate else "fresh",
     )
 
 

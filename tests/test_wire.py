@@ -19,6 +19,7 @@ from proto.moon.v1 import bot_pb2, game_pb2, match_pb2
 from server import wire as sw
 from store.bots import BotRecord
 from store.errors import InvalidArgument
+from store.match_events import Sight
 from store.matches import MatchRecord
 from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
 
@@ -350,8 +351,11 @@ def test_bot_and_match_records() -> None:
     assert cw.result_from_pb(pb.result) == RESULTS[0]
     assert json.loads(pb.transcript_json) == {"format": "x"}
     assert sw.match_to_pb(done, with_transcript=False).transcript_json == ""
-    hidden = sw.match_to_pb(done, reveal=False)
+    hidden = sw.match_to_pb(done, sight=Sight.LIVE)
     assert hidden.seed == 0 and hidden.transcript_json == ""
+    status_only = sw.match_to_pb(done, sight=Sight.STATUS)
+    assert status_only.seed == 0 and status_only.transcript_json == ""
+    assert not status_only.HasField("result") and status_only.actions_played == 0
 
     assert sw.match_status_name(match_pb2.MATCH_STATUS_RUNNING) == "running"
     with pytest.raises(InvalidArgument, match="status"):

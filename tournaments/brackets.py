@@ -108,7 +108,7 @@ class BracketFormat(Format):
         for s in range(spec.series_length):
             unit = f"{bm}-s{s + 1}"
             seed = derive_seed(spec.seed, unit)
-            for k, perm in enumerate(seatings3(seeds[who[0]] + s, spec.duplicate)):
+            for k, perm in enumerate(seatings3(seeds[who[0]] + s, spec.replay)):
                 seats = tuple(who[p] for p in perm)
                 new.append(Game(f"{spec.tournament_id}-{unit}-g{k + 1}", unit, seats, seed, bm))
         self._add(st, bm, who, new, games)
@@ -144,10 +144,10 @@ class BracketFormat(Format):
         being played.
         """
         if spec.players == 3:
-            per_match = (6 if spec.duplicate else 1) * spec.series_length
+            per_match = (6 if spec.replay else 1) * spec.series_length
             per_pair = 0
         else:
-            per_pair = 2 if spec.duplicate else 1
+            per_pair = 2 if spec.replay else 1
             per_match = per_pair * (spec.series_length // 2 + 1)
         certain = state.bracket.certain_matches()
         fewest = 0

@@ -27,6 +27,7 @@ __all__ = [
     "Step",
     "Unit",
     "UnitSource",
+    "board_id",
     "derive_seed",
     "pair_games",
     "seatings3",
@@ -58,11 +59,12 @@ class Unit:
     games: tuple[Game, ...]
 
     def to_json(self, spec: TournamentSpec) -> list[Any]:
-        """Compact form (bots as seed indices) for a stored schedule."""
+        """Compact form (ids without the tournament's, bots as seed indices) for a stored
+        schedule."""
         index = {b: i for i, b in enumerate(spec.bot_ids)}
+        cut = len(spec.tournament_id) + 1
         return [self.id, self.games[0].seed if self.games else 0,
-                [[g.match_id.rsplit("-g", 1)[1], [index[b] for b in g.bot_ids]]
-                 for g in self.games]]
+                [[g.match_id[cut:], [index[b] for b in g.bot_ids]] for g in self.games]]
 
     @staticmethod
     def from_json(spec: TournamentSpec, data: Sequence[Any]) -> Unit:
@@ -70,8 +72,8 @@ class Unit:
         uid, seed, games = data
         bots = spec.bot_ids
         return Unit(uid, tuple(
-            Game(f"{spec.tournament_id}-{uid}-g{k}", uid, tuple(bots[i] for i in seats), seed)
-            for k, seats in games))
+            Game(f"{spec.tournament_id}-{suffix}", uid, tuple(bots[i] for i in seats), seed)
+            for suffix, seats in games))
 
 
 class UnitSource(Protocol):
@@ -135,17 +137,23 @@ _PERMS: tuple[tuple[int, int, int], ...] = tuple(
     (a, b, c) for a, b, c in itertools.permutations(range(3)))
 
 
-def seatings3(unit_index: int, duplicate: bool) -> list[tuple[int, int, int]]:
-    """The seat orders a table of three plays: all six, or one that rotates by unit."""
-    return list(_PERMS) if duplicate else [_PERMS[unit_index % 6]]
+def seatings3(unit_index: int, replay: bool) -> list[tuple[int, int, int]]:
+    """The seat orders a table of three plays: all six (replay), or one that rotates by unit."""
+    return list(_PERMS) if replay else [_PERMS[unit_index % 6]]
+
+
+def board_id(tournament_id: str, unit: str) -> str:
+    """The id of the board a unit's games are dealt from, unique across tournaments."""
+    return f"{tournament_id}/{unit}"
 
 
 def pair_games(spec: TournamentSpec, unit: str, team0: tuple[str, str],
                team1: tuple[str, str], index: int, bracket_match: str = "") -> list[Game]:
-    """A duplicate pair: the same deals with the teams in both seat pairs (one if not duplicate)."""
+    """A duplicate pair: the same deals with the teams in both seat pairs under replay; else
+    one game, the teams' seats alternating with `index`."""
     seed = derive_seed(spec.seed, unit)
     a = (team0[0], team1[0], team0[1], team1[1])
     b = (team1[0], team0[0], team1[1], team0[1])
-    seatings = [a, b] if spec.duplicate else [a if index % 2 == 0 else b]
+    seatings = [a, b] if spec.replay else [a if index % 2 == 0 else b]
     return [Game(f"{spec.tournament_id}-{unit}-g{k + 1}", unit, s, seed, bracket_match)
             for k, s in enumerate(seatings)]

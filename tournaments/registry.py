@@ -19,7 +19,11 @@ from store.errors import InvalidArgument
 from store.records import TournamentSpec
 from tournaments.plan import ListSource, Plan, Step, Unit, UnitSource
 
-__all__ = ["Format", "check", "get", "names", "plan", "register"]
+__all__ = ["REPLAY_NOTE", "Format", "check", "get", "names", "notes", "plan", "register"]
+
+REPLAY_NOTE = ("head-to-head duplicate (duplicate=replay): the same bots replay each deal "
+               "at every seating, which is fair only among bots that keep no memory between "
+               "games; the referee cannot check that and trusts them")
 
 
 class Format(ABC):
@@ -42,6 +46,10 @@ class Format(ABC):
             raise InvalidArgument("rotate_partners: only for a 2v2 round robin")
         if spec.all_triples:
             raise InvalidArgument("all_triples: only for a 3-player round robin")
+
+    def notes(self, spec: TournamentSpec) -> list[str]:
+        """What the organiser and the players should know about how this spec deals."""
+        return [REPLAY_NOTE] if spec.replay else []
 
     def schedule(self, spec: TournamentSpec) -> list[Unit] | None:
         """The whole schedule when it is fixed in advance (stored once), else None."""
@@ -88,6 +96,11 @@ def get(name: str) -> Format:
 def describe(spec: TournamentSpec) -> str:
     """`3p round robin`, `2v2 single elimination`, ..."""
     return f"{spec.pool} {get(spec.format).title}"
+
+
+def notes(spec: TournamentSpec) -> list[str]:
+    """The format's notes on a spec (shown with the tournament, its standings and games)."""
+    return get(spec.format).notes(spec)
 
 
 def check(spec: TournamentSpec) -> None:

@@ -17,7 +17,7 @@ __all__ = ["make_spec"]
 def make_spec(
     *, tournament_id: str, name: str, players: int, format: str,
     bots: Sequence[tuple[str, str]], rules: Mapping[str, str], clock: Clock, faults: Faults,
-    rounds: int, series_length: int, seed: int | None, duplicate: bool, rotate_partners: bool,
+    rounds: int, series_length: int, seed: int | None, duplicate: str, rotate_partners: bool,
     seeding: str, all_triples: bool, ratings: Mapping[str, float] | None = None,
 ) -> TournamentSpec:
     """A checked spec: `bots` are (bot id, name) as given, `ratings` order them when

@@ -9,6 +9,7 @@ from typing import Any
 
 from store.records import TournamentSpec
 from tournaments import bracket as brk
+from tournaments import formats
 from tournaments.plan import Plan
 from tournaments.standings import STATS, Tally, crosstable_of, standings_of, totals
 
@@ -48,6 +49,7 @@ class StandingsView:
     bracket: brk.BracketState | None = None
     bracket_games: dict[str, list[str]] = field(default_factory=dict)
     slot_scores: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
@@ -80,7 +82,7 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
         cross.setdefault(a, {})[b] = [h.games, h.a_ahead, draws, h.b_ahead]
         cross.setdefault(b, {})[a] = [h.games, h.b_ahead, draws, h.a_ahead]
     view = StandingsView(spec.tournament_id, sequence, len(results), p.total, rows, cross,
-                         p.bracket, dict(p.bracket_games))
+                         p.bracket, dict(p.bracket_games), notes=formats.notes(spec))
     if p.bracket is not None:
         for mid, game_ids in view.bracket_games.items():
             series = p.series.get(mid)

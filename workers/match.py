@@ -35,6 +35,7 @@ from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import transcript
 from store import events, ids, keys, messages
+from store import matches as store_matches
 from store import tournaments as store_t
 from store.lua import REPLACE_PENDING_LUA
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
@@ -193,7 +194,7 @@ class MatchHost:
         self.r.hset(mkey, "status", MatchStatus.RUNNING)
         self.r.hsetnx(mkey, "started_at", repr(time.time()))
         if self.spec.tournament_id:
-            events.emit(self.r, self.spec.tournament_id, f"started:{self.match_id}",
+            events.emit_both(self.r, self.spec.tournament_id, f"started:{self.match_id}",
                         messages.TournamentMatchStarted(
                             match_id=self.match_id, bot_ids=list(self.spec.bot_ids),
                             seat_names=list(self.spec.seat_names),
@@ -401,6 +402,12 @@ class MatchHost:
                       "time_bank_ms": spec.clock.time_bank_ms},
             "faults": self.faults,
         }
+        if spec.tournament_id:  # fields added to moon-transcript/1: the board and how it deals
+            extra.update({"tournament_id": spec.tournament_id,
+                          "board": str(spec.meta.get("board", "")),
+                          "unit": str(spec.meta.get("unit", "")),
+                          "duplicate": str(spec.meta.get("duplicate", "")),
+                          "notes": list(spec.meta.get("notes", []))})
         if forfeit is not None:
             extra["end"] = "forfeit"
             extra["forfeit"] = {"seat": forfeit.seat, "reason": forfeit.reason}
@@ -429,14 +436,18 @@ class MatchHost:
         spec = self.spec
         mkey = keys.match(self.match_id)
         now = time.time()
+        row = result_row(self.match_id, spec.bot_ids, result, str(spec.meta.get("board", "")),
+                         str(spec.meta.get("unit", "")))
         pipe = self.r.pipeline(transaction=True)
-        pipe.hset(mkey, mapping={"status": MatchStatus.FINISHED, "row": json.dumps(
-            result_row(self.match_id, spec.bot_ids, result), separators=(",", ":"))})
+        pipe.hset(mkey, mapping={"status": MatchStatus.FINISHED,
+                                 "row": json.dumps(row, separators=(",", ":"))})
         pipe.hsetnx(mkey, "finished_at", repr(now))
-        pipe.zadd(keys.results("3p" if spec.players == 3 else "2v2"), {self.match_id: now},
-                  nx=True)
         pipe.srem(keys.OPEN_MATCHES, self.match_id)
         pipe.execute()
+        if not spec.tournament_id:
+            # A single match shares its deal with no other game: public as it ends. A
+            # tournament game waits for its board (the scheduler releases it).
+            store_matches.release(self.r, self.match_id, spec.players, now)
         if spec.tournament_id:
             # After the row is stored: the scheduler reads the rows of what is recorded.
             store_t.record(self.r, spec.tournament_id, self.match_id)

@@ -11,6 +11,11 @@ a step costs what changed, never the size of the tournament, and a step killed
 at any point is simply redone: game creation and events are idempotent, and the
 state moves in one compare-and-set.
 
+The step also releases boards: when every game of a board (a unit) has
+finished, its games become public (`store.matches.release`), join the public
+standings and the rating pool, and their results go out on the public event
+stream; organisers get every result at once on their own stream.
+
 Runs of one tournament are serialized by a lock and a dirty flag, so none is
 lost and none runs twice at once.
 """
@@ -31,7 +36,7 @@ from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
-from tournaments.plan import Game, Step, Unit
+from tournaments.plan import Game, Step, Unit, board_id
 from workers.queues import enqueue_match
 
 __all__ = ["RedisSource", "advance"]
@@ -96,9 +101,11 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
     fresh: list[tuple[str, dict[str, Any]]] = []
     if stored is None:
         expected, cursor = None, 0
+        boards = Boards({}, 0)
         step = _first_step(r, spec)
     else:
         expected = cursor = int(stored["cursor"])
+        boards = Boards(dict(stored.get("open", {})), int(stored.get("released", 0)))
         recorded = store_t.recorded_after(r, tid, cursor)
         rows = store_matches.read_rows(r, [mid for mid, _ in recorded])
         # A game is recorded only after its row is stored, so every row is there.
@@ -108,15 +115,18 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         step = fmt.feed(spec, stored["plan"], [row for _, row in fresh],
                         RedisSource(r, spec))
     created = _create_games(r, rq_conn, spec, step.games)
-    for mid, row in fresh:
-        events.emit(r, tid, f"finished:{mid}", messages.TournamentMatchFinished(
-            match_id=mid, result={k: row.get(k) for k in _RESULT_KEYS}, done=cursor,
-            total=step.total, time=time.time()))
+    boards.add(step.games)
+    now = time.time()
+    for mid, row in fresh:  # organisers see each result as it is recorded
+        events.emit(r, tid, f"finished:{mid}", _finished_event(mid, row, cursor, step.total),
+                    events.ORGANISER)
     if fresh:
         events.emit(r, tid, f"standings:{cursor}", messages.StandingsChanged(
-            done=cursor, total=step.total, time=time.time()))
+            done=cursor, total=step.total, time=now), events.ORGANISER)
+    done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
+    _release(r, spec, boards, done_boards, step.total)
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
-                 "finished": step.finished}
+                 "finished": step.finished, "open": boards.open, "released": boards.released}
     changed = stored is None or cursor != expected or bool(step.games)
     if changed and not store_t.save_state(r, tid, expected, new_state):
         return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
@@ -127,17 +137,78 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         r.hset(keys.tournament(tid), mapping={
             "status": TournamentStatus.FAILED, "finished_at": repr(time.time()),
             "error": f"match {mid} cannot be played: {error}"})
-        events.emit(r, tid, "finished", messages.TournamentFinished(done=cursor,
-                                                                     time=time.time()))
+        events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
+                                                                          time=time.time()))
         log.error("tournament %s failed: match %s: %s", tid, mid, error)
     elif step.finished and status == TournamentStatus.RUNNING:
         r.hset(keys.tournament(tid), mapping={"status": TournamentStatus.FINISHED,
                                               "finished_at": repr(time.time())})
-        events.emit(r, tid, "finished", messages.TournamentFinished(done=cursor,
-                                                                     time=time.time()))
+        events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
+                                                                          time=time.time()))
         log.info("tournament %s finished", tid)
     return {"tournament_id": tid, "created": created, "done": cursor, "total": step.total,
-            "finished": step.finished}
+            "finished": step.finished, "released": boards.released}
+
+
+@dataclass
+class Boards:
+    """The boards in play: unit -> [games, finished, match ids], and games released so far.
+
+    A board (a unit: its games share one deal) is released when all its games have
+    finished: only then may anyone but an organiser see their plays or results.
+    """
+
+    open: dict[str, list[Any]]
+    released: int
+
+    def add(self, games: list[Game]) -> None:
+        """Count newly created games into their boards."""
+        for g in games:
+            board = self.open.setdefault(g.unit, [0, 0, []])
+            board[0] += 1
+            board[2].append(g.match_id)
+
+    def finish(self, finished: list[tuple[str, str]]) -> list[str]:
+        """Count finished (match id, unit) games; the units this completes, in order."""
+        done = []
+        for mid, named in finished:
+            unit = named if named in self.open else next(  # a row from before rows named it
+                (u for u, b in self.open.items() if mid in b[2]), "")
+            board = self.open.get(unit)
+            if board is None:
+                continue
+            board[1] += 1
+            if board[1] >= board[0]:
+                done.append(unit)
+        return done
+
+
+def _release(r: redis.Redis, spec: TournamentSpec, boards: Boards, units: list[str],
+             total: int) -> None:
+    """Make the games of finished boards public: watchable, in the public standings, events
+    and ratings. Idempotent, so a step redone after a crash releases nothing twice."""
+    if not units:
+        return
+    tid = spec.tournament_id
+    now = time.time()
+    for unit in units:
+        ids = list(boards.open.pop(unit)[2])
+        rows = store_matches.read_rows(r, ids)
+        for mid in ids:
+            boards.released += 1
+            store_matches.release(r, mid, spec.players, now)
+            store_t.mark_released(r, tid, mid, boards.released)
+            events.emit(r, tid, f"finished:{mid}",
+                        _finished_event(mid, rows[mid], boards.released, total))
+    events.emit(r, tid, f"standings:{boards.released}", messages.StandingsChanged(
+        done=boards.released, total=total, time=now))
+
+
+def _finished_event(mid: str, row: dict[str, Any], done: int,
+                    total: int) -> messages.TournamentMatchFinished:
+    return messages.TournamentMatchFinished(
+        match_id=mid, result={k: row.get(k) for k in _RESULT_KEYS}, done=done, total=total,
+        time=time.time())
 
 
 def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
@@ -145,6 +216,7 @@ def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
     """Store and queue new games; a game that exists already is left as it is."""
     names = dict(zip(spec.bot_ids, spec.names, strict=True))
     tid = spec.tournament_id
+    notes = formats.notes(spec)
     created = 0
     now = time.time()
     for i, g in enumerate(games):
@@ -152,7 +224,9 @@ def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
             match_id=g.match_id, rules=spec.rules, seed=g.seed, bot_ids=g.bot_ids,
             seat_names=tuple(names[b] for b in g.bot_ids), clock=spec.clock,
             faults=spec.faults, tournament_id=tid,
-            meta={"unit": g.unit, "bracket_match": g.bracket_match},
+            meta={"unit": g.unit, "bracket_match": g.bracket_match,
+                  "board": board_id(tid, g.unit), "duplicate": spec.duplicate,
+                  "notes": notes},
         )
         r.zadd(keys.tournament_matches(tid), {g.match_id: now + i * 1e-6}, nx=True)
         if store_matches.create_match(r, mspec):

@@ -156,7 +156,7 @@ def test_worker_killed_mid_tournament(own: Own) -> None:
     rq_conn = rq_connection(own.redis.url)
     with logs_on_failure(st), contextlib.closing(admin), contextlib.closing(rq_conn):
         t = admin.create_tournament(name="kill a worker", players=3, format="round_robin",
-                                    bot_ids=own.bots, rules=RULES)
+                                    bot_ids=own.bots, rules=RULES, duplicate="replay")
         tid = t.tournament_id
         watch = Watcher(admin, tid).start()
         wait_until("a few games done", lambda: own.r.hget(keys.tournament(tid), "done")
@@ -214,7 +214,8 @@ def test_full_restart_mid_tournament(own: Own) -> None:
         # A long disconnect grace: the bots are away while everything restarts, and how
         # long that takes on a busy machine is not what this test is about.
         t = admin.create_tournament(name="restart all", players=3, format="round_robin",
-                                    bot_ids=own.bots, rules=RULES, grace_ms=120_000)
+                                    bot_ids=own.bots, rules=RULES, grace_ms=120_000,
+                                    duplicate="replay")
         tid = t.tournament_id
         watch = Watcher(admin, tid).start()
         wait_until("a quarter of the games done", lambda: int(

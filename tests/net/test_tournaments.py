@@ -142,7 +142,7 @@ def test_3p_round_robin(n: int, stack: Stack, admin: Admin, r: redis.Redis,
     seating of its three bots, all dealt from one seed."""
     ids = bots7.ids[:n]
     p = _play(admin, r, "3p", name=f"rr{n}", players=3, format="round_robin",
-              bot_ids=ids, rules=SHORT)
+              bot_ids=ids, rules=SHORT, duplicate="replay")
     tid = p.tournament.tournament_id
     tables = {4: 4, 7: 7}[n]
     assert len(p.games) == 6 * tables == p.tournament.matches_total \
@@ -236,7 +236,7 @@ def test_2v2_single_elimination_of_five(stack: Stack, admin: Admin, r: redis.Red
         with paused(bots7.procs[:5]):
             t = admin.create_tournament(name="se5", players=4, format="single_elimination",
                                         bot_ids=ids, seeding="given", series_length=3,
-                                        rules=SHORT)
+                                        rules=SHORT, duplicate="replay")
             tid = t.tournament_id
             assert list(t.spec.bot_ids) == ids and t.spec.HasField("seed")
             st = admin.standings(tid)
@@ -302,7 +302,7 @@ def test_2v2_double_elimination_of_four(admin: Admin, r: redis.Redis,
     and the reset is played exactly when the losers' champion wins the first final."""
     ids = list(bots7.ids[:4])
     p = _play(admin, r, "2v2", cut=2, name="de4", players=4, format="double_elimination",
-              bot_ids=ids, seeding="given", rules=SHORT)
+              bot_ids=ids, seeding="given", rules=SHORT, duplicate="replay")
     tid = p.tournament.tournament_id
     st = p.standings
     check_standings(st, p.games)

@@ -89,13 +89,13 @@ class Match(_message.Message):
     seed: _builtins.int
     """The seed: with the rules and the action list it fixes the whole game.
     It determines every deal, so callers without the admin token read 0
-    until the match and its tournament are over.
+    until the match is over and (a tournament game) its board is released.
     """
     transcript_json: _builtins.str
     """The finished game as one `moon-transcript/1` JSON object (the replay
     format: deals, bids, tricks, scores, faults, the bot names as seats).
     Set once finished; ListMatches leaves it empty, GetMatch fills it (for
-    callers without the admin token, once the tournament is over too).
+    callers without the admin token, once its board is released too).
     """
     tournament_id: _builtins.str
     """The tournament that scheduled this match; empty for a single match."""

@@ -31,10 +31,14 @@ class MatchServiceStub:
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     def __init__(self, channel):
@@ -71,10 +75,14 @@ class MatchServiceServicer:
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     def CreateMatch(self, request, context):
@@ -104,7 +112,9 @@ class MatchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchMatch(self, request, context):
-        """Streams the public events of one match as they happen.
+        """Streams the public events of one match as they happen (to an organiser,
+        every event whole; to others, a tournament game's events only once its
+        board is released: until then the stream holds after MatchStarted).
 
         Events are numbered 1, 2, 3, ... per match without gaps, and the server
         keeps them all. Pass the sequence of the last event you processed as
@@ -154,10 +164,14 @@ class MatchService:
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     @staticmethod

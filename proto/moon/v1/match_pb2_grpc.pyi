@@ -32,10 +32,14 @@ class MatchServiceStub:
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     @_typing.overload
@@ -56,7 +60,9 @@ class MatchServiceStub:
     ListMatches: _grpc.UnaryUnaryMultiCallable[_match_pb2.ListMatchesRequest, _match_pb2.ListMatchesResponse]
     """Lists matches, newest first, optionally filtered."""
     WatchMatch: _grpc.UnaryStreamMultiCallable[_match_pb2.WatchMatchRequest, _match_pb2.WatchMatchResponse]
-    """Streams the public events of one match as they happen.
+    """Streams the public events of one match as they happen (to an organiser,
+    every event whole; to others, a tournament game's events only once its
+    board is released: until then the stream holds after MatchStarted).
 
     Events are numbered 1, 2, 3, ... per match without gaps, and the server
     keeps them all. Pass the sequence of the last event you processed as
@@ -73,10 +79,14 @@ class MatchServiceAsyncStub(MatchServiceStub):
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -94,7 +104,9 @@ class MatchServiceAsyncStub(MatchServiceStub):
     ListMatches: _aio.UnaryUnaryMultiCallable[_match_pb2.ListMatchesRequest, _match_pb2.ListMatchesResponse]  # type: ignore[assignment]
     """Lists matches, newest first, optionally filtered."""
     WatchMatch: _aio.UnaryStreamMultiCallable[_match_pb2.WatchMatchRequest, _match_pb2.WatchMatchResponse]  # type: ignore[assignment]
-    """Streams the public events of one match as they happen.
+    """Streams the public events of one match as they happen (to an organiser,
+    every event whole; to others, a tournament game's events only once its
+    board is released: until then the stream holds after MatchStarted).
 
     Events are numbered 1, 2, 3, ... per match without gaps, and the server
     keeps them all. Pass the sequence of the last event you processed as
@@ -110,10 +122,14 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
     CreateMatch is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
     PERMISSION_DENIED for a bot token). The other calls are open reads, but no
-    read may show a bot a tile it may not see: without the admin token a
-    match's `seed` reads 0 and its `transcript_json` stays empty until the
-    match, and the tournament it belongs to, are over. (The seed fixes every
-    deal, and the other seatings of a duplicate set replay the same deals.)
+    read may show a bot a tile it may not see. A tournament game is dealt from a
+    board that other tables play too: until every game of its board has
+    finished, callers without the admin token see only that it exists and its
+    status (no seed, result, transcript, actions_played or events but
+    MatchStarted), and everything after. A single match shares its deal with no
+    other game: its public events can be watched live; its `seed` reads 0 and
+    its `transcript_json` stays empty until it is over. Organisers see
+    everything, always.
     """
 
     @_abc_1.abstractmethod
@@ -153,7 +169,9 @@ class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _match_pb2.WatchMatchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_match_pb2.WatchMatchResponse], _abc.AsyncIterator[_match_pb2.WatchMatchResponse]]:
-        """Streams the public events of one match as they happen.
+        """Streams the public events of one match as they happen (to an organiser,
+        every event whole; to others, a tournament game's events only once its
+        board is released: until then the stream holds after MatchStarted).
 
         Events are numbered 1, 2, 3, ... per match without gaps, and the server
         keeps them all. Pass the sequence of the last event you processed as

@@ -81,6 +81,58 @@ SEEDING_GIVEN_ORDER: Seeding.ValueType  # 2
 """In the order of `bot_ids`, first is top seed."""
 Global___Seeding: _TypeAlias = Seeding  # noqa: Y015
 
+class _DuplicateMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DuplicateModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DuplicateMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DUPLICATE_MODE_UNSPECIFIED: _DuplicateMode.ValueType  # 0
+    """The default: DUPLICATE_MODE_BOARDS."""
+    DUPLICATE_MODE_BOARDS: _DuplicateMode.ValueType  # 1
+    """Duplicate boards, as in bridge: a board (one deal seed, fixing every hand
+    of a game) is played at several tables at once whose players are
+    disjoint, so each seat position is held by different bots and the luck of
+    the deal cancels across tables. No bot is ever dealt a board twice. Round
+    robins need at least 6 bots (3 players), 4 (2v2, a bot holding both seats
+    of its team) or 8 (2v2, rotating partners) for two tables to share a
+    board; with fewer, every table plays a board of its own, and the
+    tournament's notes say so. Brackets play every game on a board of its own.
+    """
+    DUPLICATE_MODE_REPLAY: _DuplicateMode.ValueType  # 2
+    """Head-to-head duplicate: the same bots replay one deal at every seating
+    (the six seatings of a 3-player table; a 2v2 pair with the teams
+    swapped). Fair only among bots that keep no memory between games: the
+    referee trusts them, and every view of such a tournament says so.
+    """
+    DUPLICATE_MODE_FRESH: _DuplicateMode.ValueType  # 3
+    """Every game on a deal of its own; nothing cancels the luck of the deal."""
+
+class DuplicateMode(_DuplicateMode, metaclass=_DuplicateModeEnumTypeWrapper):
+    """How the games of a tournament share their deals."""
+
+DUPLICATE_MODE_UNSPECIFIED: DuplicateMode.ValueType  # 0
+"""The default: DUPLICATE_MODE_BOARDS."""
+DUPLICATE_MODE_BOARDS: DuplicateMode.ValueType  # 1
+"""Duplicate boards, as in bridge: a board (one deal seed, fixing every hand
+of a game) is played at several tables at once whose players are
+disjoint, so each seat position is held by different bots and the luck of
+the deal cancels across tables. No bot is ever dealt a board twice. Round
+robins need at least 6 bots (3 players), 4 (2v2, a bot holding both seats
+of its team) or 8 (2v2, rotating partners) for two tables to share a
+board; with fewer, every table plays a board of its own, and the
+tournament's notes say so. Brackets play every game on a board of its own.
+"""
+DUPLICATE_MODE_REPLAY: DuplicateMode.ValueType  # 2
+"""Head-to-head duplicate: the same bots replay one deal at every seating
+(the six seatings of a 3-player table; a 2v2 pair with the teams
+swapped). Fair only among bots that keep no memory between games: the
+referee trusts them, and every view of such a tournament says so.
+"""
+DUPLICATE_MODE_FRESH: DuplicateMode.ValueType  # 3
+"""Every game on a deal of its own; nothing cancels the luck of the deal."""
+Global___DuplicateMode: _TypeAlias = DuplicateMode  # noqa: Y015
+
 class _TournamentStatus:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -179,6 +231,7 @@ class TournamentSpec(_message.Message):
     ROTATE_PARTNERS_FIELD_NUMBER: _builtins.int
     SEEDING_FIELD_NUMBER: _builtins.int
     ALL_TRIPLES_FIELD_NUMBER: _builtins.int
+    DUPLICATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people."""
     players: _builtins.int
@@ -194,9 +247,9 @@ class TournamentSpec(_message.Message):
     seed: _builtins.int
     """Seeds every deal of the tournament; unset: the server draws one."""
     duplicate_deals: _builtins.bool
-    """Play each deal once for every seating of its table (all 6 orders of a
-    3-player table; for 2v2 the teams swap seats), so the luck of the tiles
-    cancels. Unset means true.
+    """Share deals between games: unset or true means the mode in `duplicate`
+    (boards by default); false means DUPLICATE_MODE_FRESH, whatever
+    `duplicate` says. Kept for older clients; prefer `duplicate`.
     """
     rotate_partners: _builtins.bool
     """2v2 round-robin: rotate partners so every bot gets an individual
@@ -208,6 +261,8 @@ class TournamentSpec(_message.Message):
     """3-player round-robin: play every one of the C(n,3) triples instead of
     a balanced design of O(n^2) tables.
     """
+    duplicate: Global___DuplicateMode.ValueType
+    """How games share their deals; unset means DUPLICATE_MODE_BOARDS."""
     @_builtins.property
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The registered bots taking part; in seed order for SEEDING_GIVEN_ORDER."""
@@ -241,10 +296,11 @@ class TournamentSpec(_message.Message):
         rotate_partners: _builtins.bool = ...,
         seeding: Global___Seeding.ValueType = ...,
         all_triples: _builtins.bool = ...,
+        duplicate: Global___DuplicateMode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__duplicate_deals: _TypeAlias = _typing.Literal["duplicate_deals"]  # noqa: Y015
     _WhichOneofArgType__duplicate_deals: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals"]  # noqa: Y015
@@ -271,6 +327,7 @@ class Tournament(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
     tournament_id: _builtins.str
     """Server-assigned id."""
     status: Global___TournamentStatus.ValueType
@@ -296,6 +353,12 @@ class Tournament(_message.Message):
     def finished_at(self) -> _timestamp_pb2.Timestamp:
         """When it finished or failed; unset before."""
 
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What players and watchers should know about how this tournament deals
+        (for example that duplicate=replay trusts the bots), for people.
+        """
+
     def __init__(
         self,
         *,
@@ -307,10 +370,11 @@ class Tournament(_message.Message):
         created_at: _timestamp_pb2.Timestamp | None = ...,
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         error: _builtins.str = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "matches_done", b"matches_done", "matches_total", b"matches_total", "spec", b"spec", "status", b"status", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "spec", b"spec", "status", b"status", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -657,6 +721,7 @@ class Standings(_message.Message):
     BRACKET_FIELD_NUMBER: _builtins.int
     MATCHES_DONE_FIELD_NUMBER: _builtins.int
     MATCHES_TOTAL_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
     tournament_id: _builtins.str
     """The tournament."""
     sequence: _builtins.int
@@ -681,6 +746,10 @@ class Standings(_message.Message):
     def bracket(self) -> Global___Bracket:
         """The bracket; unset for a round-robin."""
 
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tournament's notes (see Tournament.notes)."""
+
     def __init__(
         self,
         *,
@@ -691,10 +760,11 @@ class Standings(_message.Message):
         bracket: Global___Bracket | None = ...,
         matches_done: _builtins.int = ...,
         matches_total: _builtins.int = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -31,8 +31,12 @@ class TournamentServiceStub:
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     def __init__(self, channel):
@@ -74,8 +78,12 @@ class TournamentServiceServicer:
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     def CreateTournament(self, request, context):
@@ -167,8 +175,12 @@ class TournamentService:
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     @staticmethod

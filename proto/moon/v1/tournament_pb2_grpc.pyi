@@ -32,8 +32,12 @@ class TournamentServiceStub:
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     @_typing.overload
@@ -72,8 +76,12 @@ class TournamentServiceAsyncStub(TournamentServiceStub):
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -108,8 +116,12 @@ class TournamentServiceServicer(metaclass=_abc_1.ABCMeta):
     CreateTournament is an organiser call: it needs metadata
     `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
     PERMISSION_DENIED for a bot token). The other calls are open reads; without
-    the admin token `spec.seed` is left unset until the tournament is over,
-    since it fixes every deal.
+    the admin token `spec.seed` is left unset until the tournament has finished,
+    since it fixes every deal, and a game counts (in GetStandings, in
+    WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
+    only once its board is released: every game of the board has finished.
+    With the admin token, standings and events follow every result as it is
+    recorded (a stream and sequence numbers of their own).
     """
 
     @_abc_1.abstractmethod
