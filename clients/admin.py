@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 
-import grpc
-
+from clients.channel import Target, target_of
 from proto.moon.v1 import (
     game_pb2,
     match_pb2,
@@ -23,8 +22,8 @@ __all__ = ["Admin"]
 class Admin:
     """Organiser calls against one referee, with the admin token in metadata."""
 
-    def __init__(self, server: str, token: str | None) -> None:
-        self.channel = grpc.insecure_channel(server)
+    def __init__(self, server: str | Target, token: str | None) -> None:
+        self.channel = target_of(server).channel()
         self.token = token
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
         self.tournaments = tournament_pb2_grpc.TournamentServiceStub(self.channel)

@@ -20,8 +20,10 @@ from typing import Any
 import grpc
 
 from clients import flags
+from clients.channel import Target, target_of
 from clients.parser import CommandError, Parser, UsageError
 from moon import MoonError, Rules
+from store.bots import shown
 
 __all__ = [
     "add_all",
@@ -80,6 +82,19 @@ def server_address(args: argparse.Namespace) -> str:
     return env
 
 
+def server_target(args: argparse.Namespace) -> Target:
+    """The referee to talk to and how: --server, --tls (or $MOONSHOT_TLS=1), --ca-cert (or
+    $MOONSHOT_CA_CERT; it implies TLS)."""
+    ca = getattr(args, "ca_cert", None) or os.environ.get("MOONSHOT_CA_CERT") or None
+    tls = bool(getattr(args, "tls", False)) or os.environ.get("MOONSHOT_TLS", "") in (
+        "1", "true", "yes")
+    try:
+        return target_of(server_address(args), tls, ca)
+    except OSError as exc:
+        raise UsageError(f"moonshot: cannot read --ca-cert {ca}: {exc.strerror or exc}"
+                         ) from None
+
+
 def admin_token(args: argparse.Namespace) -> str:
     """--admin-token, else $MOONSHOT_ADMIN_TOKEN, else the token `moonshot up` saved."""
     token = given_token(getattr(args, "admin_token", None), "--admin-token",
@@ -111,13 +126,16 @@ def check_redis(url: str, source: str, prog: str) -> None:
     except ValueError as exc:
         why = "" if "scheme" in str(exc) else f" ({exc})"
         raise UsageError(f"{prog}: {source} must be a redis://, rediss:// or unix:// URL "
-                         f"like {DEFAULT_REDIS}, got {url!r}{why}") from None
+                         f"like {DEFAULT_REDIS}, got {shown(url)!r}{why}") from None
     try:
         client.ping()
+    except redis.AuthenticationError as exc:
+        raise CommandError(f"Redis at {shown(url)} ({source}) refused the password: {exc}"
+                           ) from None
     except redis.ConnectionError as exc:
-        raise CommandError(f"cannot reach Redis at {url} ({source}): {exc}") from None
+        raise CommandError(f"cannot reach Redis at {shown(url)} ({source}): {exc}") from None
     except redis.RedisError as exc:
-        raise CommandError(f"Redis at {url} ({source}) refused the connection: {exc}"
+        raise CommandError(f"Redis at {shown(url)} ({source}) refused the connection: {exc}"
                            ) from None
     finally:
         client.close()
@@ -175,6 +193,10 @@ def _rpc_error(exc: grpc.RpcError) -> CommandError:
 def _server_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", type=flags.address, default=None, metavar="HOST:PORT",
                    help=f"referee address (default $MOONSHOT_SERVER or {DEFAULT_SERVER})")
+    p.add_argument("--tls", action="store_true",
+                   help="connect with TLS, trusting the system's CAs ($MOONSHOT_TLS=1)")
+    p.add_argument("--ca-cert", default=None, metavar="FILE.pem",
+                   help="connect with TLS, trusting this CA ($MOONSHOT_CA_CERT)")
 
 
 def _admin_flag(p: argparse.ArgumentParser) -> None:
@@ -200,10 +222,19 @@ def _run_referee(args: argparse.Namespace) -> int:
     if args.replace_admin_token and not token:
         raise UsageError("moonshot referee: --replace-admin-token needs the new token in "
                          "--admin-token or $MOONSHOT_ADMIN_TOKEN")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("moonshot referee: --tls-cert and --tls-key go together")
+    tls = None
+    if args.tls_cert:
+        try:
+            tls = (Path(args.tls_key).read_bytes(), Path(args.tls_cert).read_bytes())
+        except OSError as exc:
+            raise UsageError(f"moonshot referee: cannot read {exc.filename}: "
+                             f"{exc.strerror}") from None
     serve(args.listen, args.redis, args.admin_token,
           open_registration=args.registration == "open",
           replace_admin_token=args.replace_admin_token,
-          auth_free_failures=args.auth_free_failures)
+          auth_free_failures=args.auth_free_failures, tls=tls)
     return 0
 
 
@@ -220,8 +251,8 @@ def _run_worker(args: argparse.Namespace) -> int:
     try:
         conn.ping()
     except redis.ConnectionError as exc:
-        raise CommandError(f"cannot reach Redis at {args.redis}: {exc}") from None
-    worker = make_worker(conn, name=args.name)
+        raise CommandError(f"cannot reach Redis at {shown(args.redis)}: {exc}") from None
+    worker = make_worker(conn, name=args.name, concurrency=args.concurrency)
     if not args.burst:
         # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
         # one pass per period across them all (see workers.recovery for why not RQ's scheduler).
@@ -233,7 +264,7 @@ def _run_worker(args: argparse.Namespace) -> int:
 def _run_up(args: argparse.Namespace) -> int:
     import signal
 
-    from clients.stack import LocalStack
+    from clients.stack import MAX_RESTARTS, RESTART_WINDOW_S, LocalStack
 
     given_token(None, "", "MOONSHOT_ADMIN_TOKEN")  # checked before anything starts
     redis_url = args.redis if args.redis is not None else os.environ.get("REDIS_URL") or None
@@ -263,7 +294,7 @@ def _run_up(args: argparse.Namespace) -> int:
     token_file = Path(args.data) / "admin-token"
     print(f"moonshot is up ({args.workers} workers); Ctrl-C stops everything")
     print(f"  referee:     {stack.address}")
-    print(f"  redis:       {stack.redis_url}")
+    print(f"  redis:       {shown(stack.redis_url or '')}")
     print(f"  admin token: {stack.admin_token}")
     print(f"  data:        {Path(args.data).resolve()} (logs in logs/, token in {token_file.name})")
     print(f"  export MOONSHOT_SERVER={stack.address} MOONSHOT_ADMIN_TOKEN={stack.admin_token}",
@@ -271,10 +302,15 @@ def _run_up(args: argparse.Namespace) -> int:
     failed = False
     try:
         while not stopping:
-            dead = stack.check()
-            if dead:
-                print(f"moonshot up: {', '.join(dead)} stopped unexpectedly; see "
+            restarted, given_up = stack.revive()
+            for name in restarted:
+                print(f"moonshot up: {name} stopped unexpectedly and was started again; see "
                       f"{Path(args.data) / 'logs'}", file=sys.stderr, flush=True)
+            if given_up:
+                print(f"moonshot up: {', '.join(given_up)} died {MAX_RESTARTS} times within "
+                      f"{RESTART_WINDOW_S / 60:.0f} minutes: not starting it again; stopping "
+                      f"everything (see {Path(args.data) / 'logs'})", file=sys.stderr,
+                      flush=True)
                 failed = True
                 break
             time.sleep(0.5)
@@ -297,7 +333,7 @@ def _run_bot_register(args: argparse.Namespace) -> int:
     if args.admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN"):
         token = admin_token(args)
     try:
-        bot_id, secret = register(server_address(args), args.name, token)
+        bot_id, secret = register(server_target(args), args.name, token)
     except grpc.RpcError as exc:
         raise _rpc_error(exc) from None
     if args.json:
@@ -324,7 +360,7 @@ def _run_bot_run(args: argparse.Namespace) -> int:
     token = given_token(args.token, "--token", "MOONSHOT_BOT_TOKEN")
     if not token:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
-    runner = BotRunner(cls, server_address(args), token, threads=args.threads)
+    runner = BotRunner(cls, server_target(args), token, threads=args.threads)
     try:
         asyncio.run(runner.run())
     except FatalStreamError as exc:
@@ -346,7 +382,7 @@ def _run_match_play(args: argparse.Namespace) -> int:
                          f"{args.players} seats")
     options = rules_options(args.players, args.rule, "moonshot match play")
     check_out(args.out, "moonshot match play")
-    admin = Admin(server_address(args), admin_token(args))
+    admin = Admin(server_target(args), admin_token(args))
     try:
         match = admin.create_match(
             players=args.players, bot_ids=bots, seed=args.seed, rules=options,
@@ -395,7 +431,7 @@ def _run_match_show(args: argparse.Namespace) -> int:
     from clients.admin import Admin
 
     check_out(args.out, "moonshot match show")
-    admin = Admin(server_address(args), None)
+    admin = Admin(server_target(args), None)
     try:
         match = admin.get_match(args.match_id)
     except grpc.RpcError as exc:
@@ -426,6 +462,10 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                         "(rotation), instead of refusing to start when it differs")
     p.add_argument("--registration", choices=("open", "admin"), default="open",
                    help="who may register bots (default: anyone)")
+    p.add_argument("--tls-cert", default=None, metavar="FILE.pem",
+                   help="serve TLS with this certificate (chain), with --tls-key")
+    p.add_argument("--tls-key", default=None, metavar="FILE.pem",
+                   help="the private key of --tls-cert")
     p.add_argument("--auth-free-failures", type=flags.int_in(0, 1_000_000), default=5,
                    help="failed token checks a minute one address gets answered at once; "
                         "later ones wait, 0.1 s doubling up to 5 s")
@@ -450,6 +490,8 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help=f"Redis URL (default $REDIS_URL, else {DEFAULT_REDIS})")  # no password
     p.add_argument("--name", default=None, help="worker name (default: generated)")
     p.add_argument("--burst", action="store_true", help="quit when the queues are empty")
+    p.add_argument("--concurrency", type=flags.int_in(1, 5000), default=100,
+                   help="matches hosted at once, each on its own thread (default 100)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_worker)
 

@@ -25,6 +25,7 @@ from clients.organiser import watch_tournament
 from clients.parser import CommandError, Parser
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
 from clients.stack import LocalStack
+from proto.moon.v1 import rating_pb2
 
 __all__ = ["add_demo", "run_demo"]
 
@@ -38,6 +39,18 @@ _BOTS = (("greedy", "greedy"), ("greedy", "greedy"), ("greedy", "greedy"),
 
 def _say(text: str) -> None:
     print(text, flush=True)
+
+
+def _fitted(admin: Admin, pool: str, timeout: float = 60.0) -> rating_pb2.GetRatingsResponse:
+    """The pool's ratings once the fit covers every released game (it runs just after the
+    last results; a few seconds at most here)."""
+    end = time.monotonic() + timeout
+    while True:
+        resp = admin.get_ratings(pool)
+        if (resp.fitted_games == resp.games and not resp.provisional) or \
+                time.monotonic() > end:
+            return resp
+        time.sleep(0.2)
 
 
 def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False) -> int:
@@ -92,9 +105,9 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say(standings_table(st2, f"knockout standings ({st2.matches_done} games)"))
 
         _say("")
-        _say(ratings_table(admin.get_ratings("3p"), "ratings, 3p pool"))
+        _say(ratings_table(_fitted(admin, "3p"), "ratings, 3p pool"))
         _say("")
-        _say(ratings_table(admin.get_ratings("2v2"), "ratings, 2v2 pool"))
+        _say(ratings_table(_fitted(admin, "2v2"), "ratings, 2v2 pool"))
         admin.close()
         _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; stopping ...")
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import grpc
 
@@ -15,7 +16,7 @@ from clients.commands import (
     _server_flag,
     admin_token,
     rules_options,
-    server_address,
+    server_target,
 )
 from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
@@ -98,7 +99,7 @@ def _run_create(args: argparse.Namespace) -> int:
                          f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
     options = rules_options(args.players, args.rule, "moonshot tournament create")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
-    admin = Admin(server_address(args), admin_token(args))
+    admin = Admin(server_target(args), admin_token(args))
     try:
         t = admin.create_tournament(
             name=args.name, players=args.players, format=fmt, bot_ids=bots,
@@ -128,7 +129,7 @@ def _run_create(args: argparse.Namespace) -> int:
 
 
 def _run_watch(args: argparse.Namespace) -> int:
-    admin = Admin(server_address(args), None)
+    admin = Admin(server_target(args), None)
     try:
         st = watch_tournament(admin, args.tournament_id, quiet=args.quiet)
     except grpc.RpcError as exc:
@@ -138,7 +139,7 @@ def _run_watch(args: argparse.Namespace) -> int:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    admin = Admin(server_address(args), None)
+    admin = Admin(server_target(args), None)
     try:
         t = admin.get_tournament(args.tournament_id)
         st = admin.standings(args.tournament_id)
@@ -152,12 +153,26 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _run_ratings(args: argparse.Namespace) -> int:
-    admin = Admin(server_address(args), None)
+    admin = Admin(server_target(args), None)
     try:
         resp = admin.get_ratings(args.pool)
     except grpc.RpcError as exc:
         raise _rpc_error(exc) from None
     print(ratings_table(resp, f"ratings, {args.pool} pool"))
+    if args.chart:
+        # matplotlib is loaded only to draw: every other command starts without it.
+        from clients.chart import ratings_chart
+
+        try:
+            path = ratings_chart(
+                [(x.name, x.rating, x.ci_low if x.HasField("ci_low") else x.rating,
+                  x.ci_high if x.HasField("ci_high") else x.rating, x.games)
+                 for x in resp.ratings], Path(args.chart),
+                f"{args.pool} ratings ({resp.games} games)")
+        except OSError as exc:
+            raise CommandError(f"cannot write --chart {args.chart}: {exc.strerror or exc}"
+                               ) from None
+        print(f"chart: {path}")
     return 0
 
 
@@ -219,5 +234,7 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
 
     p = sub.add_parser("ratings", help="print the ratings of a pool")
     p.add_argument("--pool", choices=("3p", "2v2"), default="3p")
+    p.add_argument("--chart", default=None, metavar="FILE.png",
+                   help="also draw the ratings with their intervals to this PNG file")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)

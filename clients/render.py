@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from proto.moon.v1 import rating_pb2, tournament_pb2
@@ -19,7 +20,7 @@ def standings_table(st: tournament_pb2.Standings, title: str = "") -> str:
     lines = [title] if title else []
     w = _width(row.name + " (out)" for row in st.rows)
     lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
-                 f"{'pts':>7}{'score':>8}{'elo':>8}{'ff':>4}")
+                 f"{'pts':>7}{'score':>8}{'rating':>8}{'ff':>4}")
     for row in st.rows:
         out = " (out)" if row.eliminated else ""
         lines.append(f"{row.rank:>3}  {row.name + out:<{w}}{row.games:>6}{row.wins:>5}"
@@ -86,11 +87,23 @@ def bracket_text(st: tournament_pb2.Standings) -> str:
 
 
 def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
-    """Ratings, best first."""
+    """Ratings, best first: rating, interval, games, and LOS over the next bot."""
     lines = [title] if title else []
     w = _width(row.name for row in resp.ratings)
-    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}{'games':>7}")
+    level = f"{resp.level:.0%}" if resp.level else "95%"
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>17}"
+                 f"{'games':>7}{'LOS>next':>10}")
     for i, row in enumerate(resp.ratings, 1):
-        lines.append(f"{i:>3}  {row.name:<{w}}{row.rating:>8.1f}{row.games:>7}")
-    lines.append(f"({resp.method}; {resp.games} games)")
+        interval = (f"[{row.ci_low:>6.0f}, {row.ci_high:>6.0f}]"
+                    if row.HasField("ci_low") and row.HasField("ci_high") else "")
+        los = f"{row.los_next:.1%}" if row.HasField("los_next") else ""
+        lines.append(f"{i:>3}  {row.name:<{w}}{row.rating:>8.0f}  {interval:>17}"
+                     f"{row.games:>7}{los:>10}")
+    when = ""
+    if resp.HasField("as_of"):
+        when = time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(resp.as_of.seconds))
+    covered = (f"{resp.fitted_games} of {resp.games} games" if resp.fitted_games != resp.games
+               else f"{resp.games} games")
+    lines.append(f"({resp.method}; {covered}, {resp.boards} boards{when}"
+                 f"{'; provisional until the next fit' if resp.provisional else ''})")
     return "\n".join(lines)

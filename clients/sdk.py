@@ -27,6 +27,7 @@ import grpc
 
 from clients import wire
 from clients.bot import Bot
+from clients.channel import Target, target_of
 from moon import Action, Observation
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 
@@ -48,11 +49,12 @@ class FatalStreamError(Exception):
     """The referee refused the bot for good (bad token, or replaced by a newer stream)."""
 
 
-def register(server: str, name: str, admin_token: str | None = None,
+def register(server: str | Target, name: str, admin_token: str | None = None,
              timeout: float = 10.0) -> tuple[str, str]:
-    """Register a bot named `name`; return (bot_id, token). The token is shown only once."""
+    """Register a bot named `name`; return (bot_id, token). The token is shown only once.
+    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS)."""
     metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token else ()
-    with grpc.insecure_channel(server) as channel:
+    with target_of(server).channel() as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)
         resp = stub.RegisterBot(bot_pb2.RegisterBotRequest(name=name), metadata=metadata,
                                 timeout=timeout)
@@ -68,7 +70,7 @@ class BotRunner:
     """Plays a bot over one Play stream, reconnecting as needed."""
 
     factory: Callable[[int | None], Bot]
-    server: str
+    server: str | Target
     token: str
     threads: int = 8  # 0: decide inline on the event loop (for instant bots)
     max_backoff: float = 30.0
@@ -119,7 +121,7 @@ class BotRunner:
 
     async def _session(self) -> None:
         assert self._stop is not None
-        async with grpc.aio.insecure_channel(self.server, options=_CHANNEL_OPTIONS) as channel:
+        async with target_of(self.server).aio_channel(_CHANNEL_OPTIONS) as channel:
             stub = bot_pb2_grpc.BotServiceStub(channel)
             call = stub.Play(metadata=(("authorization", f"Bearer {self.token}"),))
             # One task reads, one writes (grpc.aio allows one write at a time per call),
@@ -148,7 +150,10 @@ class BotRunner:
             if msg is grpc.aio.EOF or not isinstance(msg, bot_pb2.PlayResponse):
                 return
             kind = msg.WhichOneof("message")
-            if kind != "decision_request":
+            if kind == "ping":  # answered here, at once: the referee checks we are alive
+                outbox.put_nowait(bot_pb2.PlayRequest(
+                    pong=bot_pb2.PlayRequest.Pong(nonce=msg.ping.nonce)))
+            elif kind != "decision_request":
                 self._note(kind, msg)
             elif self._pool is None:  # instant bots: decide right here, no task
                 answer = self._decide(msg.decision_request)
@@ -168,7 +173,8 @@ class BotRunner:
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":
             w = msg.welcome
-            log.info("connected to %s as %s (%s)", self.server, w.name, w.bot_id)
+            log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
+                     w.bot_id)
         elif kind == "match_started":
             ms = msg.match_started
             log.info("match %s started: seat %d of %s", ms.match_id, ms.seat, list(ms.seat_names))
@@ -223,7 +229,7 @@ class BotRunner:
         outbox.put_nowait(self._answer(req, action))
 
 
-def run_bot(factory: Callable[[int | None], Bot], server: str, token: str,
+def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
             threads: int = 8) -> None:
     """Play until interrupted (blocking); raises FatalStreamError if refused for good."""
     runner = BotRunner(factory, server, token, threads=threads)

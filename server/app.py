@@ -77,7 +77,8 @@ class Referee:
 
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
-                open_registration: bool = True, replace_admin_token: bool = False) -> Referee:
+                open_registration: bool = True, replace_admin_token: bool = False,
+                tls: tuple[bytes, bytes] | None = None) -> Referee:
     """Start a referee on `listen` (HOST:PORT; port 0 picks a free one).
 
     `admin_token` must match the one the cluster has, if any, unless
@@ -120,7 +121,10 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     try:
-        port = server.add_insecure_port(listen)
+        if tls is None:
+            port = server.add_insecure_port(listen)
+        else:  # (private key, certificate chain), PEM
+            port = server.add_secure_port(listen, grpc.ssl_server_credentials([tls]))
     except RuntimeError:  # grpc's way of saying the bind failed
         port = 0
     try:
@@ -142,10 +146,12 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
 
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
-                 open_registration: bool, replace_admin_token: bool) -> None:
-    ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token)
+                 open_registration: bool, replace_admin_token: bool,
+                 tls: tuple[bytes, bytes] | None) -> None:
+    ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token,
+                      tls)
     host = listen.rsplit(":", 1)[0]
-    print(f"referee listening on {host}:{ref.port}", flush=True)
+    print(f"referee listening on {host}:{ref.port}{' (TLS)' if tls else ''}", flush=True)
     if ref.admin_token:
         print(f"admin token (shown once, keep it): {ref.admin_token}", flush=True)
     loop = asyncio.get_running_loop()
@@ -160,15 +166,18 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
           open_registration: bool = True, replace_admin_token: bool = False,
-          auth_free_failures: int = FREE_FAILURES) -> None:
+          auth_free_failures: int = FREE_FAILURES,
+          tls: tuple[bytes, bytes] | None = None) -> None:
     """Run a referee until SIGTERM/SIGINT; `auth_free_failures` authentication failures of
     one peer a minute are answered at once, the next ones slowed (`server.edge`)."""
     THROTTLE.free = auth_free_failures
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
-        asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token))
+        asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token,
+                           tls))
     except redis.ConnectionError as exc:
-        raise SystemExit(f"moonshot referee: cannot reach Redis at {redis_url}: {exc}") from None
+        raise SystemExit(f"moonshot referee: cannot reach Redis at "
+                         f"{store_bots.shown(redis_url)}: {exc}") from None
     except (OSError, FailedPrecondition) as exc:
         raise SystemExit(f"moonshot referee: {exc}") from None
 

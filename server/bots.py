@@ -156,7 +156,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                             "request is still pending it will be sent again")
                     stream.deliver(reply)
                 elif kind == "ping":
-                    stream.outbox.put_nowait(messages.Pong(msg.ping.nonce))
+                    stream.deliver(messages.Pong(msg.ping.nonce))
+                elif kind == "pong":
+                    await self.hub.pong(stream, msg.pong.nonce)
         except (asyncio.CancelledError, grpc.aio.AioRpcError):
             pass
         except ServiceError as exc:

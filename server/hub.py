@@ -33,6 +33,7 @@ from store.messages import (
     DecisionAccepted,
     DecisionRejected,
     DecisionRequest,
+    LivenessPing,
     Message,
     Superseded,
 )
@@ -50,6 +51,7 @@ MAX_OUTBOX = 1000  # messages waiting for a bot that does not read: then its str
 MAX_OUTBOX_BYTES = 2 << 20  # ... or this many bytes of them, roughly
 MAX_SEEN = 4096  # sendings remembered per stream to drop duplicate copies
 MAX_ECHO = 8192  # characters of a refused answer's request id sent back
+PONG_DEADLINE_S = 5.0  # a bot that answers pings counts as gone after this long without
 
 
 class Stream:
@@ -60,8 +62,8 @@ class Stream:
     next stream); the memory of sendings keeps only the newest MAX_SEEN.
     """
 
-    __slots__ = ("abort_code", "abort_reason", "bot_id", "closed", "epoch", "id", "outbox",
-                 "queued_bytes", "seen")
+    __slots__ = ("abort_code", "abort_reason", "answers_pings", "bot_id", "closed", "epoch",
+                 "frozen", "id", "outbox", "ping_at", "ping_nonce", "queued_bytes", "seen")
 
     def __init__(self, bot_id: str) -> None:
         self.bot_id = bot_id
@@ -73,6 +75,10 @@ class Stream:
         self.abort_reason = ""
         self.abort_code = grpc.StatusCode.ABORTED
         self.queued_bytes = 0  # a rough size of what waits in the outbox
+        self.ping_nonce = 0  # the ping awaiting its pong (0: none)
+        self.ping_at = 0.0
+        self.answers_pings = False  # it has answered a ping: from now on it must
+        self.frozen = False  # treated as disconnected: it left a ping unanswered
 
     def deliver(self, event: Message) -> None:
         """Queue an event for the bot, dropping a request it was already sent."""
@@ -92,6 +98,28 @@ class Stream:
             return
         self.queued_bytes += size
         self.outbox.put_nowait(event)
+
+    def check_alive(self, now: float) -> bool:
+        """Ping again if the last ping was answered; True when this call finds the stream
+        frozen (it answers pings, and one has waited PONG_DEADLINE_S)."""
+        if self.ping_nonce:
+            late = self.answers_pings and not self.frozen and now - self.ping_at > PONG_DEADLINE_S
+            if late:
+                self.frozen = True
+            return late
+        self.ping_nonce = secrets.randbits(63) or 1
+        self.ping_at = now
+        self.deliver(LivenessPing(self.ping_nonce))
+        return False
+
+    def ponged(self, nonce: int) -> bool:
+        """A pong arrived; True when it thaws a frozen stream."""
+        if nonce != self.ping_nonce:
+            return False
+        self.ping_nonce = 0
+        self.answers_pings = True
+        thawed, self.frozen = self.frozen, False
+        return thawed
 
     def taken(self, event: Message) -> None:
         """The writer took `event` from the outbox."""
@@ -211,6 +239,13 @@ class Hub:
             await self.r.zrem(keys.presence(bot), stream.id)
 
     # ----------------------------------------------------------- answers
+
+    async def pong(self, stream: Stream, nonce: int) -> None:
+        """A bot answered a ping; a stream treated as frozen is live again."""
+        if stream.ponged(nonce):
+            await self.r.zadd(keys.presence(stream.bot_id),
+                              {stream.id: time.time() + PRESENCE_TTL_S})
+            log.info("bot %s stream %s answers again", stream.bot_id, stream.id)
 
     async def answer(
         self, stream: Stream, request_id: str, action_id: int
@@ -341,16 +376,24 @@ class Hub:
             s.deliver(event)
 
     async def _keep_presence(self) -> None:
+        """Every few seconds: ping every stream, refresh the presence of the live ones, and
+        withdraw it for a stream that answers pings but left the last one unanswered."""
         while True:
             await asyncio.sleep(_PRESENCE_EVERY_S)
             try:
                 expiry = time.time() + PRESENCE_TTL_S
                 pipe = self.r.pipeline(transaction=False)
                 refreshed = [s for group in list(self.streams.values()) for s in group]
+                frozen = [s for s in refreshed if s.check_alive(time.monotonic())]
                 for bot, group in list(self.streams.items()):
-                    if group:
-                        pipe.zadd(keys.presence(bot), {s.id: expiry for s in group})
-                        pipe.zremrangebyscore(keys.presence(bot), "-inf", time.time())
+                    live = {s.id: expiry for s in group if not s.frozen}
+                    if live:
+                        pipe.zadd(keys.presence(bot), live)
+                    pipe.zremrangebyscore(keys.presence(bot), "-inf", time.time())
+                for s in frozen:  # counts as disconnected from now: clock stops, grace runs
+                    log.warning("bot %s stream %s answers no ping: treated as disconnected",
+                                s.bot_id, s.id)
+                    pipe.zrem(keys.presence(s.bot_id), s.id)
                 await pipe.execute()
                 # A stream detached while the refresh was on its way may have been
                 # written back after its removal: take it out again.

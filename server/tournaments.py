@@ -11,21 +11,20 @@ import grpc
 import redis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
-from ratings.elo import EloRating, sequential_elo
 from server import wire
 from server.edge import bearer_token, page_of, streaming, unary
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
 from store import matches as store_matches
+from store import ratings as store_ratings
 from store import tournaments as store_t
-from store.errors import InvalidArgument, NotFound, OutOfRange
+from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import StandingsChanged, TournamentFinished
 from store.records import Clock, Faults, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.spec import make_spec
-from tournaments.standings import GameResult
 from tournaments.view import StandingsView, build_view
 from workers.queues import create_tournament
 
@@ -184,7 +183,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
 
 
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
-    """Ratings per pool, computed from the stored results."""
+    """Ratings per pool, as the fit job stored them."""
 
     def __init__(self, reads: Lane) -> None:
         self.reads = reads
@@ -193,35 +192,46 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
     async def GetRatings(
         self, request: rating_pb2.GetRatingsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rating_pb2.GetRatingsResponse:
-        """Every rated bot of the pool, best first."""
+        """Every rated bot of the pool, best first: the fit, or the provisional figure while
+        newer results wait for the next fit."""
         wire.check_enum(rating_pb2.RatingPool, request.pool, "pool", "rating pool",
                         unset="unset means the 3-player pool")
         pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
         pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
                    else rating_pb2.RATING_POOL_THREE_PLAYER)
-        ratings = await self.reads.run(pool_ratings, pool)
+        table = await self.reads.run(pool_table, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        rows = sorted(((b, names.get(b, b), x.rating, x.games) for b, x in ratings.items()),
-                      key=lambda row: (-row[2], row[0]))
         games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
-        return wire.ratings_to_pb(pool_pb, rows, games)
+        los = None
+        if request.los_matrix and table is not None:
+            if table.provisional:
+                raise FailedPrecondition("los_matrix: the ratings are provisional until the "
+                                         "next fit; ask again in a moment")
+            los = await self.reads.run(store_ratings.los_matrix, pool)
+            if los is None:
+                raise FailedPrecondition(
+                    f"los_matrix: kept for pools of up to {store_ratings.LOS_MAX_BOTS} bots; "
+                    "use each row's los_next")
+        return wire.ratings_to_pb(pool_pb, table, names, games, los)
 
 
 # ----------------------------------------------------- reading and making
 
 
-def pool_ratings(r: redis.Redis, pool: str) -> dict[str, EloRating]:
-    """Current ratings of a pool (`3p` or `2v2`) by bot id; a malformed stored result is
-    logged and left out rather than taking the pool's ratings down with it."""
-    rows = []
-    for row in store_matches.pool_results(r, pool):
-        try:
-            GameResult.of(row)
-        except InvalidArgument as exc:
-            log.error("ratings %s: skipping match %s: %s", pool, row.get("match_id"), exc)
-            continue
-        rows.append(row)
-    return sequential_elo(rows)
+def pool_table(r: redis.Redis, pool: str) -> store_ratings.RatingTable | None:
+    """What a pool's ratings are now: the fit, unless the provisional figure covers more
+    games (results arrived since the fit)."""
+    fitted = store_ratings.load(r, pool)
+    live = store_ratings.load(r, pool, "live")
+    if live is not None and (fitted is None or live.games > fitted.games):
+        return live
+    return fitted
+
+
+def pool_ratings(r: redis.Redis, pool: str) -> dict[str, float]:
+    """Each rated bot's current rating in a pool (Elo, pool mean 0)."""
+    table = pool_table(r, pool)
+    return {} if table is None else {row.bot_id: row.rating for row in table.rows}
 
 
 def build_spec(
@@ -240,8 +250,7 @@ def build_spec(
             raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {b!r}") from None
     ratings = None
     if seeding == "rating" and records:
-        rated = pool_ratings(r, "3p" if players == 3 else "2v2")
-        ratings = {b: x.rating for b, x in rated.items()}
+        ratings = pool_ratings(r, "3p" if players == 3 else "2v2")
     return make_spec(
         tournament_id=ids.new_tournament_id(), name=name, players=players, format=format,
         bots=[(rec.bot_id, rec.name) for rec in records], rules=rules, clock=clock,
@@ -262,6 +271,7 @@ def standings_view(r: redis.Redis, spec: TournamentSpec,
     else:
         plan = formats.get(spec.format).bracket(spec, state["plan"])
         plan.total = int(state["total"])
-    elo = sequential_elo(results.values())
+    own = store_ratings.load_tournament(r, spec.tournament_id)
     return build_view(spec, results, plan, events.newest_seq(r, spec.tournament_id, audience),
-                      {bot: x.rating for bot, x in elo.items()})
+                      pool_ratings(r, spec.pool),
+                      None if own is None else {x.bot_id: x.rating for x in own.rows})

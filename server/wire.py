@@ -23,7 +23,7 @@ check on thousands of observations that the fast path gives exactly the message
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -43,6 +43,7 @@ from store.messages import (
     DecisionAccepted,
     DecisionRejected,
     DecisionRequest,
+    LivenessPing,
     MatchEnded,
     MatchStarted,
     Message,
@@ -50,6 +51,7 @@ from store.messages import (
     TournamentMatchFinished,
     TournamentMatchStarted,
 )
+from store.ratings import RatingTable
 from store.records import (
     DEFAULT_CLOCK,
     DEFAULT_FAULTS,
@@ -418,6 +420,8 @@ def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
         return _pong(msg)
     if isinstance(msg, DecisionAccepted):
         return _decision_accepted(msg)
+    if isinstance(msg, LivenessPing):
+        return bot_pb2.PlayResponse(ping=bot_pb2.PlayResponse.Ping(nonce=msg.nonce))
     raise messages.MessageError(f"{msg.TYPE!r} is not sent to bots")
 
 
@@ -638,6 +642,7 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
             wins=row["wins"], draws=row["draws"], losses=row["losses"], points=row["points"],
             score=row["score"], rating=row.get("rating", 0.0), forfeits=row["forfeits"],
             eliminated=row.get("eliminated", False),
+            tournament_rating=row.get("tournament_rating"),
         ))
     for bot, cells in view.crosstable.items():
         pb.crosstable.append(tournament_pb2.CrosstableRow(bot_id=bot, cells=[
@@ -727,14 +732,34 @@ def tournament_event_to_pb(sequence: int, event: Message,
     return pb
 
 
-def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType,
-                  rows: Iterable[tuple[str, str, float, int]],
-                  games: int) -> rating_pb2.GetRatingsResponse:
-    """Ratings (bot id, name, rating, games), best first."""
-    return rating_pb2.GetRatingsResponse(
-        pool=pool, method="sequential Elo (K=32) in match-id order", games=games,
-        ratings=[rating_pb2.Rating(bot_id=b, name=n, rating=x, games=g)
-                 for b, n, x, g in rows])
+def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType, table: RatingTable | None,
+                  names: Mapping[str, str], games: int,
+                  los: Sequence[Sequence[float]] | None = None
+                  ) -> rating_pb2.GetRatingsResponse:
+    """A stored rating table (None: nothing rated yet) as the GetRatings response; `los`
+    is the LOS matrix in the table's order, when asked for."""
+    pb = rating_pb2.GetRatingsResponse(pool=pool, games=games)
+    if table is None:
+        pb.method = "no rated games yet"
+        return pb
+    pb.method = table.method
+    pb.as_of.CopyFrom(_timestamp(table.as_of))
+    pb.fitted_games = table.games
+    pb.boards = table.boards
+    pb.provisional = table.provisional
+    pb.level = table.level
+    for row in table.rows:
+        rating = rating_pb2.Rating(bot_id=row.bot_id, name=names.get(row.bot_id, row.bot_id),
+                                   rating=row.rating, games=row.games,
+                                   provisional=table.provisional)
+        if row.ci_low is not None and row.ci_high is not None:
+            rating.ci_low, rating.ci_high = row.ci_low, row.ci_high
+        if row.los_next is not None:
+            rating.los_next = row.los_next
+        pb.ratings.append(rating)
+    for row, values in zip(table.rows, los or (), strict=False):
+        pb.los.append(rating_pb2.LosRow(bot_id=row.bot_id, los=list(values)))
+    return pb
 
 
 _FAULT_KIND = {

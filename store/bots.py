@@ -12,6 +12,7 @@ import hmac
 import re
 import secrets
 import time
+import urllib.parse
 from dataclasses import dataclass
 
 import redis
@@ -38,6 +39,7 @@ __all__ = [
     "is_connected",
     "list_bots",
     "register_bot",
+    "shown",
 ]
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # used with fullmatch: "$" would let "\n" in
@@ -48,6 +50,16 @@ Redis = redis.Redis
 def connect(url: str) -> Redis:
     """A client for `url` that returns str, not bytes."""
     return redis.Redis.from_url(url, decode_responses=True)
+
+
+def shown(url: str) -> str:
+    """`url` fit for a message or a log: any password in it replaced by `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is not None:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        url = url.replace(f"//{parts.netloc}", f"//{user}:***@{host}", 1)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
 
 
 def _hash(secret: str) -> str:

@@ -35,6 +35,14 @@
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
+| ms:ratings:{pool}           | string | the pool's fitted rating table (JSON)               |
+| ms:ratings:{pool}:los       | string | its LOS matrix (pools of up to 400 bots)            |
+| ms:ratings:{pool}:live      | string | the provisional table, between fits                 |
+| ms:ratings:{pool}:dirty     | string | set when a fit is asked for                         |
+| ms:ratings:{pool}:tournaments | set  | tournaments whose own fit is asked for              |
+| ms:ratings:{pool}:queued    | string | a fit job is queued (many requests, one job)        |
+| ms:ratings:{pool}:lock      | string | held by the fit job running                         |
+| ms:tournament:{id}:rating   | string | the fit over the tournament's own released games    |
 """
 
 from __future__ import annotations
@@ -179,3 +187,43 @@ def tournament_units(tournament_id: str) -> str:
 def tournament_failed(tournament_id: str) -> str:
     """Games of the tournament that recovery marked failed."""
     return f"{P}tournament:{tournament_id}:failed"
+
+
+def ratings(pool: str) -> str:
+    """A pool's fitted rating table."""
+    return f"{P}ratings:{pool}"
+
+
+def ratings_los(pool: str) -> str:
+    """The LOS matrix of a pool's fit (kept for pools of up to 400 bots)."""
+    return f"{P}ratings:{pool}:los"
+
+
+def ratings_live(pool: str) -> str:
+    """A pool's provisional rating table."""
+    return f"{P}ratings:{pool}:live"
+
+
+def ratings_dirty(pool: str) -> str:
+    """Set when a fit of the pool is asked for."""
+    return f"{P}ratings:{pool}:dirty"
+
+
+def ratings_tournaments(pool: str) -> str:
+    """Tournaments whose own fit is asked for."""
+    return f"{P}ratings:{pool}:tournaments"
+
+
+def ratings_queued(pool: str) -> str:
+    """Set while a fit job of the pool is queued."""
+    return f"{P}ratings:{pool}:queued"
+
+
+def ratings_lock(pool: str) -> str:
+    """Held by the fit job of the pool while it runs."""
+    return f"{P}ratings:{pool}:lock"
+
+
+def tournament_rating(tournament_id: str) -> str:
+    """The fit over one tournament's own released games."""
+    return f"{P}tournament:{tournament_id}:rating"

@@ -5,11 +5,16 @@ from __future__ import annotations
 __all__ = ["ACCEPT_LUA", "EMIT_LUA", "RECORD_LUA", "REPLACE_PENDING_LUA"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
-# The first answer to a request pending *for this bot* moves to the reply list; any
-# other answer changes nothing (returns 0).
+# The first answer to a request pending *for this bot* moves to the reply list, stamped
+# with Redis's clock (`"at_us"`, the moment the answer counts: the match job charges the
+# bot's clock up to it, not up to whenever a busy worker reads it); any other answer
+# changes nothing (returns 0).
 ACCEPT_LUA = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
+  local t = redis.call('TIME')
+  local stamped = string.sub(ARGV[2], 1, -2) .. ',"at_us":' .. t[1] ..
+      string.format('%06d', tonumber(t[2])) .. '}'
+  redis.call('RPUSH', KEYS[2], stamped)
   return 1
 end
 return 0

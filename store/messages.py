@@ -45,6 +45,7 @@ __all__ = [
     "DecisionRejected",
     "DecisionRequest",
     "ForfeitEntry",
+    "LivenessPing",
     "MatchEnded",
     "MatchStarted",
     "Message",
@@ -177,6 +178,14 @@ class Superseded(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class LivenessPing(Message):
+    """The referee asks a bot's stream whether it is alive (never stored)."""
+
+    TYPE: ClassVar[str] = "ping"
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
 class Pong(Message):
     """The referee's answer to a bot's ping (never stored; typed for the outbox)."""
 
@@ -195,6 +204,7 @@ class Reply(Message):
     request_id: str
     action_id: int
     bot_id: str
+    at_us: int = 0  # Redis's clock when the referee accepted it (ACCEPT adds it)
 
 
 # ------------------------------------------------------------------ LOG
@@ -305,7 +315,7 @@ TOURNAMENT = "tournament"
 
 _FAMILIES: dict[str, tuple[type[Message], ...]] = {
     BOT: (DecisionRequest, MatchStarted, MatchEnded, DecisionRejected, DecisionAccepted,
-          Superseded, Pong),
+          Superseded, Pong, LivenessPing),
     REPLY: (Reply,),
     LOG: (ActionEntry, ForfeitEntry, ConnectionEntry),
     TOURNAMENT: (TournamentMatchStarted, TournamentMatchFinished, StandingsChanged,

@@ -119,4 +119,4 @@ def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
     job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)  # long ago
     job.save()
     assert recover(r, rq_conn)["requeued"] == [mid]
-    assert rq_conn.lpos("rq:queue:moonshot-matches", job_id) is not None
+    assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones

@@ -30,7 +30,8 @@ def make_spec(
         raise InvalidArgument(f"rules: {exc}") from None
     ids = [bot_id for bot_id, _ in bots]
     if seeding == "rating" and ids:
-        ids = list(brk.seed_order(ids, dict(ratings or {})))
+        # Pool ratings are centred on the pool mean: an unrated bot seeds as average.
+        ids = list(brk.seed_order(ids, dict(ratings or {}), default=0.0))
     names = dict(bots)
     spec = TournamentSpec(
         tournament_id=tournament_id, name=name, players=players, format=format,

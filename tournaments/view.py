@@ -53,9 +53,11 @@ class StandingsView:
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
-               sequence: int, ratings: Mapping[str, float] | None = None) -> StandingsView:
-    """The view, as a pure function of the spec, the results, the plan and the bots'
-    ratings (1500 for a bot without one)."""
+               sequence: int, ratings: Mapping[str, float] | None = None,
+               own_ratings: Mapping[str, float] | None = None) -> StandingsView:
+    """The view, as a pure function of the spec, the results, the plan, the bots' pool
+    ratings (0, the pool mean, for a bot without one) and the ratings over this
+    tournament's own games (left out when there are none)."""
     total = totals(results.values())
     rows = standings_rows(spec, total)
     alive: set[str] = set()
@@ -67,7 +69,10 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
             alive.add(p.bracket.champion)
     for row in rows:
         rating = (ratings or {}).get(row["bot_id"])
-        row["rating"] = round(rating, 1) if rating is not None else 1500.0
+        row["rating"] = round(rating, 1) if rating is not None else 0.0
+        own = (own_ratings or {}).get(row["bot_id"])
+        if own is not None:
+            row["tournament_rating"] = round(own, 1)
         row["eliminated"] = p.bracket is not None and row["games"] > 0 \
             and row["bot_id"] not in alive
     if p.bracket is not None:

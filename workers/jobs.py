@@ -7,6 +7,8 @@ nothing else.
 
 from __future__ import annotations
 
+import logging
+import random
 import time
 from typing import Any
 
@@ -14,10 +16,35 @@ import redis
 from rq import get_current_job
 
 from store import keys
-from workers.match import MatchHost
+from workers.fit import run_fits
+from workers.match import STOPPING, HandedOver, MatchHost
 from workers.scheduler import advance
 
-__all__ = ["advance_tournament", "job_redis", "run_match"]
+__all__ = ["OUTAGE_S", "advance_tournament", "fit_ratings", "job_redis", "run_match",
+           "share_redis"]
+
+log = logging.getLogger("moonshot.match")
+
+OUTAGE_S = 600.0  # how long a hosted match waits for Redis to come back before giving up
+_SHARED: list[redis.Redis] = []  # the worker process's client for every job thread
+
+
+def _str_client(conn: redis.Redis, max_connections: int | None) -> redis.Redis:
+    """A str-mode client on the same server as `conn` (bounded when asked)."""
+    pool = conn.connection_pool
+    kwargs = dict(pool.connection_kwargs)
+    kwargs["decode_responses"] = True
+    if max_connections is None:
+        return redis.Redis(connection_pool=redis.ConnectionPool(
+            connection_class=pool.connection_class, **kwargs))
+    return redis.Redis(connection_pool=redis.BlockingConnectionPool(  # type: ignore[no-untyped-call]
+        connection_class=pool.connection_class, max_connections=max_connections, timeout=60,
+        **kwargs))
+
+
+def share_redis(conn: redis.Redis, max_connections: int) -> None:
+    """Give every job of this process one client of at most `max_connections` connections."""
+    _SHARED[:] = [_str_client(conn, max_connections)]
 
 
 def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
@@ -25,25 +52,44 @@ def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
     job = get_current_job()
     if job is None:
         raise RuntimeError("this function runs inside an RQ job")
-    pool = job.connection.connection_pool
-    kwargs = dict(pool.connection_kwargs)
-    kwargs["decode_responses"] = True
-    r = redis.Redis(connection_pool=redis.ConnectionPool(connection_class=pool.connection_class,
-                                                         **kwargs))
+    r = _SHARED[0] if _SHARED else _str_client(job.connection, None)
     return r, job.connection, f"{job.id}:{job.worker_name or ''}:{time.time()}"
 
 
 def run_match(match_id: str) -> dict[str, Any]:
-    """Host match `match_id` to its end and return its result."""
+    """Host match `match_id` to its end and return its result.
+
+    Redis going away does not end the job: it waits (backoff with jitter, up to
+    OUTAGE_S) and resumes the match from its log, as a new run would.
+    """
     r, rq_conn, run_id = job_redis()
-    try:
-        return MatchHost(r, match_id, run_id, rq_conn=rq_conn).run()
-    except Exception as exc:
-        r.hset(keys.match(match_id), mapping={"error": f"{type(exc).__name__}: {exc}"})
-        raise
+    waited, backoff = 0.0, 0.5
+    while True:
+        try:
+            return MatchHost(r, match_id, run_id, rq_conn=rq_conn).run()
+        except HandedOver:
+            return {"handed_over": True}  # the worker stops; recovery queues it again
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if STOPPING.is_set() or waited > OUTAGE_S:
+                raise
+            pause = backoff * random.uniform(0.5, 1.5)
+            log.warning("match %s: Redis unreachable (%s); resuming in %.1f s", match_id,
+                        exc, pause)
+            time.sleep(pause)
+            waited += pause
+            backoff = min(backoff * 2, 15.0)
+        except Exception as exc:
+            r.hset(keys.match(match_id), mapping={"error": f"{type(exc).__name__}: {exc}"})
+            raise
 
 
 def advance_tournament(tournament_id: str) -> dict[str, Any]:
     """One scheduling step of a tournament."""
     r, rq_conn, _ = job_redis()
     return advance(r, rq_conn, tournament_id)
+
+
+def fit_ratings(pool: str) -> dict[str, Any]:
+    """Fit a rating pool (coalesced: see `workers.fit`)."""
+    r, _, _ = job_redis()
+    return run_fits(r, pool)

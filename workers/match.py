@@ -24,6 +24,7 @@ import dataclasses
 import json
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,14 +43,22 @@ from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.records import MatchSpec
 from store.results import forfeit_winner, result_of, result_row
 from store.status import MatchStatus
-from workers.queues import enqueue_advance
+from workers.queues import enqueue_advance, request_fit
 
-__all__ = ["LEASE_MS", "MatchHost"]
+__all__ = ["LEASE_MS", "STOPPING", "HandedOver", "MatchHost"]
 
 log = logging.getLogger("moonshot.match")
 
 LEASE_MS = 4000  # a dead run's lease lapses this long after its last renewal
 _SLICE_S = 0.25  # longest single wait, so presence and the lease are checked often
+
+
+# Set when the worker process stops: every match it hosts hands over at its next wait.
+STOPPING = threading.Event()
+
+
+class HandedOver(Exception):
+    """The worker is stopping: this run lets go of the match (it resumes elsewhere)."""
 
 
 class Forfeit(Exception):
@@ -193,6 +202,7 @@ class MatchHost:
             return self._stored_result()
         self.r.hset(mkey, "status", MatchStatus.RUNNING)
         self.r.hsetnx(mkey, "started_at", repr(time.time()))
+        self.r.hincrby(mkey, "runs", 1)  # how many runs have hosted it (resumes are runs)
         if self.spec.tournament_id:
             events.emit_both(self.r, self.spec.tournament_id, f"started:{self.match_id}",
                         messages.TournamentMatchStarted(
@@ -262,12 +272,15 @@ class MatchHost:
             pipe.rpush(keys.match_log(self.match_id), log_entry)
         pipe.hset(keys.pending(bot), req_id, payload)
         pipe.publish(keys.events(bot), payload)
+        pipe.time()  # Redis's clock as the request goes out (see `_charged_ms`)
         sent = time.monotonic()
-        pipe.execute()
+        sec, usec = pipe.execute()[-1]
+        sent_us = int(sec) * 1_000_000 + int(usec)
 
         clock = self.clocks[seat]
         limit_ms = self.spec.clock.move_time_ms + clock.bank_ms
         used = 0.0
+        away = 0.0  # time the bot had no stream: its clock stood still
         last = time.monotonic()
         absent_since: float | None = None
         present = True
@@ -279,10 +292,14 @@ class MatchHost:
             now = time.monotonic()
             if present:
                 used += now - last
+            else:
+                away += now - last
             last = now
             # Every pass, not only on timeouts: a match of quick answers would otherwise
             # let its lease lapse after LEASE_MS and a second run could start hosting it.
             self.renew_lease()
+            if STOPPING.is_set():
+                raise HandedOver(f"the worker stops: match {self.match_id} hands over")
             if item is not None:
                 reply = messages.decode_as(item[1], messages.REPLY, messages.Reply)
                 if reply.request_id != req_id:
@@ -294,8 +311,9 @@ class MatchHost:
                     self.r.hdel(keys.pending(bot), req_id)
                 if absent_since is not None:  # back, and answered before we looked
                     self._connection(seat, seq, "reconnected")
-                answer = self._judge(seat, req, reply.action_id, used * 1000)
-                answer.us = (now - sent) * 1e6
+                ms = _charged_ms(reply, sent_us, away, used)
+                answer = self._judge(seat, req, reply.action_id, ms)
+                answer.us = (reply.at_us - sent_us) if reply.at_us else (now - sent) * 1e6
                 return answer
             present = self._present(bot)
             if present:
@@ -318,7 +336,8 @@ class MatchHost:
                     late = None if item is None else messages.decode_as(
                         item[1], messages.REPLY, messages.Reply)
                     if late is not None and late.request_id == req_id:
-                        buzzer = self._judge(seat, req, late.action_id, used * 1000)
+                        buzzer = self._judge(seat, req, late.action_id,
+                                             _charged_ms(late, sent_us, away, used))
                 answer = buzzer or self._replace(seat, req, "late",
                                                  f"no answer within {limit_ms} ms", used * 1000)
                 answer.us = (time.monotonic() - sent) * 1e6
@@ -442,18 +461,32 @@ class MatchHost:
         pipe.hset(mkey, mapping={"status": MatchStatus.FINISHED,
                                  "row": json.dumps(row, separators=(",", ":"))})
         pipe.hsetnx(mkey, "finished_at", repr(now))
-        pipe.srem(keys.OPEN_MATCHES, self.match_id)
         pipe.execute()
         if not spec.tournament_id:
             # A single match shares its deal with no other game: public as it ends. A
             # tournament game waits for its board (the scheduler releases it).
             store_matches.release(self.r, self.match_id, spec.players, now)
+            if self.rq_conn is not None:
+                request_fit(self.r, self.rq_conn, "3p" if spec.players == 3 else "2v2")
         if spec.tournament_id:
             # After the row is stored: the scheduler reads the rows of what is recorded.
             store_t.record(self.r, spec.tournament_id, self.match_id)
             if self.rq_conn is not None:
                 enqueue_advance(self.rq_conn, spec.tournament_id)
+        # Open until all of the above is done: a run killed half-way leaves the match open,
+        # and recovery runs it again, which redoes what is missing.
+        self.r.srem(keys.OPEN_MATCHES, self.match_id)
         return result
+
+
+def _charged_ms(reply: messages.Reply, sent_us: int, away_s: float, used_s: float) -> float:
+    """The time a decision is charged, in ms: from the request going out to the referee
+    accepting the answer, both on Redis's clock, less the time the bot was away. So a busy
+    worker that wakes late to an answer adds nothing to the bot's time. A reply without
+    the referee's stamp (an older referee) falls back on this run's own measure."""
+    if not reply.at_us:
+        return used_s * 1000
+    return max(0.0, (reply.at_us - sent_us) / 1000 - away_s * 1000)
 
 
 def _now_ms() -> int:

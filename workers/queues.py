@@ -10,6 +10,7 @@ job code: the gateway imports it to enqueue, and the worker
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import redis
@@ -18,31 +19,38 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from store import ids
+from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.records import TournamentSpec
 
 __all__ = [
     "ADVANCE_JOB",
     "CONTROL_QUEUE",
+    "FIT_JOB",
     "JOB_FUNCTIONS",
     "MATCH_JOB",
     "MATCH_QUEUE",
+    "RESUME_QUEUE",
     "ForeignJobError",
     "MoonshotJob",
     "create_tournament",
     "enqueue_advance",
+    "enqueue_fit",
     "enqueue_match",
     "queue",
+    "request_fit",
     "rq_connection",
 ]
 
 MATCH_QUEUE = "moonshot-matches"
 CONTROL_QUEUE = "moonshot-control"
+RESUME_QUEUE = "moonshot-resume"  # interrupted matches: taken before any new one
 MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its log
 
 MATCH_JOB = "workers.jobs.run_match"
 ADVANCE_JOB = "workers.jobs.advance_tournament"
-JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB)  # the only functions a worker will run
+FIT_JOB = "workers.jobs.fit_ratings"
+JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB)  # the only functions a worker will run
 
 
 class ForeignJobError(Exception):
@@ -94,13 +102,14 @@ def queue(conn: redis.Redis, name: str) -> Queue:
     return Queue(name, connection=conn, serializer=JSONSerializer, job_class=MoonshotJob)
 
 
-def enqueue_match(conn: redis.Redis, match_id: str) -> Job:
-    """Queue the job that hosts `match_id`."""
-    return queue(conn, MATCH_QUEUE).enqueue(
+def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job:
+    """Queue the job that hosts `match_id`; `resume` for a match that was interrupted, so
+    that it starts again before any new match (RQ's retries go to the front too)."""
+    return queue(conn, RESUME_QUEUE if resume else MATCH_QUEUE).enqueue(
         MATCH_JOB,
         match_id,
         job_id=ids.match_job_id(match_id),
-        retry=Retry(max=MATCH_RETRIES),
+        retry=Retry(max=MATCH_RETRIES, enqueue_at_front=True),
         job_timeout=7 * 24 * 3600,
         result_ttl=7 * 24 * 3600,
         failure_ttl=30 * 24 * 3600,
@@ -120,6 +129,26 @@ def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
         failure_ttl=30 * 24 * 3600,
         description=f"advance tournament {tournament_id}",
     )
+
+
+def enqueue_fit(conn: redis.Redis, pool: str) -> Job:
+    """Queue a rating fit of a pool (`request_fit` makes sure one job serves many asks)."""
+    return queue(conn, CONTROL_QUEUE).enqueue(
+        FIT_JOB,
+        pool,
+        job_id=f"{ids.fit_job_id(pool)}-{secrets.token_hex(4)}",
+        retry=Retry(max=MATCH_RETRIES),
+        job_timeout=3600,
+        result_ttl=600,
+        failure_ttl=30 * 24 * 3600,
+        description=f"fit ratings of pool {pool}",
+    )
+
+
+def request_fit(r: redis.Redis, rq_conn: redis.Redis, pool: str, tournament_id: str = "") -> None:
+    """Ask for a fit of `pool` (and of the tournament's own games) after a release."""
+    if store_ratings.note_request(r, pool, tournament_id):
+        enqueue_fit(rq_conn, pool)
 
 
 def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec) -> None:

@@ -30,9 +30,10 @@ from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
 from store import ids, keys
+from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.status import MatchStatus, TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_match
+from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match
 
 __all__ = ["EVERY_S", "recover", "start_recovery_thread"]
 
@@ -84,14 +85,14 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     nudged: list[str] = []
     open_ids: list[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
     for mid in sorted(open_ids):
-        if r.exists(keys.result(mid)):
-            r.srem(keys.OPEN_MATCHES, mid)
-            continue
+        # A match with a result is still open when the run that stored it died before its
+        # bookkeeping was done (recorded in its tournament, released, ...): run it again,
+        # and that run, finding the result, does what is missing.
         if r.exists(keys.lease(mid)):
             continue  # a live run hosts it
         what, detail = _job_state(rq_conn, ids.match_job_id(mid))
         if what == "requeue":
-            enqueue_match(rq_conn, mid)
+            enqueue_match(rq_conn, mid, resume=True)
             requeued.append(mid)
         elif what == "failed":
             r.hset(keys.match(mid), mapping={"status": MatchStatus.FAILED, "error": detail})
@@ -114,6 +115,10 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
         if not in_flight or lost:
             enqueue_advance(rq_conn, str(tid))
             nudged.append(str(tid))
+    for pool in ("3p", "2v2"):
+        if store_ratings.fit_requested(r, pool):  # its fit job died before it ran
+            enqueue_fit(rq_conn, pool)
+            nudged.append(f"ratings {pool}")
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:

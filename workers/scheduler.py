@@ -37,7 +37,7 @@ from store.records import MatchSpec, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
-from workers.queues import enqueue_match
+from workers.queues import enqueue_match, request_fit
 
 __all__ = ["RedisSource", "advance"]
 
@@ -124,7 +124,7 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         events.emit(r, tid, f"standings:{cursor}", messages.StandingsChanged(
             done=cursor, total=step.total, time=now), events.ORGANISER)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
-    _release(r, spec, boards, done_boards, step.total)
+    _release(r, rq_conn, spec, boards, done_boards, step.total)
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
                  "finished": step.finished, "open": boards.open, "released": boards.released}
     changed = stored is None or cursor != expected or bool(step.games)
@@ -183,8 +183,8 @@ class Boards:
         return done
 
 
-def _release(r: redis.Redis, spec: TournamentSpec, boards: Boards, units: list[str],
-             total: int) -> None:
+def _release(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec, boards: Boards,
+             units: list[str], total: int) -> None:
     """Make the games of finished boards public: watchable, in the public standings, events
     and ratings. Idempotent, so a step redone after a crash releases nothing twice."""
     if not units:
@@ -202,6 +202,7 @@ def _release(r: redis.Redis, spec: TournamentSpec, boards: Boards, units: list[s
                         _finished_event(mid, rows[mid], boards.released, total))
     events.emit(r, tid, f"standings:{boards.released}", messages.StandingsChanged(
         done=boards.released, total=total, time=now))
+    request_fit(r, rq_conn, spec.pool, tid)
 
 
 def _finished_event(mid: str, row: dict[str, Any], done: int,

@@ -1,26 +1,204 @@
-"""The worker process: an RQ worker on the project's queues that runs only the
-project's own job functions (`workers.queues.MoonshotJob`)."""
+"""The worker process: hosts many matches at once, each still one RQ job.
+
+A match spends nearly all its life waiting for bots, so a process per match (RQ's
+forking `Worker`) wastes memory and caps a machine at a few dozen live matches.
+`ThreadedWorker` is RQ's `SimpleWorker` (jobs run in the worker process) with a
+pool of `concurrency` threads: its loop takes a job whenever a thread is free and
+hands it to one, so one process hosts hundreds of matches, each an ordinary RQ
+job in RQ's registries (`rq info` shows them started; a failure lands in the
+failed registry and is retried by RQ). This is the pattern of rq's own
+multi-threaded worker sketch and of CVAT's thread-pool worker, chosen over an
+asyncio loop because the match host, the engine and redis-py's blocking client
+stay exactly as they are (and testable alone), the GIL is released while a thread
+waits on Redis, and the CPU a decision costs is the engine's, as before.
+
+- Redis connections: the job threads share one pool of at most `concurrency + 8`
+  connections (a waiting match holds one while it blocks on its reply list);
+  RQ's own client adds a few more, so a worker holds about `concurrency + 12`.
+- Timeouts: RQ's signal-based job timeouts work only on the main thread; match
+  jobs need none (a lease, renewed every second, proves a run alive).
+- Redis outages never end the worker: its loop retries with exponential backoff
+  and jitter, and each hosted match waits for Redis and resumes from its log
+  (`workers.jobs.run_match`).
+- Stopping (SIGTERM): no new jobs; every hosted match hands over at its next
+  wait (within a second) and releases its lease, so recovery queues it again at
+  the front of the queue within seconds; then the worker registers its death.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import redis
-from rq import Worker
+from rq import SimpleWorker
+from rq.exceptions import StopRequested
+from rq.job import Job
+from rq.queue import Queue
 from rq.serializers import JSONSerializer
+from rq.timeouts import BaseDeathPenalty
+from rq.worker import WorkerStatus
 
 from workers import jobs
-from workers.queues import CONTROL_QUEUE, MATCH_QUEUE, MoonshotJob, queue
+from workers.match import STOPPING
+from workers.queues import CONTROL_QUEUE, MATCH_QUEUE, RESUME_QUEUE, MoonshotJob, queue
 
-__all__ = ["make_worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "ThreadedWorker", "make_worker"]
 
-# Imported here so that every forked work-horse starts with the job code loaded
-# (RQ forks a horse per job and the horse's imports die with it: ~0.1 s a job).
-PRELOADED = (jobs.run_match, jobs.advance_tournament)
+log = logging.getLogger("moonshot.worker")
+
+DEFAULT_CONCURRENCY = 100
+_HANDOVER_S = 10.0  # how long a stopping worker waits for its matches to hand over
+_REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 
 
-def make_worker(conn: redis.Redis, name: str | None = None) -> Worker:
-    """A worker on the project's queues (control first, then matches)."""
-    return Worker(
-        [queue(conn, CONTROL_QUEUE), queue(conn, MATCH_QUEUE)],
+class NoDeathPenalty(BaseDeathPenalty):
+    """No job timeout (see the module doc)."""
+
+    def setup_death_penalty(self) -> None:
+        """Nothing to arm."""
+
+    def cancel_death_penalty(self) -> None:
+        """Nothing to cancel."""
+
+
+class ThreadedWorker(SimpleWorker):
+    """An RQ worker that runs up to `concurrency` jobs at once, one thread each."""
+
+    death_penalty_class = NoDeathPenalty
+
+    def __init__(self, queues: list[Queue], *, concurrency: int = DEFAULT_CONCURRENCY,
+                 **kwargs: Any) -> None:
+        super().__init__(queues, **kwargs)
+        self.concurrency = concurrency
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="match")
+        self._running = 0
+        self._lock = threading.Lock()
+
+    # -------------------------------------------------------------- jobs
+
+    @property
+    def running(self) -> int:
+        """Jobs running now."""
+        return self._running
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Start the job on a free thread (the loop took a slot for it) and return."""
+        execution = self.prepare_execution(job)
+        with self._lock:
+            self._running += 1
+        self._threads.submit(self._perform, job, queue, execution)
+
+    def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
+        try:
+            self.perform_job(job, queue, execution)
+        except Exception:  # RQ's own bookkeeping failed (Redis away): recovery sees to it
+            log.exception("job %s: RQ could not record its end", job.id)
+        finally:
+            with self._lock:
+                self._running -= 1
+                idle = self._running == 0
+            self._slots.release()
+            if idle:
+                with contextlib.suppress(*_REDIS_ERRORS):
+                    self.set_state(WorkerStatus.IDLE)
+
+    # -------------------------------------------------------------- loop
+
+    def work(self, burst: bool = False,  # type: ignore[override]  # a loop of its own
+             logging_level: str | None = "INFO", **_: Any) -> bool:
+        """Take jobs while threads are free, until stopped (or, in burst mode, until the
+        queues are empty and every job has ended); Redis outages are waited out."""
+        self.bootstrap(logging_level)
+        self._install_signal_handlers()  # type: ignore[no-untyped-call]
+        worked = False
+        backoff = 0.5
+        try:
+            while not self._stop_requested:
+                try:
+                    if self.should_run_maintenance_tasks:
+                        self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+                    if not self._take_slot():
+                        continue
+                    try:
+                        result = self.dequeue_job_and_maintain_ttl(None if burst else 5)
+                    except BaseException:
+                        self._slots.release()
+                        raise
+                    if result is None:
+                        self._slots.release()
+                        if burst and not self.running:
+                            break
+                        time.sleep(0.2)
+                        continue
+                    self.execute_job(*result)
+                    worked = True
+                    backoff = 0.5
+                except StopRequested:
+                    break
+                except _REDIS_ERRORS as exc:
+                    wait = backoff * random.uniform(0.5, 1.5)
+                    log.warning("Redis unreachable (%s); retrying in %.1f s", exc, wait)
+                    time.sleep(wait)
+                    backoff = min(backoff * 2, 30.0)
+        finally:
+            self._hand_over()
+            try:
+                self.teardown()  # type: ignore[no-untyped-call]
+            except _REDIS_ERRORS:
+                log.warning("Redis unreachable: could not register this worker's end")
+        return worked
+
+    def _take_slot(self) -> bool:
+        """Wait for a free thread, keeping the worker's heartbeat meanwhile."""
+        while not self._slots.acquire(timeout=5.0):
+            if self._stop_requested:
+                return False
+            with contextlib.suppress(*_REDIS_ERRORS):
+                self.heartbeat()
+        return True
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None,
+                                     max_idle_time: int | None = None
+                                     ) -> tuple[Job, Queue] | None:
+        """RQ's dequeue, but a wait that times out returns None (the loop heartbeats and
+        looks for a free thread again) instead of waiting on indefinitely."""
+        if timeout is None:
+            return super().dequeue_job_and_maintain_ttl(None, max_idle_time)
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time=timeout)
+
+    def _hand_over(self) -> None:
+        """Stop hosting: each match releases its lease at its next wait; wait for them."""
+        STOPPING.set()
+        end = time.monotonic() + _HANDOVER_S
+        while self.running and time.monotonic() < end:
+            time.sleep(0.1)
+        if self.running:
+            log.warning("%d matches did not hand over in %.0f s; recovery will requeue them",
+                        self.running, _HANDOVER_S)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    def _shutdown(self) -> None:
+        """A stop request: take no new job (the running ones hand over as the loop ends)."""
+        self._stop_requested = True
+        if not self.running:
+            raise StopRequested()
+
+
+def make_worker(conn: redis.Redis, name: str | None = None,
+                concurrency: int = DEFAULT_CONCURRENCY) -> ThreadedWorker:
+    """A worker on the project's queues: scheduling first, then resumed matches, then new
+    ones."""
+    jobs.share_redis(conn, concurrency + 8)
+    return ThreadedWorker(
+        [queue(conn, CONTROL_QUEUE), queue(conn, RESUME_QUEUE), queue(conn, MATCH_QUEUE)],
+        concurrency=concurrency,
         connection=conn,
         serializer=JSONSerializer,
         job_class=MoonshotJob,

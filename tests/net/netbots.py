@@ -80,3 +80,15 @@ class HangBot(GreedyBot):
             while True:
                 time.sleep(3600)
         return super().act(obs, legal)
+
+
+class ThinkingBot(GreedyBot):
+    """GreedyBot that thinks `DELAY_S` before every move (many matches wait at once)."""
+
+    name = "thinking"
+    DELAY_S = 0.2
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """The greedy move, after a pause."""
+        time.sleep(self.DELAY_S)
+        return super().act(obs, legal)

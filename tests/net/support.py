@@ -67,7 +67,8 @@ def check_stored(r: redis.Redis, m: match_pb2.Match, record: dict[str, Any]) -> 
     assert [e["seq"] for e in moves] == list(range(len(actions)))
     assert [e["action"] for e in moves] == actions
     assert len(log) - len(moves) == (1 if record.get("end") == "forfeit" else 0)
-    assert not r.exists(keys.lease(m.match_id))
+    # The run drops the lease just after marking the match finished.
+    wait_until("the lease dropped", lambda: not r.exists(keys.lease(m.match_id)), timeout=5)
     for bot_id in set(m.bot_ids):
         stale = {rid for rid in pending_ids(r, bot_id) if rid.startswith(m.match_id + "/")}
         assert not stale, f"requests of the finished match still pending: {stale}"

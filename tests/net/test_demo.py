@@ -48,11 +48,12 @@ def test_demo_quick_runs_end_to_end(tmp_path: Path) -> None:
     assert out.count("(bye)") == 1 and out.count("bye ->") == 1, out
     champion = re.search(r"^champion: (\S+)$", out, re.M)
     assert champion and champion.group(1) in bots, out
-    for title in ("ratings, 3p pool", "ratings, 2v2 pool"):
-        block = out[out.index(title):]
-        assert sorted(re.findall(r"^\s+\d+\s+(\S+)\s+-?[\d.]+\s+\d+$", block.split("\n\n")[0],
-                                 re.M)) == bots, block[:800]
-    assert "(sequential Elo (K=32) in match-id order; 14 games)" in out
+    for title, model in (("ratings, 3p pool", "Plackett-Luce"),
+                         ("ratings, 2v2 pool", "Bradley-Terry")):
+        block = out[out.index(title):].split("\n\n")[0]
+        assert sorted(re.findall(r"^\s+\d+\s+(\S+)\s+-?\d+\s+\[", block, re.M)) == bots, block
+        assert f"({model} MAP" in block and "provisional" not in block, block
+    assert "; 14 games, 7 boards at " in out
     assert out.rstrip().endswith("stopped")
 
     # Nothing left behind: its Redis (data under the temp folder) and its referee are gone.

@@ -11,15 +11,18 @@ import contextlib
 import itertools
 import json
 import signal
+import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
 import redis
-from stack import Proc, Stack
+from stack import Proc, Stack, env, moonshot
+from support import wait_until
 from tourney import (
     RUNNING,
     Event,
@@ -35,10 +38,10 @@ from tourney import (
     watch_all,
 )
 
+import ratings
 from clients.admin import Admin
 from clients.sdk import register
-from proto.moon.v1 import match_pb2, tournament_pb2
-from ratings.elo import sequential_elo
+from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from store.matches import pool_results
 from tournaments.standings import rank_group
 
@@ -348,31 +351,58 @@ def test_2v2_double_elimination_of_four(admin: Admin, r: redis.Redis,
 
 
 def test_ratings_of_both_pools(admin: Admin, r: redis.Redis, bots7: Bots) -> None:
-    """GetRatings lists every bot that played in the pool, with its games counted from the
-    stored results, and the sequential Elo those results give; best first. (Runs after the
-    tournaments above; it plays a small one of each kind itself when run alone.)"""
+    """GetRatings serves the fit over every released game of the pool: for each bot the
+    rating, its interval, its games and the LOS over the next bot, best first, centred on
+    the pool mean, exactly what the rating package gives for the stored results. (Runs
+    after the tournaments above; it plays a small one of each kind itself when run
+    alone.)"""
     for pool, players, fmt in (("3p", 3, "round_robin"), ("2v2", 4, "single_elimination")):
-        played = {row["match_id"]: row for row in pool_results(r, pool)
-                  if set(row["bot_ids"]) & set(bots7.ids)}
-        if not played:
+        mine = [row for row in pool_results(r, pool) if set(row["bot_ids"]) & set(bots7.ids)]
+        if not mine:
             t = admin.create_tournament(name=f"ratings {pool}", players=players, format=fmt,
                                         bot_ids=bots7.ids[:players], rules={"max_hands": "1"})
             wait_finished(admin, t.tournament_id)
-            played = {row["match_id"]: row for row in pool_results(r, pool)
-                      if set(row["bot_ids"]) & set(bots7.ids)}
-        resp = admin.get_ratings(pool)
-        assert resp.games >= len(played) and resp.method
-        rows = {x.bot_id: x for x in resp.ratings}
+        resp = wait_until("the fit to cover every released game", lambda pool=pool: (
+            x if (x := admin.get_ratings(pool)).fitted_games == x.games and not x.provisional
+            else None), timeout=60)
+        played = pool_results(r, pool)
+        assert resp.games == len(played) and "MAP" in resp.method and resp.level == 0.95
+        expected = ratings.fit(ratings.games_from_rows(played))
+        assert [x.bot_id for x in resp.ratings] == [x.bot_id for x in expected.ratings]
+        assert resp.boards == expected.units
+        for got, want in zip(resp.ratings, expected.ratings, strict=True):
+            assert got.rating == pytest.approx(want.rating, abs=1e-6)
+            assert got.ci_low == pytest.approx(want.ci_low, abs=1e-6)
+            assert got.ci_high == pytest.approx(want.ci_high, abs=1e-6)
+            assert got.ci_low < got.rating < got.ci_high and got.games == want.games
+            assert not got.provisional
+        assert all(x.HasField("los_next") for x in resp.ratings[:-1])
+        assert not resp.ratings[-1].HasField("los_next")
+        assert sum(x.rating for x in resp.ratings) == pytest.approx(0, abs=1e-6)
         order = [(-x.rating, x.bot_id) for x in resp.ratings]
         assert order == sorted(order)
-        games = Counter(b for row in played.values() for b in set(row["bot_ids"]))
-        assert set(games) <= set(bots7.ids)
-        elo = sequential_elo(played.values())  # my bots play only each other
-        for bot, n in games.items():
-            assert rows[bot].games == n, (pool, bot)
-            assert rows[bot].rating == pytest.approx(elo[bot].rating)
-            assert rows[bot].name in bots7.names
-        assert sum(rows[b].rating - 1500 for b in games) == pytest.approx(0, abs=1e-6)
+        games = Counter(b for row in played for b in set(row["bot_ids"]))
+        assert {x.bot_id: x.games for x in resp.ratings} == dict(games)
+        # The whole LOS matrix, on request, in the order of the ratings.
+        full = admin.ratings.GetRatings(rating_pb2.GetRatingsRequest(
+            pool=resp.pool, los_matrix=True), timeout=30)
+        ids, matrix = expected.los_matrix()
+        assert [row.bot_id for row in full.los] == list(ids)
+        for i, row in enumerate(full.los):
+            assert row.los == pytest.approx(list(matrix[i]), abs=1e-5)
+            if i + 1 < len(full.los):
+                assert row.los[i + 1] == pytest.approx(full.ratings[i].los_next, abs=1e-5)
+
+
+def test_moonshot_ratings_prints_the_table_and_draws_the_chart(stack: Stack, tmp_path: Path,
+                                                               bots7: Bots) -> None:
+    chart = tmp_path / "ratings.png"
+    res = subprocess.run(moonshot("ratings", "--pool", "3p", "--chart", str(chart),
+                                  "--server", stack.address),
+                         env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "95% interval" in res.stdout and "LOS>next" in res.stdout
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ------------------------------------------------------------ bad requests

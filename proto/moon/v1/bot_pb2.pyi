@@ -257,8 +257,29 @@ class PlayRequest(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class Pong(_message.Message):
+        """The answer to the referee's PlayResponse.Ping."""
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        NONCE_FIELD_NUMBER: _builtins.int
+        nonce: _builtins.int
+        """The ping's nonce."""
+        def __init__(
+            self,
+            *,
+            nonce: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["nonce", b"nonce"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     DECISION_FIELD_NUMBER: _builtins.int
     PING_FIELD_NUMBER: _builtins.int
+    PONG_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def decision(self) -> Global___PlayRequest.Decision:
         """An answer to a decision request."""
@@ -267,17 +288,22 @@ class PlayRequest(_message.Message):
     def ping(self) -> Global___PlayRequest.Ping:
         """A ping."""
 
+    @_builtins.property
+    def pong(self) -> Global___PlayRequest.Pong:
+        """An answer to the referee's ping."""
+
     def __init__(
         self,
         *,
         decision: Global___PlayRequest.Decision | None = ...,
         ping: Global___PlayRequest.Ping | None = ...,
+        pong: Global___PlayRequest.Pong | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "message", b"message", "ping", b"ping"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "message", b"message", "ping", b"ping", "pong", b"pong"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "message", b"message", "ping", b"ping"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "message", b"message", "ping", b"ping", "pong", b"pong"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["decision", "ping"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["decision", "ping", "pong"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
@@ -568,6 +594,32 @@ class PlayResponse(_message.Message):
         def WhichOneof(self, oneof_group: _WhichOneofArgType__replacement_action_id) -> _WhichOneofReturnType__replacement_action_id | None: ...
 
     @_typing.final
+    class Ping(_message.Message):
+        """The referee checks that the bot is alive: answer with PlayRequest.Pong
+        carrying the same nonce. Pings come every 2 s. A bot that has answered one
+        ping and then leaves one unanswered for 5 s counts as disconnected (its
+        clock stops, the disconnect grace runs, and it forfeits when the grace is
+        over) until its next Pong. A bot that never answers pings is not judged by
+        them (transport keep-alives still end a dead connection).
+        """
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        NONCE_FIELD_NUMBER: _builtins.int
+        nonce: _builtins.int
+        """Echo it back."""
+        def __init__(
+            self,
+            *,
+            nonce: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["nonce", b"nonce"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
     class DecisionAccepted(_message.Message):
         """The referee accepted an answer: it is the seat's decision (if it is
         illegal, DecisionRejected follows with the action played instead).
@@ -620,6 +672,7 @@ class PlayResponse(_message.Message):
     DECISION_REJECTED_FIELD_NUMBER: _builtins.int
     PONG_FIELD_NUMBER: _builtins.int
     DECISION_ACCEPTED_FIELD_NUMBER: _builtins.int
+    PING_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def welcome(self) -> Global___PlayResponse.Welcome:
         """The stream is authenticated."""
@@ -648,6 +701,10 @@ class PlayResponse(_message.Message):
     def decision_accepted(self) -> Global___PlayResponse.DecisionAccepted:
         """An answer was accepted."""
 
+    @_builtins.property
+    def ping(self) -> Global___PlayResponse.Ping:
+        """Are you there? Answer with PlayRequest.Pong."""
+
     def __init__(
         self,
         *,
@@ -658,12 +715,13 @@ class PlayResponse(_message.Message):
         decision_rejected: Global___PlayResponse.DecisionRejected | None = ...,
         pong: Global___PlayResponse.Pong | None = ...,
         decision_accepted: Global___PlayResponse.DecisionAccepted | None = ...,
+        ping: Global___PlayResponse.Ping | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "ping", b"ping", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "ping", b"ping", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "decision_request", "match_started", "match_ended", "decision_rejected", "pong", "decision_accepted"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "decision_request", "match_started", "match_ended", "decision_rejected", "pong", "decision_accepted", "ping"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 

@@ -26,7 +26,20 @@ if _version_not_supported:
 
 
 class RatingServiceStub:
-    """Reports ratings. Needs no token: ratings are public.
+    """Reports ratings. Needs no token: ratings are public, and count only
+    released games (a tournament game once every game of its board has
+    finished).
+
+    The official rating is a batch fit over the pool's whole set of released
+    games: Plackett-Luce for 3-player finishing orders (ties allowed, a
+    forfeiter last), Bradley-Terry for 2v2 (a team's strength is the mean of its
+    bots'), a maximum a posteriori fit with a weak prior, on the Elo scale (400
+    log10), centred on the pool mean. Intervals come from a covariance that
+    treats the games of one board (or one duplicate set) as one unit, since they
+    share the luck of the deal. The order results arrived in, or a result
+    recorded twice, changes nothing. While new results wait for the next fit
+    (it runs after results arrive, many results at a time), the response may be
+    provisional: an online update in game-id order, marked as such.
     """
 
     def __init__(self, channel):
@@ -43,7 +56,20 @@ class RatingServiceStub:
 
 
 class RatingServiceServicer:
-    """Reports ratings. Needs no token: ratings are public.
+    """Reports ratings. Needs no token: ratings are public, and count only
+    released games (a tournament game once every game of its board has
+    finished).
+
+    The official rating is a batch fit over the pool's whole set of released
+    games: Plackett-Luce for 3-player finishing orders (ties allowed, a
+    forfeiter last), Bradley-Terry for 2v2 (a team's strength is the mean of its
+    bots'), a maximum a posteriori fit with a weak prior, on the Elo scale (400
+    log10), centred on the pool mean. Intervals come from a covariance that
+    treats the games of one board (or one duplicate set) as one unit, since they
+    share the luck of the deal. The order results arrived in, or a result
+    recorded twice, changes nothing. While new results wait for the next fit
+    (it runs after results arrive, many results at a time), the response may be
+    provisional: an online update in game-id order, marked as such.
     """
 
     def GetRatings(self, request, context):
@@ -70,7 +96,20 @@ def add_RatingServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class RatingService:
-    """Reports ratings. Needs no token: ratings are public.
+    """Reports ratings. Needs no token: ratings are public, and count only
+    released games (a tournament game once every game of its board has
+    finished).
+
+    The official rating is a batch fit over the pool's whole set of released
+    games: Plackett-Luce for 3-player finishing orders (ties allowed, a
+    forfeiter last), Bradley-Terry for 2v2 (a team's strength is the mean of its
+    bots'), a maximum a posteriori fit with a weak prior, on the Elo scale (400
+    log10), centred on the pool mean. Intervals come from a covariance that
+    treats the games of one board (or one duplicate set) as one unit, since they
+    share the luck of the deal. The order results arrived in, or a result
+    recorded twice, changes nothing. While new results wait for the next fit
+    (it runs after results arrive, many results at a time), the response may be
+    provisional: an online update in game-id order, marked as such.
     """
 
     @staticmethod

@@ -398,6 +398,7 @@ class StandingRow(_message.Message):
     RATING_FIELD_NUMBER: _builtins.int
     FORFEITS_FIELD_NUMBER: _builtins.int
     ELIMINATED_FIELD_NUMBER: _builtins.int
+    TOURNAMENT_RATING_FIELD_NUMBER: _builtins.int
     rank: _builtins.int
     """1 is best; tied bots share a rank."""
     bot_id: _builtins.str
@@ -417,13 +418,19 @@ class StandingRow(_message.Message):
     score: _builtins.int
     """Sum of the bot's side's final scores over its games; the first tie-break."""
     rating: _builtins.float
-    """The bot's rating in the tournament's pool, after this tournament's
-    games so far.
+    """The bot's rating in the tournament's pool (RatingService: fitted over
+    every released game of the pool, this tournament's and others'); 0, the
+    pool mean, for a bot not rated yet.
     """
     forfeits: _builtins.int
     """Matches the bot forfeited."""
     eliminated: _builtins.bool
     """Brackets: true once the bot is knocked out."""
+    tournament_rating: _builtins.float
+    """The same fit over this tournament's released games alone: how the bots
+    did here, on the pool's scale (0 is this field's mean); unset before the
+    first fit.
+    """
     def __init__(
         self,
         *,
@@ -439,12 +446,15 @@ class StandingRow(_message.Message):
         rating: _builtins.float = ...,
         forfeits: _builtins.int = ...,
         eliminated: _builtins.bool = ...,
+        tournament_rating: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating", "tournament_rating", b"tournament_rating"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "draws", b"draws", "eliminated", b"eliminated", "forfeits", b"forfeits", "games", b"games", "losses", b"losses", "name", b"name", "points", b"points", "rank", b"rank", "rating", b"rating", "score", b"score", "wins", b"wins"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating", "bot_id", b"bot_id", "draws", b"draws", "eliminated", b"eliminated", "forfeits", b"forfeits", "games", b"games", "losses", b"losses", "name", b"name", "points", b"points", "rank", b"rank", "rating", b"rating", "score", b"score", "tournament_rating", b"tournament_rating", "wins", b"wins"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__tournament_rating: _TypeAlias = _typing.Literal["tournament_rating"]  # noqa: Y015
+    _WhichOneofArgType__tournament_rating: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__tournament_rating) -> _WhichOneofReturnType__tournament_rating | None: ...
 
 Global___StandingRow: _TypeAlias = StandingRow  # noqa: Y015
 

@@ -1,0 +1,78 @@
+"""Rating fits as stored: requests coalesce, the fit replaces the provisional figure, and
+a table reads back as it was written (a real Redis, no workers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+import ratings
+from clients.redisproc import RedisServer
+from server.tournaments import pool_table
+from store import bots, keys
+from store import ratings as store_ratings
+from workers.fit import run_fits
+
+
+@pytest.fixture
+def r(tmp_path: Path) -> Iterator[redis.Redis]:
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        yield bots.connect(srv.url)
+
+
+def _release(r: redis.Redis, n: int) -> None:
+    """Store n released 3p results among four bots, two games a board."""
+    for i in range(n):
+        seats = [f"b{(i + k) % 4}" for k in range(3)]
+        row = {"match_id": f"m-g{i:03d}", "bot_ids": seats, "players": 3, "final": [21, 3, 1],
+               "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
+               "seats": seats, "board": f"t-x/r{i // 2}", "unit": f"r{i // 2}"}
+        r.hset(keys.match(row["match_id"]), mapping={"row": json.dumps(row), "released": "1"})
+        r.zadd(keys.results("3p"), {row["match_id"]: i})
+
+
+def test_many_requests_make_one_fit_and_its_table_reads_back(r: redis.Redis) -> None:
+    _release(r, 12)
+    asks = [store_ratings.note_request(r, "3p") for _ in range(50)]
+    assert asks == [True] + [False] * 49  # one job queued for fifty releases
+    done = run_fits(r, "3p")
+    assert done["fits"] == 1 and done["games"] == 12
+    assert store_ratings.note_request(r, "3p")  # after the job started, a new one is asked
+    table = pool_table(r, "3p")
+    assert table is not None and not table.provisional and table.games == 12
+    assert table.boards == 6 and "Plackett-Luce" in table.method
+    want = ratings.fit(ratings.games_from_rows(
+        json.loads(str(r.hget(keys.match(f"m-g{i:03d}"), "row"))) for i in range(12)))
+    assert [(x.bot_id, round(x.rating, 6)) for x in table.rows] == [
+        (x.bot_id, round(x.rating, 6)) for x in want.ratings]
+    again = store_ratings.RatingTable.from_json(table.to_json())
+    assert again == table
+
+
+def test_the_provisional_figure_stands_in_until_the_fit_catches_up(r: redis.Redis) -> None:
+    _release(r, 6)
+    store_ratings.note_request(r, "3p")
+    run_fits(r, "3p")
+    fitted = pool_table(r, "3p")
+    assert fitted is not None and not fitted.provisional
+    # More results arrive; the provisional figure covering them is stored first.
+    live = store_ratings.RatingTable("provisional", 2.0, 8, 4, True, 0.95, fitted.rows)
+    store_ratings.save(r, "3p", live)
+    assert pool_table(r, "3p") == live
+    _release(r, 8)
+    store_ratings.note_request(r, "3p")
+    run_fits(r, "3p")
+    final = pool_table(r, "3p")
+    assert final is not None and not final.provisional and final.games == 8
+
+
+def test_a_fit_running_makes_a_second_job_step_aside(r: redis.Redis) -> None:
+    _release(r, 4)
+    r.set(keys.ratings_lock("3p"), "someone", px=10_000)
+    store_ratings.note_request(r, "3p")
+    assert run_fits(r, "3p") == {"pool": "3p", "skipped": "another fit of this pool is running"}
+    assert r.exists(keys.ratings_dirty("3p"))  # the request waits for the running job

@@ -1,0 +1,106 @@
+"""The rating fit, as the body of an RQ job: load a pool's released results, call the
+pure rating package, store the tables.
+
+Fits are coalesced: every release asks for one (`workers.queues.request_fit`), and a
+job queued once serves every request made until it starts; while it runs, it loops
+as long as new requests came in, so a burst of results costs a few fits, not one a
+result. The provisional table (the live figure) is stored first, the fit after it:
+while a large pool is being fitted, GetRatings serves the provisional table.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import redis
+
+from ratings import Fit, Game, RatingError, fit, games_from_rows, provisional_ratings
+from store import keys
+from store import matches as store_matches
+from store import ratings as store_ratings
+from store import tournaments as store_t
+from store.ratings import RatingRow, RatingTable
+
+__all__ = ["POOLS", "fit_table", "run_fits"]
+
+log = logging.getLogger("moonshot.ratings")
+
+POOLS = ("3p", "2v2")
+_LOCK_MS = 600_000
+
+
+def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
+    """The rows as rating games; a malformed stored row is logged and left out rather than
+    taking every rating down with it."""
+    out: list[Game] = []
+    for row in rows:
+        try:
+            out.extend(games_from_rows([row]))
+        except (RatingError, KeyError, TypeError, ValueError) as exc:
+            log.error("ratings %s: skipping match %s: %s", where, row.get("match_id"), exc)
+    return out
+
+
+def fit_table(games: list[Game], as_of: float) -> tuple[RatingTable, Fit]:
+    """The official table of a set of games, and the fit behind it."""
+    f = fit(games)
+    rows = tuple(RatingRow(x.bot_id, x.rating, x.games, x.ci_low, x.ci_high, x.los_next)
+                 for x in f.ratings)
+    return RatingTable(f.method, as_of, f.games, f.units, False, f.level, rows,
+                       None if f.dof == float("inf") else f.dof), f
+
+
+def _provisional(games: list[Game], as_of: float) -> RatingTable:
+    live = provisional_ratings(games)
+    units = len({g.unit or g.game_id for g in games})
+    rows = tuple(RatingRow(x.bot_id, x.rating, x.games) for x in live)
+    return RatingTable("provisional: Weng-Lin Plackett-Luce update in game-id order",
+                       as_of, len({g.game_id for g in games}), units, True, 0.95, rows)
+
+
+def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
+    """Fit a pool over its released results and store the tables."""
+    now = time.time()
+    games = _games(store_matches.pool_results(r, pool), pool)
+    store_ratings.save(r, pool, _provisional(games, now))
+    table, f = fit_table(games, now)
+    los = f.los_matrix()[1].tolist() if len(f.ratings) <= store_ratings.LOS_MAX_BOTS else None
+    store_ratings.save(r, pool, table, los)
+    return table
+
+
+def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
+    """Fit a tournament's own released games and store that table."""
+    rows = store_t.results(r, tournament_id, released_only=True).values()
+    table, _ = fit_table(_games(rows, tournament_id), time.time())
+    store_ratings.save_tournament(r, tournament_id, table)
+
+
+def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
+    """The job: fit the pool (and the tournaments asked for) while requests keep coming."""
+    r.delete(keys.ratings_queued(pool))  # requests from now on queue another job
+    lock = keys.ratings_lock(pool)
+    token = secrets.token_hex(8)
+    if not r.set(lock, token, nx=True, px=_LOCK_MS):
+        return {"pool": pool, "skipped": "another fit of this pool is running"}
+    fits = 0
+    games = 0
+    try:
+        while True:
+            asked, tids = store_ratings.take_request(r, pool)
+            if not asked and not tids:
+                break
+            games = fit_pool(r, pool).games
+            for tid in tids:
+                fit_tournament(r, tid)
+            fits += 1
+            r.set(lock, token, xx=True, px=_LOCK_MS)
+    finally:
+        if r.get(lock) == token:
+            r.delete(lock)
+    log.info("ratings %s: %d fit(s), %d games", pool, fits, games)
+    return {"pool": pool, "fits": fits, "games": games}
