@@ -73,7 +73,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import combinations, pairwise
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,11 @@ from clients.builtin import RandomBot  # noqa: E402
 from moon import Action, Observation  # noqa: E402
 
 THINK_ENV = "HOSTING_THINK_SCALE"
+TRACE_ENV = "HOSTING_TRACE_DIR"
+_TRACE: list[Any] = []  # this bot process's trace file, opened on first use
+_TRACE_LOCK = threading.Lock()
+OWN_CALLS: dict[str, int] = {}  # Redis commands this bench sent (to subtract from the stats)
+OWN_LOCK = threading.Lock()
 MOVE_MS = 10_000
 BANK_MS = 60_000
 
@@ -100,13 +105,42 @@ def think_s(seed: int, k: int, scale: float = 1.0) -> float:
     return scale * (0.5 + int.from_bytes(h[:8], "big") / 2.0**64)
 
 
-def seed_of(match_id: str, seat: int) -> int:
-    """The seed the SDK gives the Bot of (match, seat) (clients.sdk._seed_of)."""
-    return int.from_bytes(hashlib.sha256(f"{match_id}/{seat}".encode()).digest()[:8], "big")
+def think_of(request_id: str, scale: float = 1.0) -> float:
+    """Think time of a request: uniform 0.5..1.5 s (times `scale`), a pure function of the
+    request id (`<match>/<seq>`)."""
+    h = hashlib.sha256(request_id.encode()).digest()
+    return scale * (0.5 + int.from_bytes(h[:8], "big") / 2.0**64)
+
+
+def _hook_sdk() -> bool:
+    """Let each ThinkBot see the id of the request it answers: the SDK's BotRunner._inputs
+    (which finds the (match, seat) Bot for a request) is wrapped to note the id on the Bot
+    just before `act` runs. The SDK is otherwise untouched; False if it has no `_inputs`."""
+    try:
+        from clients.sdk import BotRunner
+    except ImportError:
+        return False
+    orig = getattr(BotRunner, "_inputs", None)
+    if orig is None:
+        return False
+    if getattr(orig, "_hosting", False):
+        return True
+
+    def _inputs(self: Any, req: Any) -> Any:
+        got = orig(self, req)
+        if isinstance(got[0], ThinkBot):
+            got[0].request_id = str(req.request_id)
+        return got
+
+    _inputs._hosting = True  # type: ignore[attr-defined]
+    BotRunner._inputs = _inputs  # type: ignore[method-assign]
+    return True
 
 
 class ThinkBot(Bot):
-    """Thinks `think_s(seed, k)` seconds (scaled by $HOSTING_THINK_SCALE), plays legal[0]."""
+    """Thinks `think_of(request id)` seconds (times $HOSTING_THINK_SCALE), plays legal[0].
+    Without the SDK hook (see `_hook_sdk`) it falls back on sha256(seed, k): the seat's
+    k-th decision, with the seed the SDK derives from (match id, seat)."""
 
     name = "think"
 
@@ -114,13 +148,29 @@ class ThinkBot(Bot):
         super().__init__(seed)
         self.seed = seed or 0
         self.k = 0
+        self.request_id = ""
         self.scale = float(os.environ.get(THINK_ENV, "1"))
 
     def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
-        """Sleep the think time of this decision, then the first legal action."""
-        time.sleep(think_s(self.seed, self.k, self.scale))
+        """Sleep the think time of this request, then the first legal action."""
+        rid, self.request_id = self.request_id, ""
+        think = think_of(rid, self.scale) if rid else think_s(self.seed, self.k, self.scale)
+        start = time.time()
+        time.sleep(think)
+        end = time.time()
+        trace = os.environ.get(TRACE_ENV)
+        if trace:
+            with _TRACE_LOCK:
+                if not _TRACE:
+                    _TRACE.append(open(Path(trace) / f"{os.getpid()}.trace", "a"))  # noqa: SIM115
+                _TRACE[0].write(f"{rid or '-'} {self.seed} {self.k} {think:.6f} {start:.6f} "
+                                f"{end:.6f}\n")
+                _TRACE[0].flush()
         self.k += 1
         return legal[0]
+
+
+_hook_sdk()
 
 
 class InstantBot(Bot):
@@ -161,6 +211,12 @@ def pct(xs: Sequence[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
+def _own(command: str, n: int) -> None:
+    """Count Redis commands the bench itself sent."""
+    with OWN_LOCK:
+        OWN_CALLS[command] = OWN_CALLS.get(command, 0) + n
+
+
 def role_of(name: str) -> str:
     """The role of a process name."""
     for prefix, role in (("worker", "workers"), ("think-bot", "bots"),
@@ -183,6 +239,7 @@ class Sample:
     clients: int  # INFO connected_clients
     leases: dict[str, int]  # worker name -> leases held by its runs; "total"
     conns: dict[str, int] | None = None  # process name -> its Redis clients (CLIENT LIST)
+    cmds: dict[str, tuple[int, float]] = field(default_factory=dict)  # command -> calls, usec
 
 
 class Sampler(threading.Thread):
@@ -233,6 +290,7 @@ class Sampler(threading.Thread):
         pipe = self.r.pipeline(transaction=False)
         for m in ids:
             pipe.get(keys.lease(m))
+        _own("get", len(ids))
         for v in pipe.execute():
             if v is None:
                 continue
@@ -273,6 +331,12 @@ class Sampler(threading.Thread):
         s = Sample(t, cpu, rss, int(self.r.info("clients")["connected_clients"]), self._leases())
         if with_conns:
             s.conns = self._conns()
+        stats = self.r.info("commandstats")
+        s.cmds = {k.removeprefix("cmdstat_"): (int(v["calls"]), float(v["usec"]))
+                  for k, v in stats.items() if isinstance(v, dict) and "calls" in v}
+        with OWN_LOCK:
+            for name, n in OWN_CALLS.items():
+                s.cmds[f"@own_{name}"] = (n, 0.0)
         return s
 
     def run(self) -> None:
@@ -307,6 +371,23 @@ class Sampler(threading.Thread):
     def cpu_between(self, t0: float, t1: float) -> dict[str, float]:
         """CPU seconds each process used between t0 and t1."""
         return {n: self.cpu_at(n, t1) - self.cpu_at(n, t0) for n in self.procs}
+
+    def commands_between(self, t0: float, t1: float) -> tuple[float, dict[str, tuple[int, float]]]:
+        """(seconds, {command: (calls, usec)}) between the samples nearest inside [t0, t1]."""
+        ss = [s for s in self.samples if t0 <= s.t <= t1 and s.cmds]
+        if len(ss) < 2:
+            return 0.0, {}
+        a, b = ss[0], ss[-1]
+        out = {k: (v[0] - a.cmds.get(k, (0, 0.0))[0], v[1] - a.cmds.get(k, (0, 0.0))[1])
+               for k, v in b.cmds.items()}
+        for key in [k for k in out if k.startswith("@own_")]:
+            own = out.pop(key)[0]
+            name = key.removeprefix("@own_")
+            if name in out:
+                calls, usec = out[name]
+                per = usec / calls if calls else 0.0
+                out[name] = (max(0, calls - own), max(0.0, usec - own * per))
+        return b.t - a.t, out
 
     def between(self, t0: float, t1: float) -> list[Sample]:
         """The samples taken between t0 and t1."""
@@ -423,25 +504,33 @@ def wait_done(r: Any, ids: Sequence[str], timeout: float,
 
     end = time.monotonic() + timeout
     called = on_all_started is None
+    left = list(ids)
+    not_started = list(ids)
     while True:
         pipe = r.pipeline(transaction=False)
-        for m in ids:
+        for m in left:
             pipe.exists(keys.result(m))
-            pipe.hmget(keys.match(m), "error", "started_at")
+            pipe.hget(keys.match(m), "error")
+        for m in not_started:
+            pipe.hexists(keys.match(m), "started_at")
         got = pipe.execute()
-        done = sum(bool(x) for x in got[0::2])
-        errors = sum(1 for e, _ in got[1::2] if e)
-        started = sum(1 for _, s in got[1::2] if s)
-        if done + errors >= len(ids):
+        _own("exists", len(left))
+        _own("hget", len(left))
+        _own("hexists", len(not_started))
+        pairs = list(zip(got[0:2 * len(left):2], got[1:2 * len(left):2], strict=True))
+        left = [m for m, (res, err) in zip(left, pairs, strict=True) if not res and not err]
+        not_started = [m for m, st in zip(not_started, got[2 * len(pairs):], strict=True)
+                       if not st]
+        if not left:
             return
-        if not called and started >= len(ids):
+        if not called and not not_started:
             called = True
             on_all_started()
             continue
         if time.monotonic() > end:
-            print(f"# timeout: {done} of {len(ids)} done, {errors} failed", file=sys.stderr)
+            print(f"# timeout: {len(left)} of {len(ids)} not done", file=sys.stderr)
             return
-        time.sleep(0.5)
+        time.sleep(1.0)
 
 
 # -------------------------------------------------------------------- analysis
@@ -458,7 +547,11 @@ class Played:
     replaced: int = 0
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
-    entries: list[tuple[str, dict[str, Any], int]] = field(default_factory=list)  # (m, e, k)
+    created: list[float] = field(default_factory=list)
+    resumed: int = 0  # matches hosted once whose RQ job was last queued by recovery
+    rehosted: int = 0  # matches hosted by more than one run
+    # (match, entry, the seat's decision number k, the previous entry's `t` or None)
+    entries: list[tuple[str, dict[str, Any], int, int | None]] = field(default_factory=list)
 
     def window(self) -> tuple[float, float]:
         """(last start, first end): while every match was live."""
@@ -468,6 +561,7 @@ class Played:
 def read_matches(r: Any, ids: Sequence[str]) -> Played:
     """Check every match's result and log; gather the log entries."""
     from moon.transcript import actions_of
+    from store import ids as ids_mod
     from store import keys
 
     out = Played(len(ids))
@@ -477,10 +571,19 @@ def read_matches(r: Any, ids: Sequence[str]) -> Played:
         for m in chunk:
             pipe.get(keys.result(m))
             pipe.lrange(keys.match_log(m), 0, -1)
-            pipe.hmget(keys.match(m), "status", "error", "started_at", "finished_at")
+            pipe.hmget(keys.match(m), "status", "error", "started_at", "finished_at",
+                       "created_at", "runs")
+            pipe.hget(f"rq:job:{ids_mod.match_job_id(m)}", "origin")
         got = pipe.execute()
         for j, m in enumerate(chunk):
-            stored, raw_log, (status, error, started, finished) = got[3 * j:3 * j + 3]
+            stored, raw_log, (status, error, started, finished, created, _runs), origin = \
+                got[4 * j:4 * j + 4]
+            if started and created:
+                out.created.append(float(created))
+            if origin == "moonshot-resume" and int(_runs or 0) <= 1:
+                out.resumed += 1
+            if int(_runs or 0) > 1:
+                out.rehosted += 1
             log = [json.loads(x) for x in raw_log]
             forfeit = any("forfeit" in e for e in log)
             actions = [e for e in log if "forfeit" not in e]
@@ -506,16 +609,18 @@ def read_matches(r: Any, ids: Sequence[str]) -> Played:
             if finished:
                 out.ends.append(float(finished))
             per_seat = [0, 0, 0, 0]
+            prev: int | None = None
             for e in actions:
-                out.entries.append((m, e, per_seat[e["seat"]]))
+                out.entries.append((m, e, per_seat[e["seat"]], prev))
                 per_seat[e["seat"]] += 1
+                prev = int(e["t"])
     return out
 
 
 def cpu_report(prefix: str, sampler: Sampler, t0: float, t1: float, decisions: int,
                roles: Sequence[str], ncpu: int) -> tuple[str, float, float]:
     """Print CPU per decision per role and each process's CPU share over [t0, t1];
-    return (busiest process, its share %, all processes' share % of all cores)."""
+    return (busiest process, its share % of a core, the whole machine's % of all cores)."""
     used = sampler.cpu_between(t0, t1)
     wall = max(t1 - t0, 1e-9)
     per_role: dict[str, float] = {}
@@ -524,8 +629,8 @@ def cpu_report(prefix: str, sampler: Sampler, t0: float, t1: float, decisions: i
     for role in roles:
         show(f"{prefix}cpu per decision {role}", per_role.get(role, 0.0) * 1000 / max(1, decisions),
              "ms", ".3f")
-    show(f"{prefix}cpu per decision all", sum(used.values()) * 1000 / max(1, decisions), "ms",
-         ".3f")
+    show(f"{prefix}cpu per decision all (bench sampler excluded)",
+         sum(v for n, v in used.items() if n != "bench") * 1000 / max(1, decisions), "ms", ".3f")
     for role in roles:
         show(f"{prefix}cpu share {role}", per_role.get(role, 0.0) * 100 / wall, "% of a core")
     singles = {n: s * 100 / wall for n, s in used.items()}
@@ -537,14 +642,57 @@ def cpu_report(prefix: str, sampler: Sampler, t0: float, t1: float, decisions: i
     if bot_names:
         top = max(bot_names, key=lambda n: singles[n])
         show(f"{prefix}cpu share busiest bot process", singles[top], "% of a core")
-    busiest = max(singles, key=lambda n: singles[n])
+    busiest = max((n for n in singles if n != "bench"), key=lambda n: singles[n])
     total = sum(singles.values()) / ncpu
     show(f"{prefix}cpu busy all cores (these processes)", total, f"% of {ncpu} cores")
     machine = (sampler.cpu_at("@machine", t1) - sampler.cpu_at("@machine", t0)) * 100 / wall
     show(f"{prefix}cpu busy all cores (whole machine)", machine / ncpu, f"% of {ncpu} cores")
     show(f"{prefix}cpu used by other work on the machine", max(0.0, machine - sum(
         singles.values())), "% of a core")
-    return busiest, singles[busiest], total
+    show(f"{prefix}busiest process", f"{busiest} {singles[busiest]:.0f}", "% of a core")
+    return busiest, singles[busiest], machine / ncpu
+
+
+def commands_report(prefix: str, sampler: Sampler, t0: float, t1: float, rate: float,
+                    live: int, top: int = 10) -> None:
+    """Redis commands (INFO commandstats) over [t0, t1]: per decision, per hosted match and
+    second, and the share of redis-server's command time; the sampler's own GETs excluded."""
+    secs, cmds = sampler.commands_between(t0, t1)
+    if not secs or not cmds:
+        return
+    cmds = {k: v for k, v in cmds.items() if k not in ("info", "client|list", "client")}
+    total_calls = sum(c for c, _ in cmds.values())
+    total_usec = sum(u for _, u in cmds.values())
+    decisions = rate * secs
+    show(f"{prefix}redis commands per second", total_calls / secs, "commands/s")
+    show(f"{prefix}redis commands per decision", total_calls / max(1.0, decisions), "commands",
+         ".1f")
+    if live:
+        show(f"{prefix}redis commands per hosted match per second", total_calls / secs / live,
+             "commands/s", ".1f")
+    for name, (calls, usec) in sorted(cmds.items(), key=lambda kv: -kv[1][0])[:top]:
+        show(f"{prefix}redis {name} per decision", calls / max(1.0, decisions), "calls", ".2f")
+        show(f"{prefix}redis {name} share of command time", usec * 100 / max(1.0, total_usec),
+             "%")
+        show(f"{prefix}redis {name} time per call", usec / max(1, calls), "us", ".1f")
+
+
+def read_traces(trace_dir: Path) -> tuple[dict[str, tuple[float, float, float]], int]:
+    """request id -> (think s, act start, act end) unix s, from the ThinkBot trace files
+    (the last act for a request: a redelivered request is acted on again); and how many
+    acts had no request id (the SDK hook missing)."""
+    out: dict[str, tuple[float, float, float]] = {}
+    blind = 0
+    for f in trace_dir.glob("*.trace"):
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) != 6:
+                continue
+            if parts[0] == "-":
+                blind += 1
+                continue
+            out[parts[0]] = (float(parts[3]), float(parts[4]), float(parts[5]))
+    return out, blind
 
 
 # ------------------------------------------------------------------- floors
@@ -590,14 +738,17 @@ class Floors:
 
 
 def _triples(bots: Sequence[str], n: int) -> list[tuple[str, str, str]]:
-    """n seatings of 3 distinct bots, cycling through every triple (rotated seats)."""
-    combos = list(combinations(range(len(bots)), 3))
-    out = []
+    """n seatings of 3 distinct bots, every bot in n*3/len(bots) of them (+-1): each round
+    of len(bots)//3 matches seats a fresh (seeded) shuffle of the bots at disjoint tables."""
+    import random
+
+    per_round = max(1, len(bots) // 3)
+    out: list[tuple[str, str, str]] = []
     for i in range(n):
-        c = combos[i % len(combos)]
-        rot = (i // len(combos)) % 3
-        c = c[rot:] + c[:rot]
-        out.append((bots[c[0]], bots[c[1]], bots[c[2]]))
+        rnd, j = divmod(i, per_round)
+        order = list(bots)
+        random.Random(rnd).shuffle(order)
+        out.append((order[3 * j], order[3 * j + 1], order[3 * j + 2]))
     return out
 
 
@@ -616,7 +767,10 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
     seats = _triples([b for b, _ in stack.think_bots], args.matches)
     per_bot = max(sum(b in s for s in seats) for b, _ in stack.think_bots)
     stack.think_threads = min(1024, per_bot + 4)
-    env = _env(MOONSHOT_ADMIN_TOKEN=stack.admin_token, **{THINK_ENV: repr(scale)})
+    trace_dir = stack.procs.workdir / f"trace-{seed}"
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    env = _env(MOONSHOT_ADMIN_TOKEN=stack.admin_token,
+               **{THINK_ENV: repr(scale), TRACE_ENV: str(trace_dir)})
     stack.think_children = start_bots(stack, stack.think_bots, "think-bot", "hosting:ThinkBot",
                                       stack.think_threads, env)
     sampler.procs = dict(stack.ps)
@@ -667,25 +821,53 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
         print("# no moment with every match live: figures over the whole run", file=sys.stderr)
     else:
         show(f"{prefix}all live window", t1 - t0, "s", ".1f")
-    inside = [(m, e, k) for m, e, k in played.entries if t0 * 1000 <= e["t"] <= t1 * 1000]
+    inside = [x for x in played.entries if t0 * 1000 <= x[1]["t"] <= t1 * 1000]
     rate = len(inside) / (t1 - t0)
     show(f"{prefix}decisions per second", rate, "decisions/s")
     over: list[float] = []
     thinks: list[float] = []
+    cycle: list[float] = []
+    outbound: list[float] = []
+    inbound: list[float] = []
+    oversleep: list[float] = []
+    traces, blind = read_traces(trace_dir)
     mismatch = 0
-    for m, e, k in inside:
-        th = think_s(seed_of(m, e["seat"]), k, scale) * 1000
+    for m, e, _k, prev_t in inside:
+        rid = f"{m}/{e['seq']}"
+        th = think_of(rid, scale) * 1000
         o = e["us"] / 1000 - th
         if o < -1.0:
             mismatch += 1
         over.append(o)
         thinks.append(th)
+        if prev_t is None:
+            continue
+        cycle.append(e["t"] - prev_t - th)
+        got = traces.get(rid)
+        if got is not None:
+            outbound.append(got[1] * 1000 - prev_t)
+            inbound.append(e["t"] - got[2] * 1000)
+            oversleep.append((got[2] - got[1]) * 1000 - th)
     show(f"{prefix}think mean", statistics.mean(thinks) if thinks else 0.0, "ms")
     show(f"{prefix}decision overhead p50", pct(over, 0.5), "ms", ".2f")
     show(f"{prefix}decision overhead p90", pct(over, 0.9), "ms", ".2f")
     show(f"{prefix}decision overhead p99", pct(over, 0.99), "ms", ".2f")
     show(f"{prefix}decision overhead max", max(over, default=0.0), "ms", ".1f")
     show(f"{prefix}think mismatches", mismatch, "decisions")
+    show(f"{prefix}traced decisions", len(outbound), "decisions")
+    show(f"{prefix}acts without a request id (SDK hook missing)", blind, "decisions")
+    for label, xs in (("cycle (log t to next log t, less think)", cycle),
+                      ("out (job logs previous -> bot's act starts)", outbound),
+                      ("back (bot's act returns -> job logs it)", inbound),
+                      ("bot sleep beyond think", oversleep)):
+        show(f"{prefix}overhead {label} p50", pct(xs, 0.5), "ms", ".2f")
+        show(f"{prefix}overhead {label} p99", pct(xs, 0.99), "ms", ".2f")
+    waits = [s - c for s, c in zip(played.starts, played.created, strict=False)]
+    show(f"{prefix}queue wait (created -> started) p50", pct(waits, 0.5), "s", ".2f")
+    show(f"{prefix}queue wait (created -> started) max", max(waits, default=0.0), "s", ".2f")
+    show(f"{prefix}spurious recovery runs (a resume job for a match hosted once)",
+         played.resumed, "matches")
+    show(f"{prefix}matches hosted by more than one run", played.rehosted, "matches")
     cycles = [(e - s) / per_game for s, e in zip(played.starts, played.ends, strict=False)]
     show(f"{prefix}decision cycle mean (match wall / decisions)",
          statistics.mean(cycles) * 1000 if cycles else 0.0, "ms")
@@ -701,10 +883,11 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
         show(f"{prefix}rss peak {pname}", peak_rss / 2**20, "MB", ".1f")
         best = max(window_samples, key=lambda s: s.leases.get(wname, 0), default=None)
         if best is not None and best.leases.get(wname, 0):
-            m = best.leases[wname]
-            mb = (best.rss.get(pname, 0) - idle_rss.get(pname, 0)) / 2**20 / m
+            hosted = best.leases[wname]
+            mb = (best.rss.get(pname, 0) - idle_rss.get(pname, 0)) / 2**20 / hosted
             per_match.append(mb)
-            show(f"{prefix}memory per hosted match {pname}", mb, f"MB (at {m} matches)", ".2f")
+            show(f"{prefix}memory per hosted match {pname}", mb, f"MB (at {hosted} matches)",
+                 ".2f")
     if per_match:
         show(f"{prefix}memory per hosted match", statistics.mean(per_match), "MB", ".2f")
     for role in ("referee", "redis"):
@@ -723,9 +906,10 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
     botc = [sum(v for n, v in s.conns.items() if n.startswith("think-bot"))
             for s in with_conns if s.conns]
     show(f"{prefix}redis clients peak bots", max(botc, default=0), "clients")
-    # CPU.
+    # CPU and Redis commands.
     busiest, share, total = cpu_report(prefix, sampler, t0, t1, len(inside),
                                        ("referee", "workers", "redis", "bots"), ncpu)
+    commands_report(prefix, sampler, t0, t1, rate, peak)
     saturated = (share >= 90 or total >= 90) and rate < 0.9 * expected_rate(args, scale)
     show(f"{prefix}expected decisions per second (matches / mean think)",
          expected_rate(args, scale), "decisions/s")
@@ -739,7 +923,7 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
 
 def expected_rate(args: argparse.Namespace, scale: float) -> float:
     """Decisions/s if every match waited only for its bot's think (mean 1 s x scale)."""
-    return args.matches / scale
+    return float(args.matches) / scale
 
 
 def run_scale_and_ceiling(args: argparse.Namespace, phases: set[str]) -> None:
@@ -815,46 +999,68 @@ def run_scale_and_ceiling(args: argparse.Namespace, phases: set[str]) -> None:
 
 def ceiling(stack: Stack, sampler: Sampler, args: argparse.Namespace, ibots: Sequence[str],
             ncpu: int) -> None:
-    """Instant bots, several levels of matches at once: the best decisions/s and where."""
-    best = (0.0, 0, "", 0.0, 0.0)  # rate, level, busiest process, its share, all cores
-    rate_guess = 800.0
-    for level in args.ceiling_levels:
-        hands = max(2, min(60, math.ceil(rate_guess * args.ceiling_window / (26 * level))))
-        rules = {"max_hands": str(hands), "all_pass": "forced"}
-        ids = create_matches(stack, _triples(list(ibots), level), rules, 50_000 + level)
-        sampler.watch(ids)
-        wait_done(sampler.r, ids, timeout=600)
-        time.sleep(1.0)
-        played = read_matches(sampler.r, ids)
-        sampler.watch([])
-        prefix = f"ceiling {level} matches "
-        show(f"{prefix}max_hands", hands, "hands")
-        show(f"{prefix}matches completed", f"{played.completed} / {played.planned}", "matches")
-        show(f"{prefix}decisions lost", played.lost, "decisions")
-        t0, t1 = played.window()
-        if t1 <= t0:
-            t0, t1 = min(played.starts), max(played.ends)
-            print(f"# ceiling {level}: no moment with every match live", file=sys.stderr)
-        show(f"{prefix}all live window", t1 - t0, "s", ".1f")
-        inside = [e for _, e, _ in played.entries if t0 * 1000 <= e["t"] <= t1 * 1000]
-        rate = len(inside) / (t1 - t0)
-        rate_guess = max(rate, 100.0)
-        show(f"{prefix}decisions per second", rate, "decisions/s")
-        rtt = [e["us"] / 1000 for e in inside]
-        show(f"{prefix}decision p50", pct(rtt, 0.5), "ms", ".2f")
-        show(f"{prefix}decision p99", pct(rtt, 0.99), "ms", ".2f")
-        busiest, share, total = cpu_report(prefix, sampler, t0, t1, len(inside),
-                                           ("referee", "workers", "redis", "instant bots"), ncpu)
-        if rate > best[0]:
-            best = (rate, level, busiest, share, total)
-    rate, level, busiest, share, total = best
+    """Instant bots, several levels of matches at once, each `--ceiling-repeats` times: the
+    best decisions/s and where it saturates."""
+    rate_guess = 1000.0
+    runs: dict[int, list[float]] = {}
+    best: tuple[float, int, int, float, float] | None = None  # rate, level, rep, t0, t1
+    for rep in range(args.ceiling_repeats):
+        for level in args.ceiling_levels:
+            hands = max(2, min(80, math.ceil(rate_guess * args.ceiling_window * 1.5
+                                             / (26 * level))))
+            rules = {"max_hands": str(hands), "all_pass": "forced"}
+            ids = create_matches(stack, _triples(list(ibots), level), rules,
+                                 50_000 + 1000 * rep + level)
+            sampler.watch(ids)
+            wait_done(sampler.r, ids, timeout=900)
+            time.sleep(1.0)
+            played = read_matches(sampler.r, ids)
+            sampler.watch([])
+            prefix = f"ceiling {level} matches run {rep + 1} "
+            show(f"{prefix}max_hands", hands, "hands")
+            show(f"{prefix}matches completed", f"{played.completed} / {played.planned}",
+                 "matches")
+            show(f"{prefix}decisions lost", played.lost, "decisions")
+            t0, t1 = played.window()
+            if t1 <= t0:
+                t0, t1 = min(played.starts), max(played.ends)
+                print(f"# ceiling {level}: no moment with every match live", file=sys.stderr)
+            show(f"{prefix}all live window", t1 - t0, "s", ".1f")
+            inside = [x[1] for x in played.entries if t0 * 1000 <= x[1]["t"] <= t1 * 1000]
+            rate = len(inside) / (t1 - t0)
+            rate_guess = max(rate, 100.0)
+            show(f"{prefix}decisions per second", rate, "decisions/s")
+            rtt = [e["us"] / 1000 for e in inside]
+            show(f"{prefix}decision p50", pct(rtt, 0.5), "ms", ".2f")
+            show(f"{prefix}decision p99", pct(rtt, 0.99), "ms", ".2f")
+            used = sampler.cpu_between(t0, t1)
+            machine = (sampler.cpu_at("@machine", t1) - sampler.cpu_at("@machine", t0)) \
+                * 100 / (t1 - t0)
+            show(f"{prefix}cpu busy whole machine", machine / ncpu, f"% of {ncpu} cores")
+            show(f"{prefix}cpu used by other work on the machine",
+                 max(0.0, machine - sum(used.values()) * 100 / (t1 - t0)), "% of a core")
+            runs.setdefault(level, []).append(rate)
+            if best is None or rate > best[0]:
+                best = (rate, level, rep, t0, t1)
+    for level, rates in runs.items():
+        show(f"ceiling {level} matches decisions per second median", statistics.median(rates),
+             "decisions/s")
+        show(f"ceiling {level} matches decisions per second spread",
+             f"{min(rates):.0f}-{max(rates):.0f}", "decisions/s")
+    assert best is not None
+    rate, level, rep, t0, t1 = best
+    prefix = f"ceiling best ({level} matches run {rep + 1}) "
+    busiest, share, total = cpu_report(prefix, sampler, t0, t1, round(rate * (t1 - t0)),
+                                       ("referee", "workers", "redis", "instant bots"), ncpu)
+    commands_report(prefix, sampler, t0, t1, rate, level, top=6)
     show("max_decisions_per_s", rate, f"decisions/s (at {level} matches)")
     if share >= 90:
         where = f"{role_of(busiest)} ({busiest} at {share:.0f}% of a core)"
     elif total >= 90:
-        where = f"all cores ({total:.0f}% of {ncpu}; largest {busiest} at {share:.0f}%)"
+        where = (f"all cores (machine {total:.0f}% busy of {ncpu} cores; largest {busiest} "
+                 f"at {share:.0f}% of a core)")
     else:
-        where = f"none found (largest {busiest} at {share:.0f}%, all cores {total:.0f}%)"
+        where = f"none found (largest {busiest} at {share:.0f}%, machine {total:.0f}% busy)"
     show("saturated", where)
 
 
@@ -862,15 +1068,18 @@ def ceiling(stack: Stack, sampler: Sampler, args: argparse.Namespace, ibots: Seq
 
 
 def round_robin(stack: Any, admin: Any, bot_ids: Sequence[str], duplicate: str,
-                label: str, timeout: float = 900.0) -> tuple[float, float, int]:
-    """tournament.round_robin_speed's measure on a running stack: (games/s, decisions/s,
-    games) of a 3p round robin of `bot_ids`, from CreateTournament until finished."""
+                label: str, timeout: float = 900.0) -> dict[str, float]:
+    """tournament.round_robin_speed's measure on a running stack: games/s, decisions/s and
+    games of a 3p round robin of `bot_ids`, from CreateTournament until finished; and the
+    latency from creation to the first game's start and from the last game's end to the
+    tournament's end."""
     import redis
     from tournament import GAME_RULES
 
     from proto.moon.v1 import tournament_pb2
     from store import keys
 
+    created = time.time()
     start = time.perf_counter()
     t = admin.create_tournament(name=f"bench {label}", players=3, format="round_robin",
                                 bot_ids=list(bot_ids), rules=dict(GAME_RULES), seeding="given",
@@ -884,17 +1093,42 @@ def round_robin(stack: Any, admin: Any, bot_ids: Sequence[str], duplicate: str,
             raise TimeoutError(f"round robin not finished after {timeout:g} s")
         time.sleep(0.02)
     elapsed = time.perf_counter() - start
+    done_at = time.time()
     if got.status != tournament_pb2.TOURNAMENT_STATUS_FINISHED:
         raise RuntimeError(f"round robin ended {got.status}: {got.error}")
     r = redis.Redis.from_url(stack.redis_url, decode_responses=True)
     played: list[str] = r.zrange(keys.tournament_matches(t.tournament_id), 0, -1)  # type: ignore[assignment]
     decisions = sum(int(r.llen(keys.match_log(m))) for m in played)
+    spans = [r.hmget(keys.match(m), "started_at", "finished_at") for m in played]
     r.close()
-    return got.matches_done / elapsed, decisions / elapsed, int(got.matches_done)
+    starts = [float(a) for a, _ in spans if a]
+    ends = [float(b) for _, b in spans if b]
+    games = int(got.matches_done)
+    return {"games/s": games / elapsed, "decisions/s": decisions / elapsed, "games": games,
+            "elapsed": elapsed, "startup": min(starts) - created if starts else 0.0,
+            "tail": done_at - max(ends) if ends else 0.0}
+
+
+def _cpu_now(ps: dict[str, Any]) -> dict[str, float]:
+    """CPU seconds of each process (and of the whole machine, `@machine`)."""
+    import psutil
+
+    out = {}
+    for name, p in ps.items():
+        try:
+            c = p.cpu_times()
+            out[name] = c.user + c.system + c.children_user + c.children_system
+        except Exception:
+            out[name] = 0.0
+    m = psutil.cpu_times()
+    out["@machine"] = m.user + m.nice + m.system + getattr(m, "irq", 0.0) + getattr(
+        m, "softirq", 0.0) + getattr(m, "steal", 0.0)
+    return out
 
 
 def run_games(args: argparse.Namespace) -> None:
     """Games/s of 3p round robins at 1, 2, 4 workers, replay and boards, instant and 100 ms."""
+    import psutil
     from decision_latency import _env
     from tournament import GAME_BOTS
 
@@ -902,7 +1136,8 @@ def run_games(args: argparse.Namespace) -> None:
     from clients.sdk import register
     from clients.stack import LocalStack
 
-    results: dict[tuple[int, str, str], list[tuple[float, float, int]]] = {}
+    ncpu = psutil.cpu_count() or 1
+    results: dict[tuple[int, str, str], list[dict[str, float]]] = {}
     kinds = (("instant", ["--bot", "random", "--threads", "0"]),
              ("think100", ["--bot", "hosting:Think100Bot", "--threads", "32"]))
     for w in args.games_workers:
@@ -922,21 +1157,51 @@ def run_games(args: argparse.Namespace) -> None:
             for p in procs:
                 p.wait_for(r"connected to ", timeout=90)
             time.sleep(0.5)
+            ps = {c.name: psutil.Process(c.popen.pid) for c in stack.children}
+            assert stack.redis is not None and stack.redis.proc is not None
+            ps["redis"] = psutil.Process(stack.redis.proc.pid)
             for _rep in range(args.repeats):
                 for dup in ("replay", "boards"):
                     for kind, _ in kinds:
+                        before = _cpu_now(ps)
                         got = round_robin(stack, admin, ids[kind], dup, f"{kind} {dup} {w}w")
+                        after = _cpu_now(ps)
+                        roles: dict[str, float] = {}
+                        for name in ps:
+                            role = "bots" if "-bot-" in name else role_of(name)
+                            if "-bot-" in name and not name.startswith(kind):
+                                role = "other bots"
+                            roles[role] = roles.get(role, 0.0) + after[name] - before[name]
+                        for role, sec in roles.items():
+                            got[f"cpu {role}"] = sec * 100 / got["elapsed"]
+                        got["cpu machine"] = (after["@machine"] - before["@machine"]) * 100 \
+                            / got["elapsed"] / ncpu
+                        got["cpu other work"] = max(0.0, (after["@machine"] - before["@machine"]
+                                                          - sum(roles.values())) * 100
+                                                    / got["elapsed"])
                         results.setdefault((w, dup, kind), []).append(got)
             admin.close()
     for (w, dup, kind), runs in results.items():
-        gs = [g for g, _, _ in runs]
+        gs = [g["games/s"] for g in runs]
         name = f"games/s 3p round robin {dup} {kind} {w} workers"
         show(name, statistics.median(gs), "games/s", ".2f")
         if len(gs) > 1:
             show(f"{name} spread", f"{min(gs):.2f}-{max(gs):.2f}", "games/s")
-        show(f"decisions/s 3p round robin {dup} {kind} {w} workers",
-             statistics.median(d for _, d, _ in runs), "decisions/s")
-        show(f"games 3p round robin {dup} {kind} {w} workers", runs[0][2], "games")
+        tail = f"3p round robin {dup} {kind} {w} workers"
+        show(f"decisions/s {tail}", statistics.median(g["decisions/s"] for g in runs),
+             "decisions/s")
+        show(f"games {tail}", runs[0]["games"], "games")
+        show(f"first game starts after create {tail}",
+             statistics.median(g["startup"] for g in runs), "s", ".2f")
+        show(f"finished after last game ends {tail}",
+             statistics.median(g["tail"] for g in runs), "s", ".2f")
+        for role in ("referee", "workers", "redis", "bots"):
+            show(f"cpu share {role} {tail}", statistics.median(g.get(f"cpu {role}", 0.0)
+                                                               for g in runs), "% of a core")
+        show(f"cpu busy whole machine {tail}", statistics.median(g["cpu machine"] for g in runs),
+             f"% of {ncpu} cores")
+        show(f"cpu used by other work {tail}",
+             statistics.median(g["cpu other work"] for g in runs), "% of a core")
 
 
 # ------------------------------------------------------------------------ main
@@ -966,6 +1231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    default=[50, 100, 200], help="matches at once in the ceiling (50,100,200)")
     p.add_argument("--ceiling-window", type=float, default=30.0,
                    help="target seconds of each ceiling level's all-live window (30)")
+    p.add_argument("--ceiling-repeats", type=int, default=2, help="runs per ceiling level (2)")
     p.add_argument("--games-workers", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--repeats", type=int, default=2, help="runs per games/s figure (2)")
     p.add_argument("--no-appendonly", action="store_true", help="redis without its AOF")
@@ -978,6 +1244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.hands = 2
         args.ceiling_levels = [30, 60]
         args.ceiling_window = 15.0
+        args.ceiling_repeats = 1
         args.games_workers = [1, 2]
         args.repeats = 1
         args.floor_samples = 1000

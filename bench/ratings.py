@@ -3,11 +3,15 @@
 Prints `name: value unit` lines only. `--quick` runs a smaller version.
 
 The simulation: 16 bots with true strengths drawn from N(0, 200 Elo). Tables
-are those of the round-robin scheduler (`triple_design(16)` arranged by
-`rounds_of`), each round a set of disjoint tables; every table of a round
-plays the same board (one game per table), and the schedule repeats, seat
-positions rotating by one between repetitions, until the bots average the
-target number of games.
+are those of the round robin's own schedule on boards
+(`tournaments.round_robin.board_rounds3`, the default `duplicate: boards`:
+for 16 bots 16 rounds of 5 disjoint tables, every pair twice, each bot at
+each seat position equally often); every table of a round plays the same
+board (one game per table), and the schedule repeats, seat positions
+rotating by one between repetitions as the round robin rotates them, until
+the bots average the target number of games. `--schedule greedy` plays the
+tables of `triple_design(16)` arranged by `rounds_of` instead, the schedule
+before boards (13 rounds of 1 to 4 tables, positions unbalanced).
 
 Luck: a board gives each seat POSITION p a luck value L_p = -log(2 Z_p^2),
 Z_p ~ N(0, 1), shared by every table of the round. A game samples its
@@ -23,11 +27,19 @@ k < 1: any consistent fit would be judged against the wrong scale, and the
 coverage would fall towards 0 as the games grow.)
 Luck is then 3/4 of the noise variance (sd 1.7 times the performance
 noise's): a game is mostly decided by the deal, and boards share that luck.
+The positions' luck is independent: a ranking sees only differences of
+utilities, so this is as general as any exchangeable dependence between the
+hands of one deal (they are dealt from one set). Not simulated: a fixed
+advantage of a seat (the schedules balance positions, so it would cancel)
+and luck that helps strong bots more than weak ones. The fit is not told
+this law: it models luck as Gaussian and estimates its size (`luck_sd_30`,
+`gain_30`: what it found at 30 games, against the simulation's sd pi/sqrt(2)
+= 2.22 and gain 2, see `ratings.luck` for why they differ).
 
 Coverage is the share of bots whose 95% interval holds their centred true
 strength; RMSE is in Elo after centring both. `rmse_30_oracle_prior` refits
 with the simulation's own spread (200 Elo) as the prior, which no real pool
-knows: the best shrinkage there is, as a reference for what 30 games allow.
+knows: what the best shrinkage would add, as a reference.
 
 LOS: a bot A 50 Elo above its rival B; each round both play the field (ten
 bots from N(0, 200 Elo)) at separate tables, in the same seat position. With
@@ -58,10 +70,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ratings import ELO_PER_NAT, PRIOR_SD, Game, fit
 from tournaments.design import rounds_of, triple_design
+from tournaments.round_robin import board_rounds3
 
 FloatArray = NDArray[np.float64]
+Tables = tuple[tuple[int, int, int], ...]
 BOTS = 16
 SPREAD = 200.0  # Elo sd of the true strengths
+SCHEDULES = ("boards", "greedy")
+
+
+def schedule(name: str) -> list[Tables]:
+    """Each round's tables, in seat-position order (see the module doc)."""
+    if name == "boards":
+        return [tuple(t) for t in board_rounds3(BOTS, False)]
+    return [r.tables for r in rounds_of(triple_design(BOTS), BOTS)]
 
 
 def _luck(rng: np.random.Generator) -> FloatArray:
@@ -80,16 +102,16 @@ def _play(rng: np.random.Generator, theta: FloatArray, luck: FloatArray) -> tupl
     return tuple(places)
 
 
-def round_robin(rng: np.random.Generator, target: int, theta: FloatArray) -> list[Game]:
-    """Games of the repeated scheduler round robin until the bots average `target` games."""
-    rounds = rounds_of(triple_design(BOTS), BOTS)
+def round_robin(rng: np.random.Generator, target: int, theta: FloatArray,
+                rounds: Sequence[Tables]) -> list[Game]:
+    """Games of the repeated round robin until the bots average `target` games."""
     games: list[Game] = []
     played = np.zeros(BOTS)
     k = 0
     while played.mean() < target:
         rep, rnd = divmod(k, len(rounds))
         luck = _luck(rng)
-        for table in rounds[rnd].tables:
+        for table in rounds[rnd]:
             r = rep % 3
             seats = table[r:] + table[:r]
             places = _play(rng, theta[list(seats)], luck)
@@ -101,13 +123,17 @@ def round_robin(rng: np.random.Generator, target: int, theta: FloatArray) -> lis
 
 
 def accuracy(
-    rng: np.random.Generator, target: int, reps: int, prior_sd: float = PRIOR_SD
-) -> tuple[float, float, float]:
-    """Mean Spearman rho, RMSE (Elo, root of the mean square) and 95% coverage over reps."""
-    rhos, sq, hits, total = [], 0.0, 0, 0
+    rng: np.random.Generator, target: int, reps: int, rounds: Sequence[Tables],
+    prior_sd: float = PRIOR_SD,
+) -> tuple[float, float, float, float, float]:
+    """Mean Spearman rho, RMSE (Elo, root of the mean square), 95% coverage, and the mean
+    fitted luck sd and gain, over reps."""
+    rhos, sq, hits, total, lucks, gains = [], 0.0, 0, 0, [], []
     for _ in range(reps):
         true = rng.normal(0.0, SPREAD, BOTS)
-        result = fit(round_robin(rng, target, true / ELO_PER_NAT), prior_sd=prior_sd)
+        result = fit(round_robin(rng, target, true / ELO_PER_NAT, rounds), prior_sd=prior_sd)
+        lucks.append(result.luck_sd)
+        gains.append(result.gain)
         truth = {f"bot{i:02d}": t - true.mean() for i, t in enumerate(true)}
         est = np.array([r.rating for r in result.ratings])
         tru = np.array([truth[r.bot_id] for r in result.ratings])
@@ -115,7 +141,8 @@ def accuracy(
         sq += float(((est - tru) ** 2).sum())
         hits += sum(r.ci_low <= truth[r.bot_id] <= r.ci_high for r in result.ratings)
         total += len(result.ratings)
-    return float(np.mean(rhos)), math.sqrt(sq / total), hits / total
+    return (float(np.mean(rhos)), math.sqrt(sq / total), hits / total,
+            float(np.mean(lucks)), float(np.mean(gains)))
 
 
 def duel(rng: np.random.Generator, rounds: int, boards: bool) -> tuple[float, float]:
@@ -174,17 +201,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, a smaller pool")
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--schedule", choices=SCHEDULES, default="boards",
+                        help="the round robin's tables (module doc)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     reps = 8 if args.quick else 40
+    rounds = schedule(args.schedule)
     for target in (10, 30, 100, 300):
-        rho, rmse, coverage = accuracy(rng, target, reps)
+        rho, rmse, coverage, luck, gain = accuracy(rng, target, reps, rounds)
         print(f"spearman_{target}: {rho:.3f} rho")
         print(f"rmse_{target}: {rmse:.1f} elo")
         print(f"coverage_{target}: {coverage:.3f} fraction")
-    # The same fit with the simulation's own spread as its prior: the Bayes-optimal shrinkage,
-    # a floor for the RMSE of any rating that reads each game as marginally Plackett-Luce.
-    _, floor, _ = accuracy(rng, 30, reps, prior_sd=SPREAD)
+        if target == 30:
+            print(f"luck_sd_30: {luck:.2f} nat")
+            print(f"gain_30: {gain:.2f} ratio")
+    # The same fit with the simulation's own spread as its prior: what the best shrinkage adds.
+    _, floor, _, _, _ = accuracy(rng, 30, reps, rounds, prior_sd=SPREAD)
     print(f"rmse_30_oracle_prior: {floor:.1f} elo")
     duels = 20 if args.quick else 400
     for boards in (True, False):

@@ -129,9 +129,14 @@ class Admin:
 
     def get_ratings(self, pool: str = "3p") -> rating_pb2.GetRatingsResponse:
         """Ratings of a pool: `3p` or `2v2`."""
-        value = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
-                 else rating_pb2.RATING_POOL_THREE_PLAYER)
-        return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=value), timeout=60)
+        return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=_pool(pool)),
+                                       timeout=60)
+
+    def rating_history(self, bot: str, pool: str = "3p",
+                       max_points: int = 1000) -> rating_pb2.GetRatingHistoryResponse:
+        """A bot's (id or name) rating after each fit with new games of it, oldest first."""
+        return self.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(
+            pool=_pool(pool), bot_id=bot, max_points=max_points), timeout=60)
 
 
 def _format_pb(name: str) -> tournament_pb2.TournamentFormat.ValueType:
@@ -141,3 +146,9 @@ def _format_pb(name: str) -> tournament_pb2.TournamentFormat.ValueType:
         return tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{name.upper()}")
     except ValueError:
         return tournament_pb2.TOURNAMENT_FORMAT_UNSPECIFIED
+
+
+def _pool(name: str) -> rating_pb2.RatingPool.ValueType:
+    """A pool's name (`3p`, `2v2`) as the wire's enum."""
+    return (rating_pb2.RATING_POOL_TWO_VS_TWO if name == "2v2"
+            else rating_pb2.RATING_POOL_THREE_PLAYER)

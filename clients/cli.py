@@ -13,6 +13,7 @@ from clients.flags import GAMES, SEED, int_in
 from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
 from clients.selfplay import BotFailure, selfplay
+from clients.web.command import add_web
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
 from moon.rules import OPTION_HELP
@@ -103,6 +104,7 @@ def build_parser() -> Parser:
     commands.add_all(sub)
     organiser.add_organiser(sub)
     demo.add_demo(sub)
+    add_web(sub)
     return parser
 
 

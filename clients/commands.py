@@ -22,6 +22,7 @@ import grpc
 from clients import flags
 from clients.channel import Target, target_of
 from clients.parser import CommandError, Parser, UsageError
+from clients.redisproc import FSYNC
 from moon import MoonError, Rules
 from store.bots import shown
 
@@ -205,9 +206,20 @@ def _admin_flag(p: argparse.ArgumentParser) -> None:
                         "else moonshot-data/admin-token)")
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
+    from telemetry import logs
+
+    logs.setup(logging.DEBUG if verbose else logging.INFO, logs.wanted(json_lines))
+
+
+def _telemetry_flags(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--metrics-listen", type=flags.listen_address, default=None,
+                   metavar="HOST:PORT",
+                   help=f"serve the {what}'s Prometheus metrics at http://HOST:PORT/metrics "
+                        "(port 0: a free one, printed at start)")
+    p.add_argument("--log-json", action="store_true",
+                   help="log one JSON object a line on stderr, with match and bot ids "
+                        "($MOONSHOT_LOG_JSON=1)")
 
 
 # ------------------------------------------------------------ referee
@@ -218,7 +230,7 @@ def _run_referee(args: argparse.Namespace) -> int:
 
     token = given_token(args.admin_token, "--admin-token", "MOONSHOT_ADMIN_TOKEN")
     check_redis(args.redis, "--redis", "moonshot referee")
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, args.log_json)
     if args.replace_admin_token and not token:
         raise UsageError("moonshot referee: --replace-admin-token needs the new token in "
                          "--admin-token or $MOONSHOT_ADMIN_TOKEN")
@@ -234,24 +246,38 @@ def _run_referee(args: argparse.Namespace) -> int:
     serve(args.listen, args.redis, args.admin_token,
           open_registration=args.registration == "open",
           replace_admin_token=args.replace_admin_token,
-          auth_free_failures=args.auth_free_failures, tls=tls)
+          auth_free_failures=args.auth_free_failures, tls=tls,
+          metrics_listen=args.metrics_listen)
     return 0
 
 
 def _run_worker(args: argparse.Namespace) -> int:
     import redis
 
+    from workers import failpoints
     from workers.queues import rq_connection
     from workers.recovery import start_recovery_thread
     from workers.worker import make_worker
 
     check_redis(args.redis, "--redis", "moonshot worker")
-    _setup_logging(args.verbose)
+    try:
+        failpoints.check()
+    except ValueError as exc:
+        raise UsageError(f"moonshot worker: {exc}") from None
+    _setup_logging(args.verbose, args.log_json)
     conn = rq_connection(args.redis)
     try:
         conn.ping()
     except redis.ConnectionError as exc:
         raise CommandError(f"cannot reach Redis at {shown(args.redis)}: {exc}") from None
+    if args.metrics_listen:
+        from workers import exporter
+
+        try:
+            host, port = exporter.serve(args.metrics_listen, args.redis)
+        except OSError as exc:
+            raise CommandError(str(exc)) from None
+        print(f"worker metrics listening on {host}:{port}", flush=True)
     worker = make_worker(conn, name=args.name, concurrency=args.concurrency)
     if not args.burst:
         # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
@@ -269,11 +295,20 @@ def _run_up(args: argparse.Namespace) -> int:
     given_token(None, "", "MOONSHOT_ADMIN_TOKEN")  # checked before anything starts
     redis_url = args.redis if args.redis is not None else os.environ.get("REDIS_URL") or None
     if redis_url is not None:
+        if args.redis_fsync is not None:
+            raise UsageError("moonshot up: --redis-fsync is for the Redis that `moonshot up` "
+                             "starts; with --redis or $REDIS_URL, set appendfsync on that "
+                             "Redis itself")
         check_redis(redis_url, "--redis" if args.redis is not None else "$REDIS_URL",
                     "moonshot up")
     data = data_folder(args.data, "moonshot up")
+    if args.log_json:
+        os.environ["MOONSHOT_LOG_JSON"] = "1"  # the referee and workers inherit it
     stack = LocalStack(data, listen=args.listen, workers=args.workers, redis_url=redis_url,
-                       replace_admin_token=args.replace_admin_token)
+                       replace_admin_token=args.replace_admin_token,
+                       web_listen=None if args.no_web else args.web,
+                       metrics_listen=args.metrics_listen,
+                       redis_fsync=args.redis_fsync or "everysec")
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -294,6 +329,10 @@ def _run_up(args: argparse.Namespace) -> int:
     token_file = Path(args.data) / "admin-token"
     print(f"moonshot is up ({args.workers} workers); Ctrl-C stops everything")
     print(f"  referee:     {stack.address}")
+    if stack.web_address:
+        print(f"  web pages:   {stack.web_address}")
+    for part, where in stack.metrics.items():
+        print(f"  metrics:     http://{where}/metrics ({part})")
     print(f"  redis:       {shown(stack.redis_url or '')}")
     print(f"  admin token: {stack.admin_token}")
     print(f"  data:        {Path(args.data).resolve()} (logs in logs/, token in {token_file.name})")
@@ -469,6 +508,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--auth-free-failures", type=flags.int_in(0, 1_000_000), default=5,
                    help="failed token checks a minute one address gets answered at once; "
                         "later ones wait, 0.1 s doubling up to 5 s")
+    _telemetry_flags(p, "referee")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_referee)
 
@@ -480,9 +520,24 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="RQ worker processes to start")
     p.add_argument("--redis", default=None, metavar="URL",
                    help="use this Redis instead of starting one (default $REDIS_URL)")
+    p.add_argument("--redis-fsync", choices=FSYNC, default=None,
+                   help="when the Redis it starts syncs its append-only file to disk: "
+                        "everysec (a power cut may lose the last second) or always "
+                        "(nothing acknowledged is lost; slower: see docs/PERFORMANCE.md); "
+                        "default everysec")
     p.add_argument("--replace-admin-token", action="store_true",
                    help="make $MOONSHOT_ADMIN_TOKEN the admin token (saved in the data "
                         "folder, and of every referee of this Redis)")
+    p.add_argument("--web", default="127.0.0.1:0", metavar="HOST:PORT",
+                   help="where `moonshot web` serves the pages (default: a free port on "
+                        "127.0.0.1)")
+    p.add_argument("--no-web", action="store_true", help="start no web server")
+    p.add_argument("--metrics-listen", type=flags.listen_address, default=None,
+                   metavar="HOST:PORT",
+                   help="serve Prometheus metrics: the referee's on HOST:PORT, worker i's on "
+                        "PORT+i (port 0: free ones, printed)")
+    p.add_argument("--log-json", action="store_true",
+                   help="the referee and workers log JSON lines ($MOONSHOT_LOG_JSON=1)")
     p.set_defaults(run=_run_up)
 
     p = sub.add_parser("worker", help="run an RQ worker that hosts matches")
@@ -492,6 +547,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--burst", action="store_true", help="quit when the queues are empty")
     p.add_argument("--concurrency", type=flags.int_in(1, 5000), default=100,
                    help="matches hosted at once, each on its own thread (default 100)")
+    _telemetry_flags(p, "worker")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_worker)
 

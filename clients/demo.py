@@ -4,7 +4,9 @@ It brings up Redis, a referee and workers (`clients.stack`), registers the
 built-in bots over gRPC and runs each as its own `moonshot bot run` process,
 plays a 3-player round robin and a 2v2 single-elimination bracket with a live
 progress bar, prints the standings, the bracket and the ratings, and stops
-everything.
+everything (or, with --keep, keeps it all running until Ctrl-C). It prints the
+address of the web pages (`moonshot web`) at the start, where both tournaments can
+be watched live and every game replayed.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import argparse
 import json
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -53,8 +57,20 @@ def _fitted(admin: Admin, pool: str, timeout: float = 60.0) -> rating_pb2.GetRat
         time.sleep(0.2)
 
 
-def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False) -> int:
-    """Run the demo; returns the exit code."""
+def _wait_for_a_stop() -> None:
+    """Block until Ctrl-C, SIGTERM or SIGHUP (each handled, so a demo started in the
+    background, where SIGINT is ignored, still stops cleanly)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        pass
+
+
+def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False,
+             keep: bool = False) -> int:
+    """Run the demo; returns the exit code. With `keep`, everything keeps running at the
+    end (the web pages replay the games) until Ctrl-C."""
     started = time.monotonic()
     temp = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="moonshot-demo-")) if temp else data_dir
@@ -64,6 +80,9 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say(f"starting Redis, a referee and {workers} workers (data in {data}) ...")
         stack.start()
         _say(f"referee listening on {stack.address}")
+        web = stack.web_address
+        if web:
+            _say(f"web pages on {web}: watch the tournaments live there, then replay any game")
         admin = Admin(stack.address, stack.admin_token)
         suffix = "" if temp else "-" + secrets.token_hex(2)
         bots: list[tuple[str, str]] = []  # (bot id, name)
@@ -89,6 +108,8 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         rr = admin.create_tournament(
             name="demo round robin", players=3, format="round_robin", bot_ids=ids,
             seeding="given", seed=2026, rules={"max_hands": "30" if quick else "100"})
+        if web:
+            _say(f"watch it live: {web}/t/{rr.tournament_id}")
         st = watch_tournament(admin, rr.tournament_id, "round robin")
         _say(standings_table(st, f"standings ({st.matches_done} games)"))
         _say("")
@@ -99,6 +120,8 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
             name="demo knockout", players=4, format="single_elimination", bot_ids=ids,
             seeding="given", seed=2027, series_length=1 if quick else 3,
             rules={"max_hands": "30" if quick else "100"})
+        if web:
+            _say(f"watch it live: {web}/t/{ko.tournament_id}")
         st2 = watch_tournament(admin, ko.tournament_id, "knockout")
         _say(bracket_text(st2))
         _say("")
@@ -109,6 +132,13 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say("")
         _say(ratings_table(_fitted(admin, "2v2"), "ratings, 2v2 pool"))
         admin.close()
+        if keep:
+            _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; --keep: everything "
+                 f"keeps running (referee {stack.address}"
+                 + (f", replays on {web}" if web else "") + "); Ctrl-C stops it")
+            _wait_for_a_stop()
+            _say("stopping ...")
+            return 0
         _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; stopping ...")
         return 0
     except KeyboardInterrupt:
@@ -124,7 +154,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
 def _run_demo(args: argparse.Namespace) -> int:
     data = data_folder(args.data, "moonshot demo") if args.data else None
     try:
-        return run_demo(data, workers=args.workers, quick=args.quick)
+        return run_demo(data, workers=args.workers, quick=args.quick, keep=args.keep)
     except RuntimeError as exc:
         raise CommandError(str(exc)) from None
 
@@ -136,4 +166,7 @@ def add_demo(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--workers", type=flags.int_in(*flags.WORKERS), default=2,
                    help="RQ worker processes to start")
     p.add_argument("--quick", action="store_true", help="smaller tournaments (for tests)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep everything running at the end (to replay the games on the web "
+                        "pages) until Ctrl-C")
     p.set_defaults(run=_run_demo)

@@ -31,6 +31,7 @@ __all__ = [
     "duration_ms",
     "format_ms",
     "int_in",
+    "listen_address",
     "parse_duration",
     "positive_seconds",
     "token_problem",
@@ -149,6 +150,16 @@ def address(text: str) -> str:
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+def listen_address(text: str) -> str:
+    """An argparse type: a HOST:PORT to listen on; port 0 picks a free one."""
+    host, sep, port = text.rpartition(":")
+    if sep and _HOST.fullmatch(host) and _PORT.fullmatch(port) and int(port) <= 65535:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"must be HOST:PORT with a port from 0 to 65535 (0: a free one), like "
+        f"127.0.0.1:9100 or [::]:0, got {text!r}")
 
 
 _TOKEN = re.compile(r"[\x21-\x7e]+")

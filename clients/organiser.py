@@ -21,7 +21,7 @@ from clients.commands import (
 from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
 from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
-from proto.moon.v1 import tournament_pb2
+from proto.moon.v1 import rating_pb2, tournament_pb2
 from store.records import DUPLICATE_MODES
 from tournaments import formats
 
@@ -152,8 +152,28 @@ def _run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history_table(resp: rating_pb2.GetRatingHistoryResponse, title: str) -> str:
+    """A bot's rating points as a text table, oldest first."""
+    if not resp.points:
+        return f"{title}: no fitted rating yet"
+    lines = [title, f"{'when (UTC)':<19}  {'games':>5}  {'rating':>6}  95% interval"]
+    for p in resp.points:
+        at = p.as_of.ToDatetime().strftime("%Y-%m-%d %H:%M:%S")
+        interval = (f"[{p.ci_low:.0f}, {p.ci_high:.0f}]" if p.HasField("ci_low")
+                    and p.HasField("ci_high") else "")
+        lines.append(f"{at:<19}  {p.games:>5}  {p.rating:>6.0f}  {interval}")
+    return "\n".join(lines)
+
+
 def _run_ratings(args: argparse.Namespace) -> int:
     admin = Admin(server_target(args), None)
+    if args.bot:
+        try:
+            hist = admin.rating_history(args.bot, args.pool)
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+        print(_history_table(hist, f"rating history of {args.bot}, {args.pool} pool"))
+        return 0
     try:
         resp = admin.get_ratings(args.pool)
     except grpc.RpcError as exc:
@@ -236,5 +256,7 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--pool", choices=("3p", "2v2"), default="3p")
     p.add_argument("--chart", default=None, metavar="FILE.png",
                    help="also draw the ratings with their intervals to this PNG file")
+    p.add_argument("--bot", default=None, metavar="ID_OR_NAME",
+                   help="print this bot's rating history instead (one line per fit)")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)

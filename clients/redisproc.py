@@ -48,12 +48,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+FSYNC = ("everysec", "always")
+
+
 class RedisServer:
-    """A redis-server child process with its data in `data_dir` (append-only file on)."""
+    """A redis-server child process with its data in `data_dir` (append-only file on).
+
+    Every write goes to the append-only file before Redis answers it. `fsync` says when
+    the file reaches the disk: "everysec" (the default) once a second, so a power cut
+    can lose the last second of writes (a crash of Redis alone loses nothing: the kernel
+    has the data); "always" before each answer, so nothing acknowledged is lost, for a
+    cost in throughput that bench/fsync.py measures.
+    """
 
     def __init__(self, data_dir: str | Path, port: int | None = None,
                  host: str = "127.0.0.1", appendonly: bool = True,
-                 keep_fds: tuple[int, ...] = ()) -> None:
+                 keep_fds: tuple[int, ...] = (), fsync: str = "everysec") -> None:
+        if fsync not in FSYNC:
+            raise ValueError(f"fsync must be one of {', '.join(FSYNC)}, got {fsync!r}")
+        self.fsync = fsync
         self.data_dir = Path(data_dir)
         self.keep_fds = keep_fds  # open files the server inherits (a lock it must hold too)
         self.host = host
@@ -75,7 +88,7 @@ class RedisServer:
             "--bind", self.host,
             "--dir", str(self.data_dir.resolve()),
             "--appendonly", "yes" if self.appendonly else "no",
-            "--appendfsync", "everysec",
+            "--appendfsync", self.fsync,
             "--save", "",
             "--daemonize", "no",
             "--protected-mode", "no",

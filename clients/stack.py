@@ -146,9 +146,16 @@ class LocalStack:
     redis_url: str | None = None
     quiet_logs: bool = True
     replace_admin_token: bool = False
+    web_listen: str | None = "127.0.0.1:0"  # `moonshot web` here (port 0: a free one); None: none
     admin_token: str = ""
     address: str = ""
+    web_address: str = ""  # http://HOST:PORT of the web pages, once started
+    # HOST:PORT of the referee's /metrics; worker i takes PORT + i (port 0: free ones); None:
+    # no metrics.
+    metrics_listen: str | None = None
+    metrics: dict[str, str] = field(default_factory=dict)  # part -> HOST:PORT of its /metrics
     redis: RedisServer | None = None
+    redis_fsync: str = "everysec"  # when the Redis this starts syncs its append-only file
     children: list[Child] = field(default_factory=list)
     lock_fd: int | None = field(default=None, init=False, repr=False)
     restarts: dict[str, list[float]] = field(default_factory=dict, init=False, repr=False)
@@ -199,7 +206,7 @@ class LocalStack:
             # stopping it, no second stack may start a Redis on the same files.
             keep = (self.lock_fd,) if self.lock_fd is not None else ()
             self.redis = RedisServer(self.data_dir / "redis", port=free_port(),
-                                     keep_fds=keep).start()
+                                     keep_fds=keep, fsync=self.redis_fsync).start()
             self.redis_url = self.redis.url
         else:
             try:
@@ -210,17 +217,50 @@ class LocalStack:
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
         replace = ["--replace-admin-token"] if self.replace_admin_token else []
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
-                                     "--redis", self.redis_url, *replace], env)
+                                     "--redis", self.redis_url, *replace,
+                                     *self._metrics_flag(0)], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
         # A restarted referee takes the same port, so bots and organisers find it again.
         host_part = self.listen.rsplit(":", 1)[0]
         ref.argv[ref.argv.index(self.listen)] = f"{host_part}:{port}"
         host = self.listen.rsplit(":", 1)[0]
         self.address = f"{'127.0.0.1' if host in ('0.0.0.0', '[::]') else host}:{port}"
+        self._note_metrics(ref, "referee")
         for i in range(self.workers):
-            w = self.spawn(f"worker-{i + 1}", ["worker", "--redis", self.redis_url], env)
+            w = self.spawn(f"worker-{i + 1}", ["worker", "--redis", self.redis_url,
+                                               *self._metrics_flag(i + 1)], env)
             w.wait_for(r"Listening on|moonshot-matches", timeout=60)
+            self._note_metrics(w, "worker")
+        if self.web_listen is not None:
+            self.start_web(self.web_listen)
         return self
+
+    def _metrics_flag(self, offset: int) -> list[str]:
+        """--metrics-listen for the part `offset` places after the referee, if asked for."""
+        if self.metrics_listen is None:
+            return []
+        host, _, port = self.metrics_listen.rpartition(":")
+        return ["--metrics-listen", f"{host}:{int(port) + offset if int(port) else 0}"]
+
+    def _note_metrics(self, child: Child, what: str) -> None:
+        """Where the part serves its metrics; started again, it takes the same port."""
+        if self.metrics_listen is None:
+            return
+        where = child.wait_for(rf"{what} metrics listening on (\S+)").group(1)
+        child.argv[child.argv.index("--metrics-listen") + 1] = where
+        self.metrics[child.name] = where
+
+    def start_web(self, listen: str) -> str:
+        """`moonshot web` on `listen`, a client of the referee's public API: it gets no
+        admin token, so it shows what anyone may see. Returns its http:// address."""
+        env = _python_env()
+        env.pop("MOONSHOT_ADMIN_TOKEN", None)
+        web = self.spawn("web", ["web", "--server", self.address, "--listen", listen], env)
+        url = web.wait_for(r"web pages on (http://\S+)").group(1)
+        # A restarted web server takes the same port, so open pages find it again.
+        web.argv[web.argv.index(listen)] = f"{listen.rsplit(':', 1)[0]}:{url.rsplit(':', 1)[1]}"
+        self.web_address = url
+        return url
 
     def check(self) -> list[str]:
         """Names of children that have died."""

@@ -2,9 +2,9 @@
 
 - `games`: `Game` (validated) and `games_from_rows` for result rows.
 - `batch`: the official rating (`fit`), a Plackett-Luce / Bradley-Terry MAP fit with
-  board-clustered 95% intervals and likelihood of superiority (`Fit`).
+  board luck (`luck`), board-clustered 95% intervals and likelihood of superiority (`Fit`).
 - `live`: the provisional figure, a Weng-Lin update game by game.
-- `intervals`, `los`, `model`, `optimize`, `scale`: the parts the fit is made of.
+- `intervals`, `los`, `luck`, `model`, `optimize`, `scale`: the parts the fit is made of.
 
 3p and 2v2 are separate pools: fit each with its own call.
 """

@@ -7,6 +7,16 @@ likelihood of all orderings consistent with it, a drawn 2v2 game counts as
 half a win for each side). Ratings are on the Elo scale (400 log10 gamma) and
 centred on the pool mean, which is then exactly 0.
 
+Boards: games dealt from one board share its luck, so each board and seat
+position gets a luck effect, fitted with the ratings, so that bots who held
+the same position of a board are compared on the same hands, as duplicate
+scoring intends (`ratings.luck`: the model, how large the luck is estimated
+to be, and why the ratings stay on the scale of fresh deals). A pool without
+boards (no unit of two or more games), or one whose luck cannot be
+estimated (the luck explains every game, e.g. one seat position always
+wins), is fitted exactly as plain Plackett-Luce / Bradley-Terry. The method string says which:
+"Plackett-Luce MAP with board luck, board-clustered sandwich 95% CI (t46)".
+
 The prior: every rating starts as N(0, 400 Elo). It exists so that an
 unbeaten (or winless) bot stays finite, and it is weak: its precision,
 (ln 10)^-2 ≈ 0.19 in natural-log units, is about half the Fisher information
@@ -31,7 +41,8 @@ from numpy.typing import NDArray
 from ratings.errors import RatingError
 from ratings.games import Game, canonical, side_count
 from ratings.intervals import quantile, uncertainty
-from ratings.los import los, los_matrix
+from ratings.los import los, los_matrix, los_pairs
+from ratings.luck import solve_with_luck
 from ratings.model import pack
 from ratings.optimize import solve
 from ratings.scale import ELO_PER_NAT, to_nat
@@ -67,6 +78,8 @@ class Fit:
     ratings: tuple[Rating, ...]
     covariance: FloatArray  # Elo^2, rows and columns in `ratings` order
     dof: float  # Student-t degrees of freedom of the intervals (inf: normal)
+    luck_sd: float = 0.0  # estimated sd of a seat position's board luck (natural log); 0: none
+    gain: float = 1.0  # given their luck, games on boards read the ratings times this
 
     def rating(self, bot_id: str) -> Rating:
         """The rating of one bot (RatingError when it played no game here)."""
@@ -93,11 +106,12 @@ class Fit:
         return ids, los_matrix(values, self.covariance, self.dof)
 
 
-def _method(sides: int, level: float, dof: float) -> str:
+def _method(sides: int, level: float, dof: float, luck: bool = False) -> str:
     """The short human description of how the fit was made."""
     model = "Plackett-Luce" if sides == 3 else "Bradley-Terry"
     spread = "normal" if math.isinf(dof) else f"t{dof:.0f}"
-    return f"{model} MAP, board-clustered sandwich {level:.0%} CI ({spread})"
+    with_luck = " with board luck" if luck else ""
+    return f"{model} MAP{with_luck}, board-clustered sandwich {level:.0%} CI ({spread})"
 
 
 def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEVEL) -> Fit:
@@ -114,9 +128,15 @@ def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEV
         return Fit(_method(3, level, math.inf), 0, 0, level, (), empty, math.inf)
     pool = pack(pool_games)
     precision = 1.0 / to_nat(prior_sd) ** 2
-    solution = solve(pool, to_nat(prior_sd))
+    try:
+        solution = solve_with_luck(pool, to_nat(prior_sd))
+    except RatingError:
+        # Luck that explains the games better than any strengths do (a seat position
+        # that always wins, say) leaves the fresh-deal scale unbounded: such a pool is
+        # fitted plainly, and the method says so, rather than left unrated.
+        solution = solve(pool, to_nat(prior_sd))
     spread = uncertainty(pool, solution, precision)
-    theta = solution.theta - solution.theta.mean()
+    theta = solution.scale * (solution.theta - solution.theta.mean())
     q = quantile(level, spread.dof)
     order = sorted(range(len(pool.bots)), key=lambda i: (-theta[i], pool.bots[i]))
     cov = spread.covariance[np.ix_(order, order)] * ELO_PER_NAT**2
@@ -125,23 +145,27 @@ def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEV
     # Centring makes the mean 0 up to rounding; subtracting the float mean pins it.
     mean = math.fsum(values) / len(values)
     values = [v - mean for v in values]
+    # LOS over the next bot, all at once (one t CDF call for the pool).
+    diag = np.diag(cov)
+    next_var = diag[:-1] + diag[1:] - 2 * np.diag(cov, 1)
+    ahead = np.array(values[:-1]) - np.array(values[1:])
+    next_los = los_pairs(ahead, next_var, spread.dof)
     ratings = []
     for k, i in enumerate(order):
         half = q * math.sqrt(max(float(cov[k, k]), 0.0))
-        nxt = None
-        if k + 1 < len(order):
-            var = float(cov[k, k] + cov[k + 1, k + 1] - 2 * cov[k, k + 1])
-            nxt = los(values[k] - values[k + 1], var, spread.dof)
+        nxt = float(next_los[k]) if k + 1 < len(order) else None
         ratings.append(
             Rating(pool.bots[i], values[k], values[k] - half, values[k] + half,
                    int(pool.played[i]), nxt)
         )
     return Fit(
-        method=_method(sides, level, spread.dof),
+        method=_method(sides, level, spread.dof, solution.luck_sd > 0),
         games=pool.games,
         units=len(pool.units),
         level=level,
         ratings=tuple(ratings),
         covariance=cov,
         dof=spread.dof,
+        luck_sd=solution.luck_sd,
+        gain=solution.gain / solution.scale,
     )

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm, t
 
-__all__ = ["los", "los_matrix"]
+__all__ = ["los", "los_matrix", "los_pairs"]
 
 FloatArray = NDArray[np.float64]
 
@@ -33,6 +33,18 @@ def los(diff: float, var: float, dof: float = math.inf) -> float:
     if not var > 0:
         return 0.5 if diff == 0 else float(diff > 0)
     return float(_cdf(np.array(diff / math.sqrt(var)), dof))
+
+
+def los_pairs(diffs: FloatArray, variances: FloatArray, dof: float = math.inf) -> FloatArray:
+    """`los` of many differences and their variances at once."""
+    d = np.asarray(diffs, dtype=np.float64)
+    v = np.asarray(variances, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(v > 0, d / np.sqrt(np.where(v > 0, v, 1.0)), 0.0)
+    out = _cdf(z, dof)
+    known = np.where(d > 0, 1.0, np.where(d < 0, 0.0, 0.5))
+    result: FloatArray = np.where(v > 0, out, known).astype(np.float64)
+    return result
 
 
 def los_matrix(ratings: FloatArray, covariance: FloatArray, dof: float = math.inf) -> FloatArray:

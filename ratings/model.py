@@ -5,6 +5,14 @@ holds both seats of its team is a side of one, so it has its own strength).
 A ranking of the sides in place order has the Plackett-Luce probability
 prod_k exp(u_k) / sum_{j >= k} exp(u_j); for two sides that is Bradley-Terry.
 
+Board luck (`ratings.luck` says why and how large): a game on a board, a
+unit that holds two or more games, gives the side in seat position p the
+utility u = k * strength + lambda[board, p], a luck effect shared by every
+game of the board and a gain k >= 1 that keeps the strengths on the scale of
+fresh deals; any other game has u = strength. 3p: positions are seats 0, 1,
+2; 2v2: the team of seats 0 and 2 and the team of seats 1 and 3. So luck
+enters like a strength, and everything below (ties, derivatives) is in u.
+
 Ties: the exact likelihood of a tied ranking is the sum of the PL
 probabilities of every strict ordering consistent with it (at most 3! = 6),
 which is the probability that the sides' latent performances fall in that
@@ -21,15 +29,30 @@ sides in place order) and every game of a pattern is evaluated at once.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ratings.games import Game
 
-__all__ = ["Evaluation", "Pool", "bot_gradient", "bot_hessian", "evaluate", "pack", "slot_scores"]
+__all__ = [
+    "Evaluation",
+    "Pool",
+    "bot_gradient",
+    "bot_hessian",
+    "cross_hessian",
+    "evaluate",
+    "luck_gradient",
+    "luck_hessian",
+    "pack",
+    "side_strengths",
+    "slot_scores",
+    "to_bots",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -70,6 +93,12 @@ class Pool:
     pattern_of: IntArray  # (games,): index into `patterns`
     patterns: tuple[tuple[int, ...], ...]  # group sizes per pattern
     played: IntArray  # (bots,): games each bot played
+    seat_of: IntArray  # (games, sides): the seat position (index in Game.sides) of each side
+    boards: tuple[str, ...]  # sorted labels of the units of two or more games: they get luck
+    board_of: IntArray  # (games,): index into `boards`, -1 for a game without board luck
+    lucky: IntArray  # the rows of the games on boards
+    luck_of: IntArray  # (len(lucky), sides): the luck effect of each side, board * sides + seat
+    pair_index: IntArray  # (games, slots, slots): bot_a * bots + bot_b of each pair of slots
 
     @property
     def games(self) -> int:
@@ -81,6 +110,11 @@ class Pool:
         """Sides per game: 3 (3p) or 2 (2v2)."""
         return int(self.slot_side.max()) + 1 if self.slot_side.size else 0
 
+    @property
+    def luck_count(self) -> int:
+        """How many luck effects the pool has: one per board and seat position."""
+        return len(self.boards) * self.sides
+
 
 def pack(games: Sequence[Game]) -> Pool:
     """Arrays for canonical games of one pool (`games.canonical`, one side count)."""
@@ -90,35 +124,57 @@ def pack(games: Sequence[Game]) -> Pool:
     labels = [g.unit if g.unit else "\0" + g.game_id for g in games]
     units = tuple(sorted(set(labels)))
     unit_index = {u: i for i, u in enumerate(units)}
+    size = Counter(labels)
+    boards = tuple(u for u in units if size[u] >= 2)  # a board played once: no luck term
+    board_index = {u: i for i, u in enumerate(boards)}
     k = len(games[0].sides) if games else 3
     width = max((len(s) for g in games for s in g.sides), default=1)
-    slot_bot = np.zeros((len(games), k * width), dtype=np.int64)
-    slot_weight = np.zeros((len(games), k * width), dtype=np.float64)
-    pattern_ids: dict[tuple[int, ...], int] = {}
-    pattern_of = np.zeros(len(games), dtype=np.int64)
-    played = np.zeros(len(bots), dtype=np.int64)
+    rows = len(games)
+    # Seat by seat: each side's bots (padded with -1) and place.
+    side_bots = np.full((rows, k, width), -1, dtype=np.int64)
     for row, game in enumerate(games):
-        places_of = game.places
-        order = sorted(range(k), key=lambda s: (places_of[s], s))
-        for pos, s in enumerate(order):
-            side = game.sides[s]
-            for j, bot in enumerate(side):
-                slot_bot[row, pos * width + j] = index[bot]
-                slot_weight[row, pos * width + j] = 1.0 / len(side)
-                played[index[bot]] += 1
-        places = [game.places[s] for s in order]
-        groups = tuple(places.count(p) for p in sorted(set(places)))
-        pattern_of[row] = pattern_ids.setdefault(groups, len(pattern_ids))
+        for s, side in enumerate(game.sides):
+            side_bots[row, s, : len(side)] = [index[b] for b in side]
+    places = np.array([g.places for g in games], dtype=np.int64).reshape(rows, k)
+    # Place order, ties by seat: position 0 is the best side.
+    seat_of = np.argsort(places * k + np.arange(k), axis=1, kind="stable").astype(np.int64)
+    ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(rows, k * width)
+    real = ranked >= 0
+    side_size = real.reshape(rows, k, width).sum(axis=2)
+    slot_weight = np.where(real, 1.0 / np.repeat(np.maximum(side_size, 1), width, axis=1), 0.0)
+    slot_bot = np.where(real, ranked, 0)
+    played = np.bincount(slot_bot[real], minlength=len(bots)).astype(np.int64)
+    # Tie pattern: which neighbours in place order are tied, numbered by first appearance.
+    ordered = np.take_along_axis(places, seat_of, axis=1)
+    code = ((ordered[:, 1:] == ordered[:, :-1]) * (1 << np.arange(k - 1))).sum(axis=1)
+    distinct, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    appearance = np.argsort(first, kind="stable")
+    renumber = np.empty(len(distinct), dtype=np.int64)
+    renumber[appearance] = np.arange(len(distinct))
+    patterns = []
+    for d in appearance:
+        ranks = list(ordered[first[d]])
+        patterns.append(tuple(ranks.count(p) for p in sorted(set(ranks))))
+    board_of = np.array([board_index.get(u, -1) for u in labels], dtype=np.int64)
+    lucky = np.flatnonzero(board_of >= 0).astype(np.int64)
+    luck_of = (board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64)
+    n = len(bots)
     return Pool(
         bots=bots,
         units=units,
-        slot_bot=slot_bot,
-        slot_weight=slot_weight,
+        slot_bot=slot_bot.astype(np.int64),
+        slot_weight=slot_weight.astype(np.float64),
         slot_side=np.repeat(np.arange(k, dtype=np.int64), width),
         unit_of=np.array([unit_index[u] for u in labels], dtype=np.int64),
-        pattern_of=pattern_of,
-        patterns=tuple(pattern_ids),
+        pattern_of=renumber[inverse.ravel()].astype(np.int64) if rows else np.zeros(0, np.int64),
+        patterns=tuple(patterns),
         played=played,
+        seat_of=seat_of,
+        boards=boards,
+        board_of=board_of,
+        lucky=lucky,
+        luck_of=luck_of,
+        pair_index=slot_bot[:, :, None] * n + slot_bot[:, None, :],
     )
 
 
@@ -129,6 +185,7 @@ class Evaluation:
     loglik: FloatArray  # (games,)
     grad: FloatArray  # (games, sides): d loglik / d u
     neg_hess: FloatArray  # (games, sides, sides): -d2 loglik / du du
+    gain: FloatArray  # (games,): d u / d (side strength): the luck gain k on boards, else 1
 
 
 def _ordering_terms(u: FloatArray, order: tuple[int, ...]) -> tuple[FloatArray, ...]:
@@ -178,13 +235,21 @@ def _pattern_terms(u: FloatArray, pattern: _Pattern) -> tuple[FloatArray, ...]:
     return loglik, grad, neg
 
 
-def evaluate(pool: Pool, theta: FloatArray) -> Evaluation:
-    """Every game's log-likelihood terms at bot strengths `theta` (natural log)."""
+def evaluate(
+    pool: Pool, theta: FloatArray, luck: FloatArray | None = None, gain: float = 1.0
+) -> Evaluation:
+    """Every game's log-likelihood terms at bot strengths `theta` (natural log).
+
+    With `luck` (one effect per board and seat position, `Pool.luck_of`), the
+    games on boards have utilities gain * strength + luck; without it, none has luck.
+    """
     k = pool.sides
-    weighted = theta[pool.slot_bot] * pool.slot_weight
-    u = np.zeros((pool.games, k))
-    for pos in range(k):
-        u[:, pos] = weighted[:, pool.slot_side == pos].sum(axis=1)
+    u = side_strengths(pool, theta)
+    gains = np.ones(pool.games)
+    if luck is not None and pool.luck_count:
+        lucky = pool.lucky
+        gains[lucky] = gain
+        u[lucky] = gain * u[lucky] + luck[pool.luck_of]
     loglik = np.zeros(pool.games)
     grad = np.zeros((pool.games, k))
     neg = np.zeros((pool.games, k, k))
@@ -194,12 +259,12 @@ def evaluate(pool: Pool, theta: FloatArray) -> Evaluation:
         loglik[rows] = ll
         grad[rows] = gr
         neg[rows] = ng
-    return Evaluation(loglik, grad, neg)
+    return Evaluation(loglik, grad, neg, gains)
 
 
 def slot_scores(pool: Pool, ev: Evaluation) -> FloatArray:
     """Each slot's share of its game's score: d loglik / d theta of the slot's bot."""
-    scores: FloatArray = ev.grad[:, pool.slot_side] * pool.slot_weight
+    scores: FloatArray = ev.grad[:, pool.slot_side] * (pool.slot_weight * ev.gain[:, None])
     return scores
 
 
@@ -213,8 +278,65 @@ def bot_gradient(pool: Pool, ev: Evaluation) -> FloatArray:
 def bot_hessian(pool: Pool, ev: Evaluation) -> FloatArray:
     """The negative Hessian of the total log-likelihood in bot strengths, dense (n, n)."""
     n = len(pool.bots)
-    side, w, bot = pool.slot_side, pool.slot_weight, pool.slot_bot
-    blocks = ev.neg_hess[:, side[:, None], side[None, :]] * w[:, :, None] * w[:, None, :]
-    flat = bot[:, :, None] * n + bot[:, None, :]
-    dense = np.bincount(flat.ravel(), weights=blocks.ravel(), minlength=n * n)
+    side = pool.slot_side
+    w = pool.slot_weight * ev.gain[:, None]
+    neg = ev.neg_hess if len(side) == pool.sides else ev.neg_hess[:, side[:, None], side[None, :]]
+    blocks = neg * w[:, :, None] * w[:, None, :]
+    dense = np.bincount(pool.pair_index.ravel(), weights=blocks.ravel(), minlength=n * n)
     return dense.reshape(n, n).astype(np.float64)
+
+
+def luck_gradient(pool: Pool, ev: Evaluation) -> FloatArray:
+    """The gradient of the total log-likelihood in the luck effects."""
+    total = np.bincount(pool.luck_of.ravel(), weights=ev.grad[pool.lucky].ravel(),
+                        minlength=pool.luck_count)
+    return total.astype(np.float64)
+
+
+def luck_hessian(pool: Pool, ev: Evaluation) -> FloatArray:
+    """The negative Hessian in the luck effects: one (sides, sides) block per board."""
+    k = pool.sides
+    lucky = pool.lucky
+    seat = pool.seat_of[lucky]
+    flat = (pool.board_of[lucky][:, None, None] * k + seat[:, :, None]) * k + seat[:, None, :]
+    blocks = np.bincount(flat.ravel(), weights=ev.neg_hess[lucky].ravel(),
+                         minlength=len(pool.boards) * k * k)
+    out: FloatArray = blocks.reshape(len(pool.boards), k, k).astype(np.float64)
+    return out
+
+
+def cross_hessian(pool: Pool, ev: Evaluation, dense: bool = False) -> sp.csr_matrix | FloatArray:
+    """The negative Hessian between bot strengths (rows) and luck effects (columns).
+
+    Sparse (CSR) by default, or a dense array. The fit keeps this block by rows of
+    (board, bot) instead (`ratings.optimize.LuckLayout`); this is the plain matrix.
+    """
+    n, q = len(pool.bots), pool.luck_count
+    lucky = pool.lucky
+    w = (pool.slot_weight * ev.gain[:, None])[lucky]  # (g, slots)
+    neg = ev.neg_hess[lucky][:, pool.slot_side, :]  # (g, slots, sides): slot's side vs luck
+    values = (neg * w[:, :, None]).ravel()
+    rows = np.broadcast_to(pool.slot_bot[lucky][:, :, None], neg.shape).ravel()
+    cols = np.broadcast_to(pool.luck_of[:, None, :], neg.shape).ravel()
+    if dense:
+        flat = np.bincount(rows * q + cols, weights=values, minlength=n * q)
+        out: FloatArray = flat.reshape(n, q).astype(np.float64)
+        return out
+    return sp.csr_matrix((values, (rows, cols)), shape=(n, q))
+
+
+def side_strengths(pool: Pool, theta: FloatArray) -> FloatArray:
+    """(games, sides): each side's strength, the mean of its bots' (no gain, no luck)."""
+    weighted = theta[pool.slot_bot] * pool.slot_weight
+    out = np.zeros((pool.games, pool.sides))
+    for pos in range(pool.sides):
+        out[:, pos] = weighted[:, pool.slot_side == pos].sum(axis=1)
+    return out
+
+
+def to_bots(pool: Pool, per_side: FloatArray) -> FloatArray:
+    """Per-game per-side values (games, sides) summed onto the bots, each slot by its weight."""
+    n = len(pool.bots)
+    values = per_side[:, pool.slot_side] * pool.slot_weight
+    total = np.bincount(pool.slot_bot.ravel(), weights=values.ravel(), minlength=n)
+    return total.astype(np.float64)

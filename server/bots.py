@@ -14,9 +14,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
-from server import wire
-from server.edge import Undecodable, bearer_token, fail, page_of, status_of, unary
-from server.hub import Hub, Stream
+from server import metrics, wire
+from server.edge import MAX_PAGE, Undecodable, bearer_token, fail, page_of, status_of, unary
+from server.hub import MAX_ECHO, Hub, Stream
 from server.lanes import Lane
 from store import bots as store_bots
 from store import keys, messages
@@ -49,7 +49,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         if not self.open_registration:
             await self.bots.run(store_bots.check_admin, bearer_token(context))
         record, token = await self.bots.run(store_bots.register_bot, request.name)
-        log.info("registered bot %s (%s)", record.name, record.bot_id)
+        log.info("registered bot %s (%s)", record.name, record.bot_id,
+                 extra={"bot_id": record.bot_id})
         return bot_pb2.RegisterBotResponse(bot_id=record.bot_id, token=token)
 
     @unary
@@ -68,7 +69,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         self, request: bot_pb2.ListBotsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bot_pb2.ListBotsResponse:
         """Bots, oldest first, a page at a time."""
-        size = request.page_size or _PAGE
+        size = min(request.page_size or _PAGE, MAX_PAGE)
 
         def load(r: redis.Redis) -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
             ids = ids_after(r, keys.BOTS, request.page_token, newest_first=False)
@@ -98,13 +99,15 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             code, message = status_of(exc)
             await fail(context, code, message)
         stream = Stream(bot.bot_id)
-        log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id)
+        log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id,
+                 extra={"bot_id": bot.bot_id})
         yield bot_pb2.PlayResponse(
             welcome=bot_pb2.PlayResponse.Welcome(
                 bot_id=bot.bot_id, name=bot.name, server_version=VERSION
             )
         )
         reader: asyncio.Task[None] | None = None
+        metrics.PLAY_STREAMS.inc()
         try:
             # Inside the try: a stream that joined the hub must leave it, even when attach
             # fails half-way or the RPC is cancelled during it (else it stays marked present).
@@ -123,12 +126,14 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 stream.taken(event)
                 yield wire.event_to_bytes(event)
         finally:
+            metrics.PLAY_STREAMS.dec()  # first: a cancelled RPC may not get past the awaits
             if reader is not None:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await reader
             await self.hub.detach(stream)
-            log.info("bot %s stream %s closed", bot.bot_id, stream.id)
+            log.info("bot %s stream %s closed", bot.bot_id, stream.id,
+                     extra={"bot_id": bot.bot_id})
 
     async def _read(self, requests: AsyncIterator[bot_pb2.PlayRequest | Undecodable],
                     stream: Stream) -> None:
@@ -136,6 +141,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         try:
             async for msg in requests:
                 if isinstance(msg, Undecodable):
+                    metrics.REJECTED.labels("undecodable").inc()
                     stream.close(msg.problem().args[0], grpc.StatusCode.INVALID_ARGUMENT)
                     return
                 kind = msg.WhichOneof("message")
@@ -145,13 +151,15 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                     try:
                         reply = await self.hub.answer(stream, d.request_id, d.action_id)
                     except (RedisConnectionError, RedisTimeoutError):
+                        metrics.REDIS_ERRORS.labels("play").inc()
                         raise
                     except Exception:
                         # One odd answer must not end a stream that carries other matches.
+                        metrics.REJECTED.labels("error").inc()
                         log.exception("bot %s: answer to %r failed", stream.bot_id,
-                                      d.request_id[:200])
+                                      d.request_id[:200], extra={"bot_id": stream.bot_id})
                         reply = messages.DecisionRejected(
-                            d.request_id, "", "unknown_request",
+                            d.request_id[:MAX_ECHO], "", "unknown_request",
                             "the referee could not handle this answer (see its log); if the "
                             "request is still pending it will be sent again")
                     stream.deliver(reply)
@@ -162,7 +170,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         except (asyncio.CancelledError, grpc.aio.AioRpcError):
             pass
         except ServiceError as exc:
-            log.warning("bot %s: %s", stream.bot_id, exc)
+            log.warning("bot %s: %s", stream.bot_id, exc, extra={"bot_id": stream.bot_id})
         finally:
             stream.close()
 

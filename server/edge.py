@@ -30,6 +30,7 @@ import grpc
 import redis
 
 from moon import MoonError
+from server import metrics
 from server.lanes import peer_host
 from store.errors import (
     AlreadyExists,
@@ -73,14 +74,20 @@ Resp = TypeVar("Resp")
 Self = TypeVar("Self")
 
 
-MAX_MESSAGE = 1000  # status messages travel in metadata: an echoed 1 MB value must not
+# Status messages travel in metadata: an echoed 1 MB value must not. The budget is in
+# UTF-8 bytes, not characters: gRPC percent-encodes every byte outside printable ASCII
+# (3 bytes each), so 1,000 four-byte characters became 12 KB, past a client's 8 KB
+# metadata limit, and the caller got RESOURCE_EXHAUSTED instead of the real answer.
+MAX_MESSAGE = 1000
 
 
 def _clip(message: str) -> str:
-    """The message, cut to MAX_MESSAGE characters with a mark where it was cut."""
-    if len(message) <= MAX_MESSAGE:
+    """The message, cut to MAX_MESSAGE bytes of UTF-8 with a mark where it was cut."""
+    data = message.encode(errors="replace")
+    if len(data) <= MAX_MESSAGE:
         return message
-    return message[:MAX_MESSAGE] + f"... ({len(message) - MAX_MESSAGE} more characters)"
+    kept = data[:MAX_MESSAGE].decode(errors="ignore")  # never half a character
+    return kept + f"... ({len(message) - len(kept)} more characters)"
 
 
 def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
@@ -90,6 +97,7 @@ def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, MoonError):
         return grpc.StatusCode.INVALID_ARGUMENT, _clip(str(exc))
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        metrics.REDIS_ERRORS.labels("call").inc()
         return grpc.StatusCode.UNAVAILABLE, "the referee cannot reach Redis right now; retry"
     log.error("internal error", exc_info=exc)
     return grpc.StatusCode.INTERNAL, f"internal error ({type(exc).__name__}); see the referee log"
@@ -147,6 +155,7 @@ async def fail(context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCod
                message: str) -> None:
     """End the call with `code`, after the throttle's wait for an authentication failure."""
     if code in _FAILED_AUTH:
+        metrics.AUTH_FAILURES.labels(code.name.lower()).inc()
         await THROTTLE.wait(context.peer() or "")
     await context.abort(code, message)
 
@@ -167,6 +176,7 @@ class Undecodable:
 
 def _check(request: object) -> None:
     if isinstance(request, Undecodable):
+        metrics.REJECTED.labels("undecodable").inc()
         raise request.problem()
 
 
@@ -228,6 +238,9 @@ def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
 
 
 T = TypeVar("T")
+
+
+MAX_PAGE = 1000  # the most items of one page, whatever `page_size` asks for
 
 
 def page_of(items: Iterable[T], size: int) -> tuple[list[T], bool]:

@@ -26,6 +26,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from server import metrics
 from server.resp import Reply, RespConnection
 from store import ids, keys, messages
 from store.lua import ACCEPT_LUA
@@ -63,7 +64,8 @@ class Stream:
     """
 
     __slots__ = ("abort_code", "abort_reason", "answers_pings", "bot_id", "closed", "epoch",
-                 "frozen", "id", "outbox", "ping_at", "ping_nonce", "queued_bytes", "seen")
+                 "frozen", "id", "outbox", "ping_at", "ping_nonce", "queued_bytes", "seen",
+                 "sent")
 
     def __init__(self, bot_id: str) -> None:
         self.bot_id = bot_id
@@ -71,6 +73,7 @@ class Stream:
         self.epoch = 0  # set on attach: a stream ends when a newer epoch of its bot opens
         self.outbox: asyncio.Queue[Message | None] = asyncio.Queue()
         self.seen: dict[tuple[str, int], None] = {}  # (request id, deadline) of each sending
+        self.sent: dict[str, float] = {}  # request id -> when it went to the bot (metrics)
         self.closed = False
         self.abort_reason = ""
         self.abort_code = grpc.StatusCode.ABORTED
@@ -124,6 +127,18 @@ class Stream:
     def taken(self, event: Message) -> None:
         """The writer took `event` from the outbox."""
         self.queued_bytes = max(0, self.queued_bytes - _size(event))
+        if isinstance(event, DecisionRequest):
+            self.sent[event.request_id] = time.monotonic()
+            if len(self.sent) > MAX_SEEN:  # requests never answered here: forget the oldest
+                del self.sent[next(iter(self.sent))]
+
+    def answered(self, request_id: str, accepted: bool) -> None:
+        """Count an answer of the bot (and its round trip, when accepted)."""
+        sent = self.sent.pop(request_id, None)
+        if accepted:
+            metrics.DECISIONS.inc()
+            if sent is not None:
+                metrics.DECISION_SECONDS.observe(time.monotonic() - sent)
 
     def close(self, abort_reason: str = "",
               code: grpc.StatusCode = grpc.StatusCode.ABORTED) -> None:
@@ -192,7 +207,8 @@ class Hub:
                 with contextlib.suppress(RedisConnectionError):
                     await self._sub.call("SUBSCRIBE", keys.events(bot))
             group.add(stream)
-        await self.r.zadd(keys.presence(bot), {stream.id: time.time() + PRESENCE_TTL_S})
+        now = await self._redis_now()
+        await self.r.zadd(keys.presence(bot), {stream.id: now + PRESENCE_TTL_S})
         # A bot has one live stream, the newest: each stream takes the next epoch, and one
         # that sees a higher epoch ends, on this referee or another. Announced, then read
         # back: of two streams opened at once, whichever missed the other's announcement
@@ -205,7 +221,7 @@ class Hub:
         # Subscribed first, then read: a request published in between arrives twice
         # and the stream drops the copy; none can fall between the two.
         pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
-        now_ms = int(time.time() * 1000)
+        now_ms = int(now * 1000)
         for rid in sorted(pending, key=_request_order):
             stream.deliver(messages.decode_as(pending[rid], messages.BOT,
                                               DecisionRequest).resumed(now_ms))
@@ -238,14 +254,22 @@ class Hub:
         with contextlib.suppress(Exception):
             await self.r.zrem(keys.presence(bot), stream.id)
 
+    async def _redis_now(self) -> float:
+        """Redis's clock, in Unix seconds. Presence is scored on it and deadlines are
+        restarted on it: the referees and workers that read them may sit on machines whose
+        clocks disagree with this one's, and Redis's is the clock they all share."""
+        sec, usec = await self.r.time()
+        return int(sec) + int(usec) / 1e6
+
     # ----------------------------------------------------------- answers
 
     async def pong(self, stream: Stream, nonce: int) -> None:
         """A bot answered a ping; a stream treated as frozen is live again."""
         if stream.ponged(nonce):
             await self.r.zadd(keys.presence(stream.bot_id),
-                              {stream.id: time.time() + PRESENCE_TTL_S})
-            log.info("bot %s stream %s answers again", stream.bot_id, stream.id)
+                              {stream.id: await self._redis_now() + PRESENCE_TTL_S})
+            log.info("bot %s stream %s answers again", stream.bot_id, stream.id,
+                     extra={"bot_id": stream.bot_id})
 
     async def answer(
         self, stream: Stream, request_id: str, action_id: int
@@ -255,8 +279,11 @@ class Hub:
         if match_id:
             k, argv = accept_args(stream.bot_id, request_id, action_id)
             if await self._run_accept(k, argv) == 1:
+                stream.answered(request_id, True)
                 return DecisionAccepted(request_id, match_id)
         reason, message = await self._why_refused(stream.bot_id, request_id, match_id)
+        stream.answered(request_id, False)
+        metrics.REJECTED.labels(reason).inc()
         # No real request id is this long: an echo of a huge one must not fill memory.
         return DecisionRejected(request_id[:MAX_ECHO], match_id, reason, message[:MAX_ECHO * 2])
 
@@ -277,6 +304,7 @@ class Hub:
                         raise
                     return await conn.call("EVAL", ACCEPT_LUA, 2, *k, *argv)
             except RedisConnectionError:
+                metrics.REDIS_ERRORS.labels("accept").inc()
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
@@ -333,6 +361,7 @@ class Hub:
         while True:
             if self._sub is not None:
                 await self._sub.closed
+            metrics.REDIS_ERRORS.labels("pubsub").inc()
             log.warning("pub/sub connection to Redis lost; reconnecting")
             try:
                 async with self._sub_lock:
@@ -342,7 +371,7 @@ class Hub:
                 # (each stream drops what it already has).
                 for bot, group in list(self.streams.items()):
                     pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
-                    now_ms = int(time.time() * 1000)
+                    now_ms = int(await self._redis_now() * 1000)
                     for rid in sorted(pending, key=_request_order):
                         request = messages.decode_as(pending[rid], messages.BOT,
                                                      DecisionRequest).resumed(now_ms)
@@ -363,7 +392,8 @@ class Hub:
         try:
             event = messages.decode(data, messages.BOT)
         except messages.MessageError:
-            log.exception("bot %s: dropped a message that does not fit the schema", bot)
+            log.exception("bot %s: dropped a message that does not fit the schema", bot,
+                          extra={"bot_id": bot})
             return
         if isinstance(event, Superseded):
             for s in list(group):
@@ -381,7 +411,8 @@ class Hub:
         while True:
             await asyncio.sleep(_PRESENCE_EVERY_S)
             try:
-                expiry = time.time() + PRESENCE_TTL_S
+                now = await self._redis_now()
+                expiry = now + PRESENCE_TTL_S
                 pipe = self.r.pipeline(transaction=False)
                 refreshed = [s for group in list(self.streams.values()) for s in group]
                 frozen = [s for s in refreshed if s.check_alive(time.monotonic())]
@@ -389,10 +420,10 @@ class Hub:
                     live = {s.id: expiry for s in group if not s.frozen}
                     if live:
                         pipe.zadd(keys.presence(bot), live)
-                    pipe.zremrangebyscore(keys.presence(bot), "-inf", time.time())
+                    pipe.zremrangebyscore(keys.presence(bot), "-inf", now)
                 for s in frozen:  # counts as disconnected from now: clock stops, grace runs
                     log.warning("bot %s stream %s answers no ping: treated as disconnected",
-                                s.bot_id, s.id)
+                                s.bot_id, s.id, extra={"bot_id": s.bot_id})
                     pipe.zrem(keys.presence(s.bot_id), s.id)
                 await pipe.execute()
                 # A stream detached while the refresh was on its way may have been
@@ -406,6 +437,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                metrics.REDIS_ERRORS.labels("presence").inc()
                 log.exception("presence refresh failed")
 
 

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import redis
 
+from server import metrics
 from store.errors import ResourceExhausted
 
 __all__ = ["BOT_THREADS", "READ_THREADS", "WATCH_PER_PEER", "WATCH_THREADS", "WATCH_TOTAL", "Lane",
@@ -94,9 +95,11 @@ class WatchGate:
             raise ResourceExhausted(f"at most {self.per_peer} watch streams per address; close "
                                     "one first")
         self.open[host] = self.open.get(host, 0) + 1
+        metrics.WATCH_STREAMS.inc()
         try:
             yield
         finally:
+            metrics.WATCH_STREAMS.dec()
             self.open[host] -= 1
             if not self.open[host]:
                 del self.open[host]

@@ -11,7 +11,7 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import ids, keys
@@ -109,7 +109,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         self, request: match_pb2.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> match_pb2.ListMatchesResponse:
         """Matches, newest first, a page at a time, optionally filtered."""
-        size = request.page_size or _PAGE
+        size = min(request.page_size or _PAGE, MAX_PAGE)
         status = wire.match_status_name(request.status) if request.status else ""
         if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
             raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "

@@ -12,7 +12,7 @@ import redis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
@@ -102,7 +102,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.ListTournamentsResponse:
         """Tournaments, newest first, a page at a time."""
-        size = request.page_size or _PAGE
+        size = min(request.page_size or _PAGE, MAX_PAGE)
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
@@ -194,11 +194,7 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
     ) -> rating_pb2.GetRatingsResponse:
         """Every rated bot of the pool, best first: the fit, or the provisional figure while
         newer results wait for the next fit."""
-        wire.check_enum(rating_pb2.RatingPool, request.pool, "pool", "rating pool",
-                        unset="unset means the 3-player pool")
-        pool = "2v2" if request.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
-        pool_pb = (rating_pb2.RATING_POOL_TWO_VS_TWO if pool == "2v2"
-                   else rating_pb2.RATING_POOL_THREE_PLAYER)
+        pool, pool_pb = _pool(request.pool)
         table = await self.reads.run(pool_table, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
         games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
@@ -213,6 +209,35 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
                     f"los_matrix: kept for pools of up to {store_ratings.LOS_MAX_BOTS} bots; "
                     "use each row's los_next")
         return wire.ratings_to_pb(pool_pb, table, names, games, los)
+
+    @unary
+    async def GetRatingHistory(
+        self, request: rating_pb2.GetRatingHistoryRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> rating_pb2.GetRatingHistoryResponse:
+        """One bot's points, oldest first: its rating after each fit with new games of it."""
+        pool, pool_pb = _pool(request.pool)
+        if not request.bot_id:
+            raise InvalidArgument("bot_id: required (a bot id or name)")
+        try:
+            bot = await self.reads.run(store_bots.find_bot, request.bot_id)
+        except NotFound:
+            raise NotFound(f"no bot with id or name {request.bot_id[:100]!r}") from None
+        most = min(request.max_points or _HISTORY, store_ratings.HISTORY_MAX)
+        points = await self.reads.run(store_ratings.history, pool, bot.bot_id, most)
+        return wire.rating_history_to_pb(pool_pb, bot.bot_id, points)
+
+
+_HISTORY = 200  # points of a rating history when max_points is unset
+
+
+def _pool(value: int) -> tuple[str, rating_pb2.RatingPool.ValueType]:
+    """A request's pool (checked) as the store's name and the enum value it reports."""
+    wire.check_enum(rating_pb2.RatingPool, value, "pool", "rating pool",
+                    unset="unset means the 3-player pool")
+    if value == rating_pb2.RATING_POOL_TWO_VS_TWO:
+        return "2v2", rating_pb2.RATING_POOL_TWO_VS_TWO
+    return "3p", rating_pb2.RATING_POOL_THREE_PLAYER
 
 
 # ----------------------------------------------------- reading and making

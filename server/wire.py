@@ -51,7 +51,7 @@ from store.messages import (
     TournamentMatchFinished,
     TournamentMatchStarted,
 )
-from store.ratings import RatingTable
+from store.ratings import RatingPoint, RatingTable
 from store.records import (
     DEFAULT_CLOCK,
     DEFAULT_FAULTS,
@@ -759,6 +759,19 @@ def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType, table: RatingTable | No
         pb.ratings.append(rating)
     for row, values in zip(table.rows, los or (), strict=False):
         pb.los.append(rating_pb2.LosRow(bot_id=row.bot_id, los=list(values)))
+    return pb
+
+
+def rating_history_to_pb(pool: rating_pb2.RatingPool.ValueType, bot_id: str,
+                         points: Sequence[RatingPoint]) -> rating_pb2.GetRatingHistoryResponse:
+    """A bot's stored rating points as the GetRatingHistory response."""
+    pb = rating_pb2.GetRatingHistoryResponse(pool=pool, bot_id=bot_id)
+    for p in points:
+        point = rating_pb2.RatingPoint(rating=p.rating, games=p.games, pool_games=p.pool_games)
+        point.as_of.CopyFrom(_timestamp(p.as_of))
+        if p.ci_low is not None and p.ci_high is not None:
+            point.ci_low, point.ci_high = p.ci_low, p.ci_high
+        pb.points.append(point)
     return pb
 
 

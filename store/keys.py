@@ -8,7 +8,7 @@
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
-| ms:bot:{id}:presence        | zset   | live stream ids, scored by their expiry time        |
+| ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
@@ -35,9 +35,13 @@
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
+| ms:recovery:suspects        | hash   | open match -> when (Redis's clock) recovery first   |
+|                             |        | found it with no live host                          |
 | ms:ratings:{pool}           | string | the pool's fitted rating table (JSON)               |
 | ms:ratings:{pool}:los       | string | its LOS matrix (pools of up to 400 bots)            |
 | ms:ratings:{pool}:live      | string | the provisional table, between fits                 |
+| ms:ratings:{pool}:history:{bot} | list | the bot's rating after each fit with new games of |
+|                             |        | it, oldest first (the newest 1,000)                 |
 | ms:ratings:{pool}:dirty     | string | set when a fit is asked for                         |
 | ms:ratings:{pool}:tournaments | set  | tournaments whose own fit is asked for              |
 | ms:ratings:{pool}:queued    | string | a fit job is queued (many requests, one job)        |
@@ -54,6 +58,7 @@ OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
 RECOVERY_LOCK = P + "recovery:lock"
+RECOVERY_SUSPECTS = P + "recovery:suspects"
 
 
 def bot(bot_id: str) -> str:
@@ -202,6 +207,11 @@ def ratings_los(pool: str) -> str:
 def ratings_live(pool: str) -> str:
     """A pool's provisional rating table."""
     return f"{P}ratings:{pool}:live"
+
+
+def rating_history(pool: str, bot_id: str) -> str:
+    """A bot's points (one per fit that counted new games of it), oldest first."""
+    return f"{P}ratings:{pool}:history:{bot_id}"
 
 
 def ratings_dirty(pool: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["ACCEPT_LUA", "EMIT_LUA", "RECORD_LUA", "REPLACE_PENDING_LUA"]
+__all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_SEND_LUA", "FENCED_WRITE_LUA", "PRESENT_LUA",
+           "RECORD_LUA", "RELEASE_LEASE_LUA", "RENEW_LEASE_LUA", "REPLACE_PENDING_LUA"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
 # The first answer to a request pending *for this bot* moves to the reply list, stamped
@@ -56,4 +57,72 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return 1
 end
 return 0
+"""
+
+# The writes of a match run are fenced by its lease: each checks, in the same atomic step,
+# that the run still holds it. A run that stalled (a frozen process, a long GC pause, a
+# partition) past its lease's lapse while another run took the match over can then write
+# nothing: not a second entry for an action the new run logged, not a result of its own.
+
+# KEYS: the match's lease. ARGV: run id, lease ms.
+# Extends the lease if this run holds it (1); otherwise changes nothing (0). A lapsed
+# lease is lost too: another run may have taken the match and already let go of it.
+RENEW_LEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: the match's lease. ARGV: run id. Drops the lease if this run holds it.
+RELEASE_LEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+# KEYS: the match's lease, its action log, the bot's pending hash.
+# ARGV: run id, lease ms, log entry ('' for none), request id, request JSON, the bot's
+# event channel. If the run holds the lease: extends it, logs the entry, makes the request
+# pending and publishes it; returns Redis's TIME as the request goes out. Otherwise
+# returns false and writes nothing.
+FENCED_SEND_LUA = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return false
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+end
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[5])
+redis.call('PUBLISH', ARGV[6], ARGV[5])
+return redis.call('TIME')
+"""
+
+# KEYS: the match's lease, its action log, its result. ARGV: run id, result JSON ('' for
+# none), log entries... If the run holds the lease: appends the entries, then stores the
+# result unless one is stored; returns 1 if it stored it, else 0. Without the lease it
+# writes nothing and returns -1.
+FENCED_WRITE_LUA = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return -1
+end
+for i = 3, #ARGV do
+  redis.call('RPUSH', KEYS[2], ARGV[i])
+end
+if ARGV[2] ~= '' and redis.call('SET', KEYS[3], ARGV[2], 'NX') then
+  return 1
+end
+return 0
+"""
+
+# KEYS: a bot's presence zset (stream ids scored by their expiry, on Redis's clock).
+# Returns how many of its streams have not expired yet, read on Redis's clock too: the
+# referee that wrote an entry and the worker or referee that reads it may disagree
+# about the time, Redis never disagrees with itself.
+PRESENT_LUA = """
+local t = redis.call('TIME')
+return redis.call('ZCOUNT', KEYS[1], t[1] + t[2] / 1000000, '+inf')
 """

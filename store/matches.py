@@ -45,11 +45,13 @@ class MatchRecord:
     released: bool = False  # its board is finished everywhere: anyone may see its plays
 
 
-def create_match(r: Redis, spec: MatchSpec) -> bool:
+def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> bool:
     """Store a new match as queued; False when that id existed already.
 
     Everything is written in one transaction, and only if absent, so creating the same
-    match again (a scheduler re-run) changes nothing.
+    match again (a scheduler re-run) changes nothing. A tournament game joins its
+    tournament's index in the same transaction (at `listed_at`, which orders the games
+    of one step): a reader never meets an id in an index whose record is not there yet.
     """
     now = time.time()
     key = keys.match(spec.match_id)
@@ -59,6 +61,9 @@ def create_match(r: Redis, spec: MatchSpec) -> bool:
     pipe.hsetnx(key, "created_at", repr(now))
     pipe.hsetnx(key, "tournament_id", spec.tournament_id)
     pipe.zadd(keys.MATCHES, {spec.match_id: now}, nx=True)
+    if spec.tournament_id:
+        pipe.zadd(keys.tournament_matches(spec.tournament_id),
+                  {spec.match_id: now if listed_at is None else listed_at}, nx=True)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:

@@ -1,6 +1,6 @@
 """Ratings as stored in Redis: a pool's fitted table (and its LOS matrix, for pools of
-up to LOS_MAX_BOTS bots), the provisional table, a tournament's own table, and the
-coalescing of fit requests.
+up to LOS_MAX_BOTS bots), the provisional table, a tournament's own table, each bot's
+rating history, and the coalescing of fit requests.
 
 The fit job writes; the referee reads. A table is a typed record, one JSON value:
 how it was made (`method`), when (`as_of`), what it covers (`games`, `boards`),
@@ -18,10 +18,13 @@ import redis
 from store import keys
 
 __all__ = [
+    "HISTORY_MAX",
     "LOS_MAX_BOTS",
+    "RatingPoint",
     "RatingRow",
     "RatingTable",
     "fit_requested",
+    "history",
     "load",
     "load_tournament",
     "los_matrix",
@@ -32,6 +35,7 @@ __all__ = [
 ]
 
 LOS_MAX_BOTS = 400  # the LOS matrix is kept for pools up to this many bots (~3 MB)
+HISTORY_MAX = 1000  # points of rating history kept per bot and pool, the newest
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,29 @@ class RatingTable:
         return {row.bot_id: row for row in self.rows}
 
 
+@dataclass(frozen=True, slots=True)
+class RatingPoint:
+    """A bot's official rating as one fit left it."""
+
+    as_of: float
+    rating: float
+    ci_low: float | None
+    ci_high: float | None
+    games: int  # the bot's rated games then
+    pool_games: int  # games the fit covered
+
+    def to_json(self) -> str:
+        """The point as stored: a compact array, since a bot may keep a thousand."""
+        return json.dumps([self.as_of, self.rating, self.ci_low, self.ci_high, self.games,
+                           self.pool_games], separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> RatingPoint:
+        """Inverse of `to_json`."""
+        as_of, rating, lo, hi, games, pool_games = json.loads(text)
+        return RatingPoint(float(as_of), float(rating), lo, hi, int(games), int(pool_games))
+
+
 def _key(pool: str, kind: str) -> str:
     return {"fit": keys.ratings(pool), "live": keys.ratings_live(pool)}[kind]
 
@@ -85,16 +112,42 @@ def _key(pool: str, kind: str) -> str:
 def save(r: redis.Redis, pool: str, table: RatingTable,
          los: Sequence[Sequence[float]] | None = None) -> None:
     """Store a pool's fit (with its LOS matrix, in the table's order, if small enough) or
-    its provisional table."""
+    its provisional table.
+
+    A fit also adds a point to the history of every bot whose games it counts and the
+    fit before did not (the fit job is the only writer of a pool: it holds the pool's
+    lock). A bot whose games did not change keeps its last point, though its rating
+    moves a little with the others' games.
+    """
+    before = {} if table.provisional else {row.bot_id: row.games
+                                           for row in (load(r, pool) or _EMPTY).rows}
     pipe = r.pipeline(transaction=True)
     pipe.set(_key(pool, "live" if table.provisional else "fit"), table.to_json())
     if not table.provisional:
+        for row in table.rows:
+            if before.get(row.bot_id) == row.games:
+                continue
+            point = RatingPoint(table.as_of, row.rating, row.ci_low, row.ci_high, row.games,
+                                table.games)
+            key = keys.rating_history(pool, row.bot_id)
+            pipe.rpush(key, point.to_json())
+            pipe.ltrim(key, -HISTORY_MAX, -1)
         if los is not None and len(los) <= LOS_MAX_BOTS:
             pipe.set(keys.ratings_los(pool), json.dumps(
                 [[round(float(x), 6) for x in row] for row in los]))
         else:
             pipe.delete(keys.ratings_los(pool))
     pipe.execute()
+
+
+_EMPTY = RatingTable(method="", as_of=0.0, games=0, boards=0, provisional=False, level=0.0)
+
+
+def history(r: redis.Redis, pool: str, bot_id: str, most: int = HISTORY_MAX
+            ) -> list[RatingPoint]:
+    """A bot's newest `most` points in a pool, oldest first."""
+    raw: list[str] = r.lrange(keys.rating_history(pool, bot_id), -most, -1)  # type: ignore[assignment]
+    return [RatingPoint.from_json(x) for x in raw]
 
 
 def save_tournament(r: redis.Redis, tournament_id: str, table: RatingTable) -> None:

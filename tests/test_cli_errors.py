@@ -132,6 +132,18 @@ CASES: dict[str, Case] = {
     "up redis": (["up", "--redis", "notaurl", "--data", "d"], {}, "", 2, ("--redis",)),
     "up REDIS_URL": (["up", "--data", "d"], {"REDIS_URL": "redis://h:99999/0"}, "", 2,
                      ("$REDIS_URL", "Port out of range")),
+    # metrics addresses, refused before anything starts
+    "referee metrics listen": (["referee", "--metrics-listen", "nope"], {}, "", 2,
+                               ("--metrics-listen", "HOST:PORT")),
+    "worker metrics listen": (["worker", "--metrics-listen", "h:70000"], {}, "", 2,
+                              ("--metrics-listen", "0 to 65535")),
+    "up metrics listen": (["up", "--metrics-listen", ":9100", "--data", "d"], {}, "", 2,
+                          ("--metrics-listen",)),
+    # fsync applies to the Redis `up` starts; a choice among two
+    "up fsync own redis": (["up", "--redis", "redis://127.0.0.1:1/0", "--redis-fsync",
+                            "always", "--data", "d"], {}, "", 2, ("--redis-fsync", "appendfsync")),
+    "up fsync choice": (["up", "--redis-fsync", "never", "--data", "d"], {}, "", 2,
+                        ("--redis-fsync", "everysec", "always")),
     # 6: data folders that cannot be used
     "up data": (["up", "--data", "/proc/nope"], {}, "", 2, ("--data", "/proc/nope")),
     "token is a folder": (MP, {}, "tokdir", 2, ("admin-token", "Is a directory")),

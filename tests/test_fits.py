@@ -76,3 +76,63 @@ def test_a_fit_running_makes_a_second_job_step_aside(r: redis.Redis) -> None:
     store_ratings.note_request(r, "3p")
     assert run_fits(r, "3p") == {"pool": "3p", "skipped": "another fit of this pool is running"}
     assert r.exists(keys.ratings_dirty("3p"))  # the request waits for the running job
+
+
+def _seat_b4(r: redis.Redis, first: int, n: int) -> None:
+    """n more released results (ids from `first`) without bot b3: b0, b1, b2 and b4."""
+    for i in range(first, first + n):
+        seats = [f"b{(i + k) % 3}" for k in range(2)] + ["b4"]
+        row = {"match_id": f"m-g{i:03d}", "bot_ids": seats, "players": 3, "final": [21, 3, 1],
+               "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
+               "seats": seats, "board": f"t-y/r{i}", "unit": f"r{i}"}
+        r.hset(keys.match(row["match_id"]), mapping={"row": json.dumps(row), "released": "1"})
+        r.zadd(keys.results("3p"), {row["match_id"]: i})
+
+
+def test_each_fit_adds_a_point_for_the_bots_it_has_new_games_of(r: redis.Redis) -> None:
+    _release(r, 12)
+    store_ratings.note_request(r, "3p")
+    run_fits(r, "3p")
+    first = {b: store_ratings.history(r, "3p", b) for b in ("b0", "b3")}
+    table = pool_table(r, "3p")
+    assert table is not None
+    rows = table.by_bot()
+    for b, points in first.items():
+        assert len(points) == 1
+        p = points[0]
+        assert (p.rating, p.ci_low, p.ci_high, p.games) == (
+            rows[b].rating, rows[b].ci_low, rows[b].ci_high, rows[b].games)
+        assert (p.as_of, p.pool_games) == (table.as_of, 12)
+    assert store_ratings.history(r, "3p", "b4") == []  # not rated yet
+    store_ratings.note_request(r, "3p")
+    assert run_fits(r, "3p")["fits"] == 1  # the same games again: nobody has news
+    assert len(store_ratings.history(r, "3p", "b0")) == 1
+    _seat_b4(r, 12, 3)
+    store_ratings.note_request(r, "3p")
+    run_fits(r, "3p")
+    b0, b3, b4 = (store_ratings.history(r, "3p", b) for b in ("b0", "b3", "b4"))
+    assert [p.pool_games for p in b0] == [12, 15] and b0[0] == first["b0"][0]
+    assert b0[1].games == b0[0].games + 2 and b0[1].as_of >= b0[0].as_of
+    assert b3 == first["b3"]  # b3 played none of the new games: no new point
+    assert len(b4) == 1 and b4[0].games == 3
+    assert store_ratings.history(r, "3p", "b0", most=1) == [b0[1]]  # the newest
+
+
+def test_a_history_keeps_its_newest_points(r: redis.Redis) -> None:
+    key = keys.rating_history("3p", "b0")
+    for i in range(store_ratings.HISTORY_MAX + 5):
+        table = store_ratings.RatingTable(
+            method="m", as_of=float(i), games=i + 1, boards=i + 1, provisional=False,
+            level=0.95, rows=(store_ratings.RatingRow("b0", float(i), i + 1, -1.0, 1.0),))
+        store_ratings.save(r, "3p", table)
+    assert r.llen(key) == store_ratings.HISTORY_MAX
+    points = store_ratings.history(r, "3p", "b0")
+    assert [p.as_of for p in points] == [float(i) for i in range(5, store_ratings.HISTORY_MAX + 5)]
+    assert points[-1] == store_ratings.RatingPoint(
+        float(store_ratings.HISTORY_MAX + 4), float(store_ratings.HISTORY_MAX + 4), -1.0, 1.0,
+        store_ratings.HISTORY_MAX + 5, store_ratings.HISTORY_MAX + 5)
+    provisional = store_ratings.RatingTable(
+        method="live", as_of=1e9, games=10**6, boards=0, provisional=True, level=0.95,
+        rows=(store_ratings.RatingRow("b0", 5.0, 10**6),))
+    store_ratings.save(r, "3p", provisional)
+    assert store_ratings.history(r, "3p", "b0")[-1] == points[-1]  # provisional: not kept

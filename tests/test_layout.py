@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ("moon", "proto", "store", "tournaments", "ratings", "workers", "server", "clients")
+ORDER = ("moon", "proto", "store", "tournaments", "ratings", "telemetry", "workers", "server",
+         "clients")
 PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "records", "results",
               "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.

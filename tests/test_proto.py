@@ -26,7 +26,7 @@ SURFACE = {
     "MatchService": ["CreateMatch", "GetMatch", "ListMatches", "WatchMatch"],
     "TournamentService": ["CreateTournament", "GetTournament", "ListTournaments",
                           "GetStandings", "WatchTournament"],
-    "RatingService": ["GetRatings"],
+    "RatingService": ["GetRatings", "GetRatingHistory"],
 }
 
 

@@ -293,7 +293,9 @@ def test_two_sided_games_agree_with_choix_pairwise() -> None:
 
 def test_the_fit_reports_centred_ratings_intervals_and_los() -> None:
     result = fit(random_pool(1))
-    assert result.method == "Plackett-Luce MAP, board-clustered sandwich 95% CI (t74)"
+    assert result.method == (
+        "Plackett-Luce MAP with board luck, board-clustered sandwich 95% CI (t74)"
+    )
     assert (result.games, result.units) == (300, 75)
     values = [r.rating for r in result.ratings]
     assert values == sorted(values, reverse=True)

@@ -3,6 +3,7 @@ stay queued, so each step can be driven and inspected by hand."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from store import bots, keys
 from store import matches as store
 from store.records import Clock, Faults
 from workers.queues import create_tournament, rq_connection
-from workers.recovery import recover
+from workers.recovery import STALE_S, recover
 from workers.scheduler import advance
 
 
@@ -115,8 +116,13 @@ def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
     rq_conn.rpush("rq:queue:moonshot-matches:intermediate", job_id)
     job = Job.fetch(job_id, connection=rq_conn)
     assert job.get_status() == JobStatus.QUEUED
-    assert recover(r, rq_conn)["requeued"] == []  # just taken: give the worker time
-    job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)  # long ago
+    # A worker whose clock is a year behind wrote its timestamps: they count for nothing.
+    job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)
     job.save()
+    assert recover(r, rq_conn)["requeued"] == []  # just seen so: give the worker time
+    time.sleep(STALE_S / 2)
+    assert recover(r, rq_conn)["requeued"] == []
+    time.sleep(STALE_S / 2 + 0.2)  # seen so for longer than STALE_S, on Redis's clock
     assert recover(r, rq_conn)["requeued"] == [mid]
     assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
+    assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect

@@ -24,6 +24,7 @@ from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.ratings import RatingRow, RatingTable
+from workers import metrics
 
 __all__ = ["POOLS", "fit_table", "run_fits"]
 
@@ -94,7 +95,9 @@ def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
             asked, tids = store_ratings.take_request(r, pool)
             if not asked and not tids:
                 break
-            games = fit_pool(r, pool).games
+            with metrics.FIT_SECONDS.labels(pool).time():
+                games = fit_pool(r, pool).games
+            metrics.FITS.labels(pool).inc()
             for tid in tids:
                 fit_tournament(r, tid)
             fits += 1

@@ -7,17 +7,22 @@ nothing else.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 from rq import get_current_job
 
 from store import keys
+from store.records import MatchSpec
+from telemetry import logs
+from workers import metrics
 from workers.fit import run_fits
-from workers.match import STOPPING, HandedOver, MatchHost
+from workers.match import STOPPING, HandedOver, LostLease, MatchHost
 from workers.scheduler import advance
 
 __all__ = ["OUTAGE_S", "advance_tournament", "fit_ratings", "job_redis", "run_match",
@@ -56,6 +61,40 @@ def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
     return r, job.connection, f"{job.id}:{job.worker_name or ''}:{time.time()}"
 
 
+def _match_fields(match_id: str) -> dict[str, Any]:
+    """The ids a match's log lines carry: its bots and tournament (none if unreadable)."""
+    try:
+        raw = job_redis()[0].hget(keys.match(match_id), "spec")
+        spec = MatchSpec.from_json(str(raw)) if raw is not None else None
+    except Exception:  # Redis away, no such match: the run itself will say so
+        return {}
+    if spec is None:
+        return {}
+    fields: dict[str, Any] = {"bot_ids": list(spec.bot_ids)}
+    if spec.tournament_id:
+        fields["tournament_id"] = spec.tournament_id
+    return fields
+
+
+def _hosting(fn: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    """While `fn` hosts a match: count it live, and tag every log line with its ids."""
+
+    @functools.wraps(fn)
+    def host(match_id: str) -> dict[str, Any]:
+        with logs.context(match_id=match_id, **_match_fields(match_id)), \
+                metrics.LIVE_MATCHES.track_inprogress():
+            log.info("hosting match %s", match_id)
+            out = fn(match_id)
+            if "end" in out:
+                log.info("match %s ended: %s", match_id, out["end"])
+            else:
+                log.info("match %s: this run stops (%s)", match_id, ", ".join(out))
+            return out
+
+    return host
+
+
+@_hosting
 def run_match(match_id: str) -> dict[str, Any]:
     """Host match `match_id` to its end and return its result.
 
@@ -69,7 +108,13 @@ def run_match(match_id: str) -> dict[str, Any]:
             return MatchHost(r, match_id, run_id, rq_conn=rq_conn).run()
         except HandedOver:
             return {"handed_over": True}  # the worker stops; recovery queues it again
+        except LostLease as exc:
+            # This run stalled past its lease and another took the match over: it stops,
+            # and the fenced writes saw to it that it wrote nothing meanwhile.
+            log.warning("%s; this run stops", exc)
+            return {"lost_lease": True}
         except (redis.ConnectionError, redis.TimeoutError) as exc:
+            metrics.fault("redis_outage")
             if STOPPING.is_set() or waited > OUTAGE_S:
                 raise
             pause = backoff * random.uniform(0.5, 1.5)
@@ -86,7 +131,10 @@ def run_match(match_id: str) -> dict[str, Any]:
 def advance_tournament(tournament_id: str) -> dict[str, Any]:
     """One scheduling step of a tournament."""
     r, rq_conn, _ = job_redis()
-    return advance(r, rq_conn, tournament_id)
+    with logs.context(tournament_id=tournament_id), metrics.STEP_SECONDS.time():
+        summary = advance(r, rq_conn, tournament_id)
+    metrics.STEPS.labels("skipped" if "skipped" in summary else "done").inc()
+    return summary
 
 
 def fit_ratings(pool: str) -> dict[str, Any]:

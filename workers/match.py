@@ -38,14 +38,22 @@ from moon.transcript import transcript
 from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import tournaments as store_t
-from store.lua import REPLACE_PENDING_LUA
+from store.lua import (
+    FENCED_SEND_LUA,
+    FENCED_WRITE_LUA,
+    PRESENT_LUA,
+    RELEASE_LEASE_LUA,
+    RENEW_LEASE_LUA,
+    REPLACE_PENDING_LUA,
+)
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.records import MatchSpec
 from store.results import forfeit_winner, result_of, result_row
 from store.status import MatchStatus
+from workers import failpoints, metrics
 from workers.queues import enqueue_advance, request_fit
 
-__all__ = ["LEASE_MS", "STOPPING", "HandedOver", "MatchHost"]
+__all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
 log = logging.getLogger("moonshot.match")
 
@@ -59,6 +67,11 @@ STOPPING = threading.Event()
 
 class HandedOver(Exception):
     """The worker is stopping: this run lets go of the match (it resumes elsewhere)."""
+
+
+class LostLease(Exception):
+    """Another run hosts the match now (this one stalled past its lease): this run stops,
+    having written nothing since it last held the lease."""
 
 
 class Forfeit(Exception):
@@ -163,27 +176,36 @@ class MatchHost:
             time.sleep(0.1)
 
     def renew_lease(self) -> None:
-        """Extend the lease; stop hosting if another run holds it now."""
+        """Extend the lease; stop hosting (LostLease) if this run no longer holds it."""
         now = time.monotonic()
         if now - self._lease_at < 1.0:
             return
-        key = keys.lease(self.match_id)
-        if self.r.get(key) not in (self.run_id, None):
-            raise RuntimeError(f"lost the lease of match {self.match_id}")
-        self.r.set(key, self.run_id, px=LEASE_MS)
+        if not self.r.eval(RENEW_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id,
+                           LEASE_MS):
+            raise LostLease(f"match {self.match_id}: another run holds the lease")
         self._lease_at = now
+
+    def _write(self, entries: list[str], result: str = "") -> bool:
+        """Append log entries, then store `result` unless one is stored, all only while
+        this run holds the lease (LostLease otherwise); True if it stored the result."""
+        stored = int(self.r.eval(FENCED_WRITE_LUA, 3, keys.lease(self.match_id),
+                                 keys.match_log(self.match_id), keys.result(self.match_id),
+                                 self.run_id, result, *entries))
+        if stored < 0:
+            raise LostLease(f"match {self.match_id}: another run holds the lease")
+        return stored == 1
 
     def release_lease(self) -> None:
         """Drop the lease if we still hold it."""
-        key = keys.lease(self.match_id)
-        if self.r.get(key) == self.run_id:
-            self.r.delete(key)
+        self.r.eval(RELEASE_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id)
 
     # ---------------------------------------------------------------- run
 
     def run(self) -> dict[str, Any]:
         """Host the match to its end (or return the stored result); the job's body."""
         self.load()
+        sec, usec = self.r.time()  # deadlines and log stamps go on Redis's clock from the start
+        _learn_offset(int(sec) * 1_000_000 + int(usec))
         if self.r.exists(keys.result(self.match_id)):
             return self._stored_result()
         if not self.acquire_lease():
@@ -211,6 +233,8 @@ class MatchHost:
                             bracket_match_id=str(self.spec.meta.get("bracket_match", "")),
                             time=time.time()))
         logged = self.replay_log()
+        if logged or self.state.actions:
+            metrics.fault("resumed")  # an earlier run hosted it: crashed, stalled or handed over
         self._announce_start()
         forfeit: Forfeit | None = Forfeit(*logged) if logged else None
         pending_entry: str | None = None
@@ -223,9 +247,9 @@ class MatchHost:
             except Forfeit as f:
                 forfeit = f
                 pending_entry = None
-                self.r.rpush(keys.match_log(self.match_id), messages.encode(
-                    ForfeitEntry(f.seat, f.reason, seq, _now_ms())))
+                self._write([messages.encode(ForfeitEntry(f.seat, f.reason, seq, _now_ms()))])
                 break
+            metrics.decided(answer.by, answer.us)
             clock = self.clocks[seat]
             entry = ActionEntry(seq=seq, seat=seat, action=answer.action, by=answer.by,
                                 ms=answer.ms, bank=answer.bank_ms, note=answer.note,
@@ -234,14 +258,11 @@ class MatchHost:
             st.apply_id(answer.action)
             pending_entry = messages.encode(entry)
             if answer.by != "bot" and clock.strikes >= self.spec.faults.max_strikes:
-                self.r.rpush(keys.match_log(self.match_id), pending_entry)
-                pending_entry = None
                 forfeit = Forfeit(seat, f"{clock.strikes} strikes (late or illegal answers)")
-                self.r.rpush(keys.match_log(self.match_id), messages.encode(
-                    ForfeitEntry(seat, forfeit.reason, seq + 1, _now_ms())))
-        if pending_entry is not None:
-            self.r.rpush(keys.match_log(self.match_id), pending_entry)
-        return self._finish(forfeit)
+                self._write([pending_entry, messages.encode(
+                    ForfeitEntry(seat, forfeit.reason, seq + 1, _now_ms()))])
+                pending_entry = None
+        return self._finish(forfeit, [pending_entry] if pending_entry is not None else [])
 
     # ------------------------------------------------------------ decide
 
@@ -267,15 +288,19 @@ class MatchHost:
         req = self._request(seat, seq)
         req_id = req.request_id
         payload = messages.encode(req)
-        pipe = self.r.pipeline(transaction=True)
-        if log_entry is not None:
-            pipe.rpush(keys.match_log(self.match_id), log_entry)
-        pipe.hset(keys.pending(bot), req_id, payload)
-        pipe.publish(keys.events(bot), payload)
-        pipe.time()  # Redis's clock as the request goes out (see `_charged_ms`)
+        failpoints.reached("match.before-send")
         sent = time.monotonic()
-        sec, usec = pipe.execute()[-1]
+        # One fenced step logs the last action and sends the request, and reads Redis's
+        # clock as the request goes out (see `_charged_ms`).
+        out = self.r.eval(FENCED_SEND_LUA, 3, keys.lease(self.match_id),
+                          keys.match_log(self.match_id), keys.pending(bot), self.run_id,
+                          LEASE_MS, log_entry or "", req_id, payload, keys.events(bot))
+        if not out:
+            raise LostLease(f"match {self.match_id}: another run holds the lease")
+        self._lease_at = sent
+        sec, usec = out
         sent_us = int(sec) * 1_000_000 + int(usec)
+        _learn_offset(sent_us)
 
         clock = self.clocks[seat]
         limit_ms = self.spec.clock.move_time_ms + clock.bank_ms
@@ -381,6 +406,8 @@ class MatchHost:
 
     def _connection(self, seat: int, seq: int, kind: str) -> None:
         """Log a change of the seat's connection while the match waits on action `seq`."""
+        if kind == "disconnected":
+            metrics.fault("disconnect")
         self.r.rpush(keys.conn(self.match_id), messages.encode(
             messages.ConnectionEntry(seat, kind, seq, _now_ms())))
 
@@ -392,7 +419,8 @@ class MatchHost:
                     messages.encode(paused))
 
     def _present(self, bot: str) -> bool:
-        return bool(self.r.zcount(keys.presence(bot), time.time(), "+inf"))
+        # Judged on Redis's clock, as the referee scored it: this machine's may be off.
+        return bool(self.r.eval(PRESENT_LUA, 1, keys.presence(bot)))
 
     # ------------------------------------------------------------ events
 
@@ -411,7 +439,7 @@ class MatchHost:
             )))
         pipe.execute()
 
-    def _finish(self, forfeit: Forfeit | None) -> dict[str, Any]:
+    def _finish(self, forfeit: Forfeit | None, entries: list[str]) -> dict[str, Any]:
         st = self.state
         spec = self.spec
         extra: dict[str, Any] = {
@@ -434,7 +462,9 @@ class MatchHost:
         record = transcript(spec.rules, spec.seed, st.actions, spec.seat_names, extra=extra)
         result = result_of(record)
         done = json.dumps({"result": result, "transcript": record}, separators=(",", ":"))
-        if self.r.set(keys.result(self.match_id), done, nx=True):
+        if self._write(entries, done):
+            metrics.finished(str(result["end"]), len(st.actions))
+            failpoints.reached("match.after-result")
             pipe = self.r.pipeline(transaction=False)
             for seat, bot in enumerate(spec.bot_ids):
                 pipe.publish(keys.events(bot), messages.encode(
@@ -489,6 +519,19 @@ def _charged_ms(reply: messages.Reply, sent_us: int, away_s: float, used_s: floa
     return max(0.0, (reply.at_us - sent_us) / 1000 - away_s * 1000)
 
 
+# Redis's clock minus this machine's wall clock, in ms, as last measured. The parts of a
+# deployment run on machines whose clocks may disagree; Redis's is the one they share, so
+# the deadlines sent to bots and the times stamped in a match's logs are on it (a match
+# resumed on another machine keeps one clock). A plain int: every thread may update it.
+_offset_ms = 0
+
+
+def _learn_offset(redis_us: int) -> None:
+    """Note Redis's clock as just read (`TIME`, in us) against this machine's."""
+    global _offset_ms
+    _offset_ms = redis_us // 1000 - int(time.time() * 1000)
+
+
 def _now_ms() -> int:
-    """Unix time in ms."""
-    return int(time.time() * 1000)
+    """Unix time in ms on Redis's clock (this machine's, corrected by the last offset)."""
+    return int(time.time() * 1000) + _offset_ms

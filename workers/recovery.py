@@ -21,7 +21,6 @@ import logging
 import secrets
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -35,16 +34,17 @@ from store import tournaments as store_t
 from store.status import MatchStatus, TournamentStatus
 from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match
 
-__all__ = ["EVERY_S", "recover", "start_recovery_thread"]
+__all__ = ["EVERY_S", "STALE_S", "recover", "start_recovery_thread"]
 
 log = logging.getLogger("moonshot.recovery")
 
 EVERY_S = 5
-_STALE_S = 8.0  # a started job without a lease for this long is presumed dead
+STALE_S = 3.0  # an open match seen with no live host this long apart (two passes) is requeued
 
 
 def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
-    """What to do with an open match's job: ("requeue"|"wait"|"failed", detail)."""
+    """What to do with an open match's job: ("requeue"|"wait"|"failed", detail); "stale"
+    is to requeue once it stays so for STALE_S (see `recover`)."""
     try:
         # The JSON serializer, always: the default one unpickles whatever the hash holds.
         job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
@@ -57,18 +57,12 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
         # maintenance pass, minutes later) or the push was lost: then queue it again.
         if rq_conn.lpos(f"rq:queue:{job.origin}", job_id) is not None:
             return "wait", "queued"
-        enqueued = job.enqueued_at
-        age = (datetime.now(UTC) - enqueued.replace(tzinfo=UTC)).total_seconds() \
-            if enqueued is not None else _STALE_S + 1
-        return ("requeue", "queued but in no queue") if age > _STALE_S else ("wait", "moving")
+        return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
     if status == JobStatus.STARTED:
-        started = job.started_at
-        if started is None:
-            return "requeue", "started, never ran"
-        age = (datetime.now(UTC) - started.replace(tzinfo=UTC)).total_seconds()
-        return ("requeue", "its worker died") if age > _STALE_S else ("wait", "starting")
+        # Started, yet no run holds the lease: its worker died, or it is just starting.
+        return "stale", "started, but no run holds its lease"
     if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         # RQ gave up after every retry: the match cannot be hosted. Say so rather than
         # retrying forever; the error is on the match and its tournament.
@@ -78,20 +72,40 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
     return "requeue", "finished without a result"  # cannot happen normally
 
 
+def _stale(r: redis.Redis, mid: str, now: float) -> bool:
+    """True once `mid` has been found with no live host for STALE_S, by Redis's clock:
+    the machines' clocks may disagree, and RQ's timestamps are each worker's own."""
+    since = float(r.hget(keys.RECOVERY_SUSPECTS, mid) or 0)
+    if not since:
+        r.hset(keys.RECOVERY_SUSPECTS, mid, repr(now))
+        return False
+    return now - since > STALE_S
+
+
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     """Queue again every open match with no live host, and nudge running tournaments."""
     requeued: list[str] = []
     failed: list[str] = []
     nudged: list[str] = []
-    open_ids: list[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
+    open_ids: set[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
+    sec, usec = r.time()
+    now = float(sec) + float(usec) / 1e6
+    suspects: list[str] = r.hkeys(keys.RECOVERY_SUSPECTS)  # type: ignore[assignment]
+    cleared = [mid for mid in suspects if mid not in open_ids]
     for mid in sorted(open_ids):
         # A match with a result is still open when the run that stored it died before its
         # bookkeeping was done (recorded in its tournament, released, ...): run it again,
         # and that run, finding the result, does what is missing.
         if r.exists(keys.lease(mid)):
+            cleared.append(mid)
             continue  # a live run hosts it
         what, detail = _job_state(rq_conn, ids.match_job_id(mid))
+        if what == "stale":
+            what = "requeue" if _stale(r, mid, now) else "wait"
+        else:
+            cleared.append(mid)
         if what == "requeue":
+            cleared.append(mid)
             enqueue_match(rq_conn, mid, resume=True)
             requeued.append(mid)
         elif what == "failed":
@@ -102,6 +116,8 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             if tournament_id:
                 store_t.mark_failed_game(r, str(tournament_id), mid)
                 enqueue_advance(rq_conn, str(tournament_id))
+    if cleared:
+        r.hdel(keys.RECOVERY_SUSPECTS, *cleared)
     for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
         info = r.hgetall(keys.tournament(str(tid)))
         if info.get("status") != TournamentStatus.RUNNING:

@@ -37,13 +37,15 @@ from store.records import MatchSpec, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
+from workers import failpoints
 from workers.queues import enqueue_match, request_fit
 
 __all__ = ["RedisSource", "advance"]
 
 log = logging.getLogger("moonshot.tournament")
 
-_LOCK_MS = 30_000  # renewed after every pass; a dead run's lock lapses this soon
+_LOCK_MS = 30_000  # renewed after every pass (a first step of 1000 bots takes ~8 s); a dead
+# run's lock lapses this soon
 _RESULT_KEYS = ("final", "winner", "placement", "end", "forfeit", "seats")
 
 
@@ -128,6 +130,7 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
                  "finished": step.finished, "open": boards.open, "released": boards.released}
     changed = stored is None or cursor != expected or bool(step.games)
+    failpoints.reached("step.before-save")
     if changed and not store_t.save_state(r, tid, expected, new_state):
         return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
     r.hset(keys.tournament(tid), mapping={"total": step.total, "done": cursor})
@@ -229,8 +232,7 @@ def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
                   "board": board_id(tid, g.unit), "duplicate": spec.duplicate,
                   "notes": notes},
         )
-        r.zadd(keys.tournament_matches(tid), {g.match_id: now + i * 1e-6}, nx=True)
-        if store_matches.create_match(r, mspec):
+        if store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
             # A run killed between storing and queueing leaves a match with no job;
             # recovery queues it (see workers.recovery).
             enqueue_match(rq_conn, g.match_id)

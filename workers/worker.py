@@ -17,6 +17,9 @@ waits on Redis, and the CPU a decision costs is the engine's, as before.
   RQ's own client adds a few more, so a worker holds about `concurrency + 12`.
 - Timeouts: RQ's signal-based job timeouts work only on the main thread; match
   jobs need none (a lease, renewed every second, proves a run alive).
+- Heartbeats: RQ takes a job whose execution's heartbeat lapses (after 90 s) for
+  abandoned and fails it; its forking worker beats for its one work-horse, so this
+  loop beats for every job it runs, every `job_monitoring_interval / 3`.
 - Redis outages never end the worker: its loop retries with exponential backoff
   and jitter, and each hosted match waits for Redis and resumes from its log
   (`workers.jobs.run_match`).
@@ -44,9 +47,19 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import BaseDeathPenalty
 from rq.worker import WorkerStatus
 
+from telemetry import logs
 from workers import jobs
 from workers.match import STOPPING
-from workers.queues import CONTROL_QUEUE, MATCH_QUEUE, RESUME_QUEUE, MoonshotJob, queue
+from workers.queues import (
+    ADVANCE_JOB,
+    CONTROL_QUEUE,
+    FIT_JOB,
+    MATCH_JOB,
+    MATCH_QUEUE,
+    RESUME_QUEUE,
+    MoonshotJob,
+    queue,
+)
 
 __all__ = ["DEFAULT_CONCURRENCY", "ThreadedWorker", "make_worker"]
 
@@ -80,6 +93,8 @@ class ThreadedWorker(SimpleWorker):
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="match")
         self._running = 0
         self._lock = threading.Lock()
+        self._live: dict[str, tuple[Job, Any]] = {}  # job id -> (job, RQ execution)
+        self._beat_at = time.monotonic()
 
     # -------------------------------------------------------------- jobs
 
@@ -93,16 +108,19 @@ class ThreadedWorker(SimpleWorker):
         execution = self.prepare_execution(job)
         with self._lock:
             self._running += 1
+            self._live[job.id] = (job, execution)
         self._threads.submit(self._perform, job, queue, execution)
 
     def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
         try:
-            self.perform_job(job, queue, execution)
+            with logs.context(**_job_fields(job)):  # RQ's own lines about the job too
+                self.perform_job(job, queue, execution)
         except Exception:  # RQ's own bookkeeping failed (Redis away): recovery sees to it
             log.exception("job %s: RQ could not record its end", job.id)
         finally:
             with self._lock:
                 self._running -= 1
+                self._live.pop(job.id, None)
                 idle = self._running == 0
             self._slots.release()
             if idle:
@@ -122,6 +140,7 @@ class ThreadedWorker(SimpleWorker):
         try:
             while not self._stop_requested:
                 try:
+                    self._beat_for_jobs()
                     if self.should_run_maintenance_tasks:
                         self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
                     if not self._take_slot():
@@ -162,7 +181,22 @@ class ThreadedWorker(SimpleWorker):
                 return False
             with contextlib.suppress(*_REDIS_ERRORS):
                 self.heartbeat()
+            self._beat_for_jobs()
         return True
+
+    def _beat_for_jobs(self) -> None:
+        """Renew the heartbeat of every job running here, every third of RQ's interval."""
+        now = time.monotonic()
+        if now - self._beat_at < self.job_monitoring_interval / 3:
+            return
+        self._beat_at = now
+        with self._lock:
+            live = list(self._live.values())
+        for job, execution in live:
+            try:
+                self.maintain_heartbeats(job, execution)
+            except _REDIS_ERRORS:
+                return  # Redis away: the next pass beats again
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None,
                                      max_idle_time: int | None = None
@@ -189,6 +223,17 @@ class ThreadedWorker(SimpleWorker):
         self._stop_requested = True
         if not self.running:
             raise StopRequested()
+
+
+def _job_fields(job: Job) -> dict[str, str]:
+    """The id a job's log lines carry: its match, tournament or rating pool."""
+    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool"}.get(
+        job.func_name or "")
+    try:
+        args = job.args
+    except Exception:  # a job that does not load fails in RQ, which logs why
+        return {}
+    return {field: str(args[0])} if field and args else {}
 
 
 def make_worker(conn: redis.Redis, name: str | None = None,

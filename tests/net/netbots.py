@@ -92,3 +92,26 @@ class ThinkingBot(GreedyBot):
         """The greedy move, after a pause."""
         time.sleep(self.DELAY_S)
         return super().act(obs, legal)
+
+
+class FlakyBot(GreedyBot):
+    """Plays like GreedyBot, but: illegal answers on its 3rd and 6th decisions of the
+    process and on every one from the 10th; 1.5 s on its 4th (over a 1 s move, so the
+    bank pays); 3 s on its 8th, long enough to kill the match's worker meanwhile. It
+    prints `FLAKY n` as it takes up decision n."""
+
+    name = "flaky"
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """See the class."""
+        global _decisions
+        with _lock:
+            _decisions += 1
+            n = _decisions
+        print(f"FLAKY {n}", flush=True)
+        if n in (3, 6) or n >= 10:
+            ok = {a.id for a in legal}
+            return next(a for i, a in sorted(ACTIONS.items()) if i not in ok)
+        if n in (4, 8):
+            time.sleep(1.5 if n == 4 else 3.0)
+        return super().act(obs, legal)

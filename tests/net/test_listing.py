@@ -9,6 +9,8 @@ from stack import Stack
 
 from clients.admin import Admin
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc, match_pb2, rating_pb2, tournament_pb2
+from store import bots as store_bots
+from store import keys
 
 
 def _all_pages(call: object, request: object, field: str, size: int) -> list[object]:
@@ -80,3 +82,18 @@ def test_list_filters_take_names_and_refuse_unknown_values(pool: dict[str, PoolB
             call()
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field
         assert (err.value.details() or "").startswith(f"{field}:"), err.value.details()
+
+
+def test_a_page_holds_at_most_a_thousand_whatever_it_asks(stack: Stack, admin: Admin,
+                                                          name: str) -> None:
+    """A page size of millions is served a thousand at a time: one call cannot make the
+    referee read and send the whole store."""
+    r = store_bots.connect(stack.redis_url)
+    have = r.zcard(keys.BOTS)
+    for i in range(max(0, 1001 - int(have))):
+        store_bots.register_bot(r, f"{name}-{i}")
+    r.close()
+    with grpc.insecure_channel(stack.address) as ch:
+        resp = bot_pb2_grpc.BotServiceStub(ch).ListBots(
+            bot_pb2.ListBotsRequest(page_size=4_000_000_000), timeout=30)
+    assert len(resp.bots) == 1000 and resp.next_page_token

@@ -59,6 +59,32 @@ def test_a_frozen_bot_is_disconnected_and_forfeits_by_the_grace(
     assert (0, match_pb2.WatchMatchResponse.Fault.KIND_DISCONNECTED) in kinds
 
 
+def test_the_worker_keeps_rq_s_heartbeat_of_every_match_it_hosts(
+        stack: Stack, admin: Admin, name: str) -> None:
+    """RQ fails a job as abandoned once its execution's heartbeat (90 s) lapses; the
+    threaded worker renews it for every match it hosts, so a long match is never taken
+    for a dead one."""
+    regs = [register(stack.address, f"{name}-{i}") for i in range(3)]
+    procs = stack.bots([("netbots:ThinkingBot", token) for _, token in regs])
+    mid = admin.create_match(3, [b for b, _ in regs], seed=3, rules={"max_hands": "3"}).match_id
+    rq = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+    wip = "rq:wip:moonshot-matches"
+
+    def expiry() -> float | None:
+        return next((score for member, score in rq.zrange(wip, 0, -1, withscores=True)
+                     if member.startswith(f"match-{mid}:")), None)
+
+    first = wait_until("the match's execution", expiry, timeout=30, every=0.05)
+    renewed = wait_until("a renewed heartbeat",
+                         lambda: e if (e := expiry()) and e > first + 5 else None,
+                         timeout=25, every=0.5)
+    assert renewed > first + 5
+    finished(admin, mid, timeout=120)
+    for p in procs:
+        p.stop()
+    rq.close()
+
+
 def test_a_worker_hosting_a_hundred_matches_is_killed_and_every_game_completes_once(
         tmp_path: Path, admin_token: str) -> None:
     """One worker process hosts 100 matches at once (bots that think 0.2 s a move); it is

@@ -9,8 +9,11 @@ log numbered 1..N without a gap or a repeat.
 from __future__ import annotations
 
 import contextlib
+import json
+import re
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from rq import Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from stack import Proc, Stack
-from support import check_stored, match_log, transcript_of, wait_until
+from support import check_stored, finished, match_log, transcript_of, wait_until
 from tourney import (
     Event,
     Watcher,
@@ -54,14 +57,25 @@ class Own:
     bots: list[str]
 
 
-def _start(tmp_path: Path, admin_token: str) -> Own:
+def _start(tmp_path: Path, admin_token: str, failpoints: str = "",
+           referees: tuple[int, ...] = (), server: str = "") -> Own:
+    """The stack; `failpoints` arms the first worker (see workers.failpoints); a referee
+    on each of the `referees` ports (one on a free port if none); the bots connect to
+    `server` (a gRPC target) if given, else to the first referee."""
     srv = RedisServer(tmp_path / "redis", appendonly=True).start()
     st = Stack(tmp_path, srv.url, admin_token=admin_token)
-    st.referee(listen=f"127.0.0.1:{free_port()}")
-    workers = [st.worker(), st.worker()]
-    kinds = ["greedy", "random", "greedy", "random"]
-    regs = [register(st.address, f"c{i}-{kind}") for i, kind in enumerate(kinds)]
-    st.bots([(kind, token) for kind, (_, token) in zip(kinds, regs, strict=True)])
+    try:
+        for port in referees or (free_port(),):
+            st.referee(listen=f"127.0.0.1:{port}")
+        workers = [st.worker(MOONSHOT_FAILPOINTS=failpoints), st.worker()]
+        kinds = ["greedy", "random", "greedy", "random"]
+        regs = [register(st.address, f"c{i}-{kind}") for i, kind in enumerate(kinds)]
+        st.bots([(kind, token) for kind, (_, token) in zip(kinds, regs, strict=True)],
+                server=server)
+    except BaseException:
+        st.stop_all()  # nothing may outlive a start that failed half-way
+        srv.stop()
+        raise
     r = redis.Redis.from_url(srv.url, decode_responses=True)
     return Own(srv, st, r, workers, [b for b, _ in regs])
 
@@ -136,11 +150,12 @@ def _freeze_all_mid_match(r: redis.Redis, workers: list[Proc]) -> list[str] | No
     return playing or None
 
 
-def _check_all_recorded(own: Own, admin: Admin, tid: str, events: list[Event]) -> None:
-    """Completed, each match recorded once, logs clean, standings agree."""
+def _check_all_recorded(own: Own, admin: Admin, tid: str, events: list[Event],
+                        count: int = 24) -> None:
+    """Completed, each of the `count` matches recorded once, logs clean, standings agree."""
     check_recorded_once(own.r, tid, "3p", events)
     games = matches_of(admin, tid)
-    assert len(games) == 24
+    assert len(games) == count
     for m in games:
         check_stored(own.r, m, transcript_of(m))  # a log of exactly the actions, once each
         assert m.result.end != "forfeit", (m.match_id, m.result)
@@ -253,3 +268,224 @@ def test_full_restart_mid_tournament(own: Own) -> None:
         _check_all_recorded(own, admin, tid, events)
         for mid, log in logs_at_kill.items():  # resumed where they were, not replayed anew
             assert match_log(own.r, mid)[: len(log)] == log
+
+
+@pytest.fixture
+def armed(request: pytest.FixtureRequest, tmp_path: Path, admin_token: str) -> Iterator[Own]:
+    """Like `own`, with the first worker's failpoints armed by the test's parameter."""
+    o = _start(tmp_path, admin_token, failpoints=request.param)
+    yield o
+    o.stack.stop_all()
+    o.r.close()
+    o.redis.stop()
+
+
+def _play_through(own: Own, name: str, during: Callable[[str], None]) -> None:
+    """Run the 24-game tournament; call `during(tid)` while it plays; then check that it
+    completed with every game recorded once."""
+    st = own.stack
+    admin = Admin(st.address, st.admin_token)
+    with logs_on_failure(st), contextlib.closing(admin):
+        t = admin.create_tournament(name=name, players=3, format="round_robin",
+                                    bot_ids=own.bots, rules=RULES, duplicate="replay")
+        tid = t.tournament_id
+        watch = Watcher(admin, tid).start()
+        during(tid)
+        try:
+            wait_finished(admin, tid, timeout=180)
+        except TimeoutError:
+            _dump_unfinished(own, tid)
+            raise
+        _check_all_recorded(own, admin, tid, watch.join())
+
+
+def _died_at(worker: Proc, point: str) -> None:
+    """Wait for the armed worker to kill itself at `point`."""
+    wait_until(f"the worker killed at {point}", lambda: not worker.alive(), timeout=120)
+    assert worker.popen.returncode == -signal.SIGKILL
+    assert f"failpoint {point}: kill" in worker.text()
+
+
+@pytest.mark.parametrize("armed", ["match.after-result@3=kill"], indirect=True)
+def test_kill_9_between_a_result_and_its_bookkeeping(armed: Own) -> None:
+    """The worker dies the instant its third result is stored, before the game is marked
+    finished, recorded in its tournament or released: whichever run comes next (queued by
+    recovery, since the game is still open) finds the result and does the rest, once."""
+    def during(tid: str) -> None:
+        _died_at(armed.workers[0], "match.after-result")
+        half_done = [mid for mid in armed.r.smembers(keys.OPEN_MATCHES)  # type: ignore[union-attr]
+                     if armed.r.exists(keys.result(mid))]
+        assert half_done, "no stored result was left without its bookkeeping"
+    _play_through(armed, "kill after a result", during)
+
+
+@pytest.mark.parametrize("armed", ["step.before-save@2=kill"], indirect=True)
+def test_kill_9_in_the_middle_of_a_scheduling_step(armed: Own) -> None:
+    """The worker dies in its second scheduling step, after creating games and emitting
+    events but before saving the tournament's new state: the step is redone by the other
+    worker once the dead run's lock lapses, creating and announcing nothing twice."""
+    _play_through(armed, "kill in a step",
+                  lambda tid: _died_at(armed.workers[0], "step.before-save"))
+
+
+@pytest.mark.parametrize("armed", ["match.before-send@30=sleep:20"], indirect=True)
+def test_a_stalled_run_and_its_successor_race_for_the_lease(armed: Own) -> None:
+    """A run stalls 20 s just before logging an action and sending the next request, as
+    a process frozen by its host would. Its lease lapses, recovery queues the match
+    again, a second run takes it over and plays on. When the first run wakes, its fenced
+    write is refused: it stops having written nothing, and the log holds each action once."""
+    worker = armed.workers[0]
+
+    def during(tid: str) -> None:
+        wait_until("the stall", lambda: "failpoint match.before-send: sleep" in worker.text(),
+                   timeout=90)
+        stopped = wait_until("the stalled run to stop", lambda: re.search(
+            r"match (\S+): another run holds the lease; this run stops", worker.text()),
+                             timeout=60)
+        mid = stopped.group(1)
+        assert armed.r.hget(keys.match(mid), "runs") == "2"
+        assert worker.alive()  # a stall, not a crash: the worker went on with the rest
+    _play_through(armed, "a stalled run", during)
+
+
+def test_strikes_and_the_time_bank_survive_a_kill(tmp_path: Path, admin_token: str) -> None:
+    """A bot with two strikes and part of its bank spent when its match's worker is
+    killed: the run that resumes the match counts both strikes (the third forfeits, as
+    `strike 3 of 3`) and charges the bank from where it was, not from full."""
+    srv = RedisServer(tmp_path / "redis", appendonly=True).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        st.referee()
+        worker = st.worker()
+        regs = [register(st.address, f"s{i}") for i in range(3)]
+        flaky = st.bot("netbots:FlakyBot", st.address, regs[1][1])
+        st.bots([("greedy", regs[0][1]), ("greedy", regs[2][1])])
+        admin = Admin(st.address, admin_token)
+        m = admin.create_match(3, [b for b, _ in regs], seed=5, rules={"max_hands": "6"},
+                               move_time_ms=1000, time_bank_ms=10_000, max_strikes=3)
+        mid = m.match_id
+        flaky.wait_for(r"FLAKY 8\b", timeout=60)  # two strikes in, thinking 3 s on this one
+        before = [e for e in match_log(r, mid) if e.get("seat") == 1 and "action" in e]
+        assert [e["by"] for e in before].count("illegal") == 2
+        assert before[-1]["bank"] < 10_000  # the slow 4th decision drew on the bank
+        worker.kill_tree()
+        st.worker()
+        done = finished(admin, mid, timeout=120)
+        record = transcript_of(done)
+        assert record["end"] == "forfeit" and record["forfeit"]["seat"] == 1
+        assert "3 strikes" in record["forfeit"]["reason"]
+        assert r.hget(keys.match(mid), "runs") == "2"
+        assert [f["kind"] for f in record["faults"] if f["seat"] == 1] == ["illegal"] * 3
+        flaky.wait_for(rf"decision {mid}/\d+ rejected: .*strike 3 of 3", timeout=10)
+        # The bank, entry by entry across the kill: each decision charges what it took over
+        # the move time, from the bank the one before left.
+        bank = 10_000
+        for e in (e for e in match_log(r, mid) if e.get("seat") == 1 and "action" in e):
+            bank = max(0, bank - max(0, e["ms"] - 1000))
+            assert e["bank"] == bank, e
+        check_stored(r, done, record)
+        admin.close()
+    finally:
+        st.stop_all()
+        r.close()
+        srv.stop()
+
+
+def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> None:
+    """Two referees; the bots are given both addresses (one gRPC target) and all play
+    through the first. It is SIGKILLed while a decision waits on a bot: the bots move to
+    the second and the pending decision is delivered there. The first comes back on its
+    port, the second is killed: they move back. No decision is lost or late (the bank is
+    too small to hide one), and the tournament completes with every game once."""
+    port_a, port_b = free_port(), free_port()
+    both = f"ipv4:127.0.0.1:{port_a},127.0.0.1:{port_b}"
+    own = _start(tmp_path, admin_token, referees=(port_a, port_b), server=both)
+    st = own.stack
+    try:
+        ref_a, ref_b = (p for p in st.procs if p.name == "referee")
+        st.address = both  # the organiser uses both too
+        admin = Admin(both, admin_token)
+        with logs_on_failure(st), contextlib.closing(admin):
+            t = admin.create_tournament(name="kill a referee", players=3,
+                                        format="round_robin", bot_ids=own.bots, rules=RULES,
+                                        rounds=3, duplicate="replay", time_bank_ms=2000,
+                                        grace_ms=60_000)
+            tid = t.tournament_id
+
+            def kill_with_a_decision_pending(ref: Proc) -> None:
+                wait_until("a decision pending", lambda: any(
+                    own.r.hlen(keys.pending(b)) for b in own.bots), timeout=60, every=0.01)
+                ref.kill()
+
+            def done() -> int:
+                return int(own.r.hget(keys.tournament(tid), "done") or 0)
+
+            wait_until("a game done", lambda: done() >= 1, timeout=60)
+            kill_with_a_decision_pending(ref_a)
+            after_a = done()
+            wait_until("games done through the second referee", lambda: done() > after_a + 2,
+                       timeout=90)
+            st.referee(listen=f"127.0.0.1:{port_a}")
+            kill_with_a_decision_pending(ref_b)
+            assert done() < 72, "the tournament ended before the second kill"
+            wait_finished(admin, tid, timeout=240)
+            events = Watcher(admin, tid).start().join()  # the whole history, replayed
+            _check_all_recorded(own, admin, tid, events, count=72)
+            for m in matches_of(admin, tid):
+                assert json.loads(m.transcript_json)["faults"] == [], m.match_id
+            bots = [p for p in st.procs if p.name.startswith("bot-")]
+            assert all(p.text().count("connected to ") >= 2 for p in bots)
+    finally:
+        st.stop_all()
+        own.r.close()
+        own.redis.stop()
+
+
+def _durable(r: redis.Redis, tid: str) -> dict[str, object]:
+    """What must outlive a crash of Redis: registered bots, stored results, both event
+    streams of the tournament (as stored)."""
+    mids: list[str] = r.zrange(keys.tournament_matches(tid), 0, -1)  # type: ignore[assignment]
+    return {
+        "bots": {b: r.hgetall(keys.bot(b)) for b in r.zrange(keys.BOTS, 0, -1)},
+        "results": {mid: r.get(keys.result(mid)) for mid in mids
+                    if r.exists(keys.result(mid))},
+        "public": r.xrange(keys.tournament_events(tid)),
+        "organiser": r.xrange(keys.tournament_live(tid)),
+    }
+
+
+def test_redis_killed_and_restarted_on_its_append_only_file(own: Own) -> None:
+    """SIGKILL of Redis alone mid-tournament (the referee, workers and bots stay up and
+    wait for it), restarted on its append-only file (appendfsync everysec): every bot,
+    every stored result and every event from before the kill is still there, as it
+    was, and the tournament completes with every game once."""
+    st = own.stack
+    admin = Admin(st.address, st.admin_token)
+    with logs_on_failure(st), contextlib.closing(admin):
+        t = admin.create_tournament(name="kill redis", players=3, format="round_robin",
+                                    bot_ids=own.bots, rules=RULES, duplicate="replay",
+                                    grace_ms=120_000)
+        tid = t.tournament_id
+        wait_until("a few games done", lambda: int(
+            own.r.hget(keys.tournament(tid), "done") or 0) >= 4, timeout=90)
+        before = _durable(own.r, tid)
+        assert before["results"] and before["public"] and before["organiser"]
+        own.r.close()
+        assert own.redis.proc is not None
+        own.redis.proc.kill()
+        own.redis.proc.wait()
+        time.sleep(2)  # the parts notice and back off
+        own.redis = RedisServer(own.redis.data_dir, port=own.redis.port, appendonly=True).start()
+        own.r = redis.Redis.from_url(own.redis.url, decode_responses=True)
+        after = _durable(own.r, tid)
+        assert after["bots"] == before["bots"]
+        results: dict[str, str] = after["results"]  # type: ignore[assignment]
+        for mid, stored in before["results"].items():  # type: ignore[attr-defined]
+            assert results.get(mid) == stored, mid
+        for stream in ("public", "organiser"):
+            old: list[object] = before[stream]  # type: ignore[assignment]
+            assert after[stream][: len(old)] == old, stream  # type: ignore[index]
+        wait_finished(admin, tid, timeout=180)
+        events = Watcher(admin, tid).start().join()
+        _check_all_recorded(own, admin, tid, events)

@@ -42,7 +42,8 @@ import ratings
 from clients.admin import Admin
 from clients.sdk import register
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
-from store.matches import pool_results
+from store import keys
+from store.matches import pool_results, read_rows
 from tournaments.standings import rank_group
 
 SHORT = {"max_hands": "2"}
@@ -394,6 +395,56 @@ def test_ratings_of_both_pools(admin: Admin, r: redis.Redis, bots7: Bots) -> Non
                 assert row.los[i + 1] == pytest.approx(full.ratings[i].los_next, abs=1e-5)
 
 
+def test_each_bot_s_rating_history_ends_where_its_rating_stands(admin: Admin, r: redis.Redis,
+                                                                bots7: Bots) -> None:
+    """GetRatingHistory: a point per fit with new games of the bot, oldest first; the last
+    one carries the bot's games now, and its rating, when that fit is the one served.
+    (Runs after the ratings test above, which leaves every game fitted.)"""
+    for pool in ("3p", "2v2"):
+        resp = wait_until("the fit to cover every released game", lambda pool=pool: (
+            x if (x := admin.get_ratings(pool)).fitted_games == x.games and not x.provisional
+            else None), timeout=60)
+        newest = set()
+        for row in resp.ratings:
+            asked = row.name if row.bot_id == bots7.ids[0] else row.bot_id  # names work too
+            got = admin.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(
+                pool=resp.pool, bot_id=asked), timeout=30)
+            assert got.pool == resp.pool and got.bot_id == row.bot_id
+            points = list(got.points)
+            assert points, row.name
+            games = [p.games for p in points]
+            assert games == sorted(set(games)) and games[-1] == row.games
+            times = [p.as_of.ToNanoseconds() for p in points]
+            assert times == sorted(times)
+            assert all(p.ci_low < p.rating < p.ci_high for p in points)
+            last = points[-1]
+            if last.pool_games == resp.fitted_games:
+                newest.add(row.bot_id)
+                assert last.rating == pytest.approx(row.rating, abs=1e-9)
+                assert (last.ci_low, last.ci_high) == pytest.approx((row.ci_low, row.ci_high))
+            one = admin.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(
+                pool=resp.pool, bot_id=row.bot_id, max_points=1), timeout=30)
+            assert list(one.points) == [last]
+        # The fit served counted the last released game: its bots have news there.
+        last_game = r.zrange(keys.results(pool), -1, -1)
+        assert set(read_rows(r, last_game)[last_game[0]]["bot_ids"]) <= newest
+
+
+def test_rating_history_refuses_what_it_cannot_answer(admin: Admin, bots7: Bots) -> None:
+    def code(**fields: object) -> grpc.StatusCode:
+        with pytest.raises(grpc.RpcError) as info:
+            admin.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(**fields),
+                                           timeout=30)
+        return info.value.code()  # type: ignore[attr-defined,no-any-return]
+
+    assert code(bot_id="no-such-bot") == grpc.StatusCode.NOT_FOUND
+    assert code(bot_id="") == grpc.StatusCode.INVALID_ARGUMENT
+    assert code(bot_id=bots7.ids[0], pool=99) == grpc.StatusCode.INVALID_ARGUMENT
+    many = admin.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(
+        bot_id=bots7.ids[0], max_points=10**9), timeout=30)  # clamped, not refused
+    assert len(many.points) <= 1000
+
+
 def test_moonshot_ratings_prints_the_table_and_draws_the_chart(stack: Stack, tmp_path: Path,
                                                                bots7: Bots) -> None:
     chart = tmp_path / "ratings.png"
@@ -403,6 +454,19 @@ def test_moonshot_ratings_prints_the_table_and_draws_the_chart(stack: Stack, tmp
     assert res.returncode == 0, res.stderr
     assert "95% interval" in res.stdout and "LOS>next" in res.stdout
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = subprocess.run(moonshot("ratings", "--bot", bots7.names[0], "--server", stack.address),
+                         env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"rating history of {bots7.names[0]}, 3p pool"
+    admin = Admin(stack.address, None)
+    points = admin.rating_history(bots7.names[0]).points
+    admin.close()
+    assert len(lines) == 2 + len(points) and lines[-1].split()[2:4] == [
+        str(points[-1].games), f"{points[-1].rating:.0f}"]
+    res = subprocess.run(moonshot("ratings", "--bot", "nobody-at-all", "--server", stack.address),
+                         env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode != 0 and "nobody-at-all" in res.stderr
 
 
 # ------------------------------------------------------------ bad requests

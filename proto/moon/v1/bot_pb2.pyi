@@ -162,7 +162,9 @@ class ListBotsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
-    """Most bots to return; 0 means the server's default page size."""
+    """Most bots to return; 0 means the server's default page size. At most 1000
+    come in one page whatever this asks; follow `next_page_token` for the rest.
+    """
     page_token: _builtins.str
     """`next_page_token` of a previous response, or empty for the first page."""
     def __init__(

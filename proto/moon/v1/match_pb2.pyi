@@ -331,7 +331,9 @@ class ListMatchesRequest(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     BOT_ID_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
-    """Most matches to return; 0 means the server's default page size."""
+    """Most matches to return; 0 means the server's default page size. At most 1000
+    come in one page whatever this asks; follow `next_page_token` for the rest.
+    """
     page_token: _builtins.str
     """`next_page_token` of a previous response, or empty for the first page."""
     tournament_id: _builtins.str

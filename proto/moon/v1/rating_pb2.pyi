@@ -231,3 +231,118 @@ class GetRatingsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetRatingsResponse: _TypeAlias = GetRatingsResponse  # noqa: Y015
+
+@_typing.final
+class GetRatingHistoryRequest(_message.Message):
+    """Request of RatingService.GetRatingHistory."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    MAX_POINTS_FIELD_NUMBER: _builtins.int
+    pool: Global___RatingPool.ValueType
+    """The pool (unset: the 3-player pool)."""
+    bot_id: _builtins.str
+    """The bot, by id or by name."""
+    max_points: _builtins.int
+    """At most this many points, the newest (0: 200; at most 1,000, which is
+    also how many points a bot keeps per pool).
+    """
+    def __init__(
+        self,
+        *,
+        pool: Global___RatingPool.ValueType = ...,
+        bot_id: _builtins.str = ...,
+        max_points: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "max_points", b"max_points", "pool", b"pool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRatingHistoryRequest: _TypeAlias = GetRatingHistoryRequest  # noqa: Y015
+
+@_typing.final
+class RatingPoint(_message.Message):
+    """One bot's rating after one fit."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AS_OF_FIELD_NUMBER: _builtins.int
+    RATING_FIELD_NUMBER: _builtins.int
+    CI_LOW_FIELD_NUMBER: _builtins.int
+    CI_HIGH_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    POOL_GAMES_FIELD_NUMBER: _builtins.int
+    rating: _builtins.float
+    """The rating then, on the Elo scale (that fit's pool mean is 0)."""
+    ci_low: _builtins.float
+    """Lower end of its confidence interval (`level` of GetRatings), if any."""
+    ci_high: _builtins.float
+    """Upper end of its confidence interval, if any."""
+    games: _builtins.int
+    """Rated games the bot had played in the pool then."""
+    pool_games: _builtins.int
+    """Games of the whole pool that fit covered."""
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """When the fit ran."""
+
+    def __init__(
+        self,
+        *,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+        rating: _builtins.float = ...,
+        ci_low: _builtins.float | None = ...,
+        ci_high: _builtins.float | None = ...,
+        games: _builtins.int = ...,
+        pool_games: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ci_high", b"_ci_high", "_ci_low", b"_ci_low", "as_of", b"as_of", "ci_high", b"ci_high", "ci_low", b"ci_low"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ci_high", b"_ci_high", "_ci_low", b"_ci_low", "as_of", b"as_of", "ci_high", b"ci_high", "ci_low", b"ci_low", "games", b"games", "pool_games", b"pool_games", "rating", b"rating"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__ci_high: _TypeAlias = _typing.Literal["ci_high"]  # noqa: Y015
+    _WhichOneofArgType__ci_high: _TypeAlias = _typing.Literal["_ci_high", b"_ci_high"]  # noqa: Y015
+    _WhichOneofReturnType__ci_low: _TypeAlias = _typing.Literal["ci_low"]  # noqa: Y015
+    _WhichOneofArgType__ci_low: _TypeAlias = _typing.Literal["_ci_low", b"_ci_low"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_high) -> _WhichOneofReturnType__ci_high | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ci_low) -> _WhichOneofReturnType__ci_low | None: ...
+
+Global___RatingPoint: _TypeAlias = RatingPoint  # noqa: Y015
+
+@_typing.final
+class GetRatingHistoryResponse(_message.Message):
+    """Response of RatingService.GetRatingHistory."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    pool: Global___RatingPool.ValueType
+    """The pool reported (never RATING_POOL_UNSPECIFIED)."""
+    bot_id: _builtins.str
+    """The bot's id (also when asked by name)."""
+    @_builtins.property
+    def points(self) -> _containers.RepeatedCompositeFieldContainer[Global___RatingPoint]:
+        """Its points, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        pool: Global___RatingPool.ValueType = ...,
+        bot_id: _builtins.str = ...,
+        points: _abc.Iterable[Global___RatingPoint] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "points", b"points", "pool", b"pool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRatingHistoryResponse: _TypeAlias = GetRatingHistoryResponse  # noqa: Y015

@@ -53,6 +53,11 @@ class RatingServiceStub:
                 request_serializer=moon_dot_v1_dot_rating__pb2.GetRatingsRequest.SerializeToString,
                 response_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingsResponse.FromString,
                 _registered_method=True)
+        self.GetRatingHistory = channel.unary_unary(
+                '/moon.v1.RatingService/GetRatingHistory',
+                request_serializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class RatingServiceServicer:
@@ -79,6 +84,15 @@ class RatingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRatingHistory(self, request, context):
+        """Returns one bot's official rating as each fit that counted new games of
+        it left it, oldest first: its rating history. Provisional figures are not
+        kept. A bot that has played no rated game in the pool has no points.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RatingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -86,6 +100,11 @@ def add_RatingServiceServicer_to_server(servicer, server):
                     servicer.GetRatings,
                     request_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingsRequest.FromString,
                     response_serializer=moon_dot_v1_dot_rating__pb2.GetRatingsResponse.SerializeToString,
+            ),
+            'GetRatingHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRatingHistory,
+                    request_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -129,6 +148,33 @@ class RatingService:
             '/moon.v1.RatingService/GetRatings',
             moon_dot_v1_dot_rating__pb2.GetRatingsRequest.SerializeToString,
             moon_dot_v1_dot_rating__pb2.GetRatingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRatingHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.RatingService/GetRatingHistory',
+            moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.SerializeToString,
+            moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -49,6 +49,11 @@ class RatingServiceStub:
     def __new__(cls, channel: _aio.Channel) -> RatingServiceAsyncStub: ...
     GetRatings: _grpc.UnaryUnaryMultiCallable[_rating_pb2.GetRatingsRequest, _rating_pb2.GetRatingsResponse]
     """Returns the ratings of one pool, best first."""
+    GetRatingHistory: _grpc.UnaryUnaryMultiCallable[_rating_pb2.GetRatingHistoryRequest, _rating_pb2.GetRatingHistoryResponse]
+    """Returns one bot's official rating as each fit that counted new games of
+    it left it, oldest first: its rating history. Provisional figures are not
+    kept. A bot that has played no rated game in the pool has no points.
+    """
 
 @_typing.type_check_only
 class RatingServiceAsyncStub(RatingServiceStub):
@@ -71,6 +76,11 @@ class RatingServiceAsyncStub(RatingServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     GetRatings: _aio.UnaryUnaryMultiCallable[_rating_pb2.GetRatingsRequest, _rating_pb2.GetRatingsResponse]  # type: ignore[assignment]
     """Returns the ratings of one pool, best first."""
+    GetRatingHistory: _aio.UnaryUnaryMultiCallable[_rating_pb2.GetRatingHistoryRequest, _rating_pb2.GetRatingHistoryResponse]  # type: ignore[assignment]
+    """Returns one bot's official rating as each fit that counted new games of
+    it left it, oldest first: its rating history. Provisional figures are not
+    kept. A bot that has played no rated game in the pool has no points.
+    """
 
 class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
     """Reports ratings. Needs no token: ratings are public, and count only
@@ -96,5 +106,16 @@ class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_rating_pb2.GetRatingsResponse, _abc.Awaitable[_rating_pb2.GetRatingsResponse]]:
         """Returns the ratings of one pool, best first."""
+
+    @_abc_1.abstractmethod
+    def GetRatingHistory(
+        self,
+        request: _rating_pb2.GetRatingHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rating_pb2.GetRatingHistoryResponse, _abc.Awaitable[_rating_pb2.GetRatingHistoryResponse]]:
+        """Returns one bot's official rating as each fit that counted new games of
+        it left it, oldest first: its rating history. Provisional figures are not
+        kept. A bot that has played no rated game in the pool has no points.
+        """
 
 def add_RatingServiceServicer_to_server(servicer: RatingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -888,7 +888,9 @@ class ListTournamentsRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
-    """Most tournaments to return; 0 means the server's default page size."""
+    """Most tournaments to return; 0 means the server's default page size. At most 1000
+    come in one page whatever this asks; follow `next_page_token` for the rest.
+    """
     page_token: _builtins.str
     """`next_page_token` of a previous response, or empty for the first page."""
     status: Global___TournamentStatus.ValueType

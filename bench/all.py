@@ -1,0 +1,119 @@
+"""Every benchmark of the project in one go, and one table of their figures.
+
+Run `python bench/all.py [--quick] [--only NAME,...] [--chaos-minutes M] [--markdown FILE]`.
+Each benchmark runs as its own process, one after the other (they would skew each
+other side by side), its output streamed as it comes; at the end one table gathers
+every `name: value unit` line they printed, by benchmark:
+
+- engine: hands/s of the rules engine beside the bare loop (bench/engine.py);
+- latency: the decision round trip against its floors, gRPC and Redis hops measured
+  alone (bench/decision_latency.py);
+- hosting: matches held at once, the decision ceiling, games/s by worker count
+  (bench/hosting.py);
+- tournament: schedule build times, scheduling step time at 10/100/1000 bots
+  (bench/tournament.py; its games/s are in hosting's table);
+- ratings: accuracy, interval coverage, games to separate bots, fit time
+  (bench/ratings.py);
+- fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
+- chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py).
+
+`--quick` runs each in its small mode (minutes, not an hour) for a smoke check; the
+figures in docs/PERFORMANCE.md are from a full run. The exit status is the number of
+benchmarks that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+# name -> (script, full arguments, quick arguments)
+BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
+    "engine": ("engine.py", [], ["--seconds", "0.5", "--runs", "3"]),
+    "latency": ("decision_latency.py", [], ["--decisions", "400", "--floor-samples", "400",
+                                            "--rounds", "1"]),
+    "hosting": ("hosting.py", [], ["--quick"]),
+    "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
+    "ratings": ("ratings.py", [], ["--quick"]),
+    "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
+    "chaos": ("chaos.py", [], []),
+}
+
+
+def parse(text: str) -> list[tuple[str, str, str]]:
+    """The `name: value unit` lines of a benchmark's output, as (name, value, unit)."""
+    rows = []
+    for raw in text.splitlines():
+        if raw.startswith((" ", "\t", "Traceback")) or ": " not in raw:
+            continue
+        name, _, rest = raw.strip().partition(": ")
+        if not name or len(name) > 120 or any(c in name for c in "[]()'\""):
+            continue
+        value, _, unit = rest.partition(" ")
+        rows.append((name, value, unit))
+    return rows
+
+
+def run(name: str, argv: list[str]) -> tuple[int, str, float]:
+    """Run one benchmark, echoing its output; (exit status, output, seconds)."""
+    print(f"=== {name}: python bench/{' '.join(argv)}", flush=True)
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(HERE / argv[0]), *argv[1:]], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        print(f"  {line}", end="", flush=True)
+    return proc.wait(), "".join(out), time.monotonic() - start
+
+
+def table(results: dict[str, tuple[int, list[tuple[str, str, str]], float]]) -> str:
+    """A Markdown table of every figure."""
+    lines = ["| benchmark | figure | value | unit |", "|---|---|---|---|"]
+    for bench, (status, rows, seconds) in results.items():
+        state = "" if status == 0 else f" (FAILED, exit {status})"
+        lines.append(f"| **{bench}**{state} | run time | {seconds:.0f} | s |")
+        for name, value, unit in rows:
+            lines.append(f"| {bench} | {name} | {value} | {unit} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="each benchmark's small mode")
+    ap.add_argument("--only", default="", metavar="NAME,...",
+                    help=f"some of {','.join(BENCHES)} (default all)")
+    ap.add_argument("--chaos-minutes", type=float, default=None,
+                    help="minutes of faults in the chaos run (default 10, quick 1)")
+    ap.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    args = ap.parse_args(argv)
+    only = [n for n in args.only.split(",") if n] or list(BENCHES)
+    unknown = [n for n in only if n not in BENCHES]
+    if unknown:
+        ap.error(f"--only: no benchmark {', '.join(unknown)}; they are {', '.join(BENCHES)}")
+    minutes = args.chaos_minutes or (1.0 if args.quick else 10.0)
+    results: dict[str, tuple[int, list[tuple[str, str, str]], float]] = {}
+    for name in only:
+        script, full, quick = BENCHES[name]
+        extra = quick if args.quick else full
+        if name == "chaos":
+            extra = [*extra, "--minutes", f"{minutes:g}"]
+        status, out, seconds = run(name, [script, *extra])
+        results[name] = (status, parse(out), seconds)
+    text = table(results)
+    print("\n" + text)
+    if args.markdown is not None:
+        args.markdown.write_text(text + "\n")
+    return sum(1 for status, _, _ in results.values() if status != 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

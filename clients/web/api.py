@@ -1,0 +1,147 @@
+"""The web pages' only source: the referee's public gRPC API, over one asyncio channel.
+
+Every call goes without any token, so the pages show exactly what the API shows to
+anyone: a tournament game whose board is still in play is only its existence and
+its status (the referee cuts it; nothing here could put it back). The web server
+never reads Redis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable
+
+import grpc
+
+from clients.channel import Target, target_of
+from proto.moon.v1 import (
+    bot_pb2,
+    bot_pb2_grpc,
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+    rating_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
+
+__all__ = ["CALL_TIMEOUT_S", "POOLS", "PublicApi", "is_gone", "is_unreachable"]
+
+CALL_TIMEOUT_S = 10.0  # seconds for a unary call: a page waits no longer for the referee
+POOLS = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+HISTORY_POINTS = 1000  # all a bot keeps per pool: a chart of its whole rated life
+_CHANNEL_OPTIONS = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+]
+_UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+def is_gone(exc: grpc.RpcError) -> bool:
+    """An id the referee does not know or refuses (NOT_FOUND, INVALID_ARGUMENT): a 404."""
+    code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+    return code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def is_unreachable(exc: grpc.RpcError) -> bool:
+    """The referee did not answer, or is too busy to: a 503, worth retrying."""
+    code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else None
+    return code in _UNREACHABLE
+
+
+class PublicApi:
+    """The calls the pages make, as a caller without any token."""
+
+    def __init__(self, server: str | Target) -> None:
+        target = target_of(server)
+        self.server = target.address
+        self.channel = target.aio_channel(_CHANNEL_OPTIONS)
+        self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
+        self.tournaments = tournament_pb2_grpc.TournamentServiceStub(self.channel)
+        self.ratings = rating_pb2_grpc.RatingServiceStub(self.channel)
+        self.bots = bot_pb2_grpc.BotServiceStub(self.channel)
+
+    async def close(self) -> None:
+        """Close the channel (open streams end CANCELLED)."""
+        await self.channel.close(grace=None)
+
+    # ------------------------------------------------------------ tournaments
+
+    async def list_tournaments(self, page_token: str = "", page_size: int = 50
+                               ) -> tournament_pb2.ListTournamentsResponse:
+        """One page of tournaments, newest first."""
+        return await self.tournaments.ListTournaments(
+            tournament_pb2.ListTournamentsRequest(page_size=page_size, page_token=page_token),
+            timeout=CALL_TIMEOUT_S)
+
+    async def tournament(self, tournament_id: str) -> tournament_pb2.Tournament:
+        """One tournament."""
+        resp = await self.tournaments.GetTournament(
+            tournament_pb2.GetTournamentRequest(tournament_id=tournament_id),
+            timeout=CALL_TIMEOUT_S)
+        return resp.tournament
+
+    async def standings(self, tournament_id: str) -> tournament_pb2.Standings:
+        """Its standings, crosstable and bracket now (released games only)."""
+        resp = await self.tournaments.GetStandings(
+            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+            timeout=CALL_TIMEOUT_S)
+        return resp.standings
+
+    def watch_tournament(self, tournament_id: str, after: int
+                         ) -> AsyncIterable[tournament_pb2.WatchTournamentResponse]:
+        """Its public events after sequence `after`, until it finishes."""
+        return self.tournaments.WatchTournament(tournament_pb2.WatchTournamentRequest(
+            tournament_id=tournament_id, after_sequence=after))
+
+    # ---------------------------------------------------------------- matches
+
+    async def match(self, match_id: str) -> match_pb2.Match:
+        """One match, as the public sees it."""
+        resp = await self.matches.GetMatch(match_pb2.GetMatchRequest(match_id=match_id),
+                                           timeout=CALL_TIMEOUT_S)
+        return resp.match
+
+    async def list_matches(self, *, tournament_id: str = "", bot_id: str = "",
+                           page_token: str = "", page_size: int = 50
+                           ) -> match_pb2.ListMatchesResponse:
+        """One page of matches, newest first, without transcripts."""
+        return await self.matches.ListMatches(
+            match_pb2.ListMatchesRequest(tournament_id=tournament_id, bot_id=bot_id,
+                                         page_token=page_token, page_size=page_size),
+            timeout=CALL_TIMEOUT_S)
+
+    def watch_match(self, match_id: str, after: int
+                    ) -> AsyncIterable[match_pb2.WatchMatchResponse]:
+        """Its public events after sequence `after`, until it ends."""
+        return self.matches.WatchMatch(
+            match_pb2.WatchMatchRequest(match_id=match_id, after_sequence=after))
+
+    # ------------------------------------------------------------ bots, ratings
+
+    async def bot(self, bot_id_or_name: str) -> bot_pb2.Bot:
+        """One bot, by id or name."""
+        resp = await self.bots.GetBot(bot_pb2.GetBotRequest(bot_id=bot_id_or_name),
+                                      timeout=CALL_TIMEOUT_S)
+        return resp.bot
+
+    async def list_bots(self, page_token: str = "", page_size: int = 100
+                        ) -> bot_pb2.ListBotsResponse:
+        """One page of bots, oldest first."""
+        return await self.bots.ListBots(
+            bot_pb2.ListBotsRequest(page_size=page_size, page_token=page_token),
+            timeout=CALL_TIMEOUT_S)
+
+    async def get_ratings(self, pool: str) -> rating_pb2.GetRatingsResponse:
+        """The ratings of a pool, `3p` or `2v2`."""
+        return await self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=POOLS[pool]),
+                                             timeout=CALL_TIMEOUT_S)
+
+    async def rating_history(self, pool: str, bot_id: str
+                             ) -> rating_pb2.GetRatingHistoryResponse:
+        """A bot's rating after each fit with new games of it, oldest first."""
+        return await self.ratings.GetRatingHistory(
+            rating_pb2.GetRatingHistoryRequest(pool=POOLS[pool], bot_id=bot_id,
+                                               max_points=HISTORY_POINTS),
+            timeout=CALL_TIMEOUT_S)

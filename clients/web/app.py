@@ -1,0 +1,432 @@
+"""The web pages of a tournament: a Starlette application over the referee's public API.
+
+Why Starlette (with Jinja2 templates, served by uvicorn): it is asyncio from end to
+end, so one event loop holds the grpc.aio channel, the upstream watch streams and
+every browser's server-sent-event connection (a `StreamingResponse` of an async
+generator) without threads; it is small (routing, static files, responses: all a
+handful of pages need, no ORM or form layer to switch off), typed, and maintained by
+the Encode team behind uvicorn and httpx. Jinja2 escapes everything by default.
+Everything a page loads (CSS, JS, SVG) comes from `clients/web/static`: no page
+needs the internet, and the Content-Security-Policy says so to the browser.
+
+Pages (see README, "Web pages"):
+
+    /                    tournaments, status and progress
+    /t/<id>              standings, crosstable, bracket, games; live (SSE /t/<id>/events)
+    /ratings/3p, /2v2    ratings table and chart with intervals
+    /bots, /bot/<id>     bots; one bot's games, results and current ratings
+    /games               recent games (?tournament=, ?bot=)
+    /game/<id>           replay of a released game; status only while its board is
+                         in play; a running single match live (SSE /game/<id>/events)
+    /game/<id>.json      the raw moon-transcript/1 JSON
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clients.channel import Target, target_of
+from clients.web import views
+from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
+from clients.web.live import Feed, Hub, sse
+from proto.moon.v1 import tournament_pb2
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("moonshot.web")
+
+HERE = Path(__file__).resolve().parent
+GAMES_SHOWN = 60  # a tournament page lists its newest games; /games pages through all
+BOT_GAMES_MAX = 500  # a bot page reads at most this many of its games
+MAX_ID = 200  # longer ids are not ids: 404 without asking the referee
+KEEPALIVE_S = 15.0
+MAX_STREAMS = 1000  # browsers following live at once, per web server
+CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; object-src 'none'")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["json_script"] = views.json_script
+    return env
+
+
+class Pages:
+    """The handlers, sharing the API client, the templates and the live hub."""
+
+    def __init__(self, server: str | Target, linger: float = 30.0) -> None:
+        self.target = target_of(server)
+        self.server = self.target.address
+        self.env = _environment()
+        self.linger = linger
+        self.api: PublicApi | None = None
+        self.hub: Hub | None = None
+        self.streams = 0
+        self.tournament_names: dict[str, str] = {}  # names never change: kept once read
+
+    # ---------------------------------------------------------------- helpers
+
+    @property
+    def client(self) -> PublicApi:
+        """The API client (made in the lifespan, inside the event loop)."""
+        assert self.api is not None
+        return self.api
+
+    def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        """A rendered template."""
+        context.setdefault("server", self.server)
+        html = self.env.get_template(name).render(**context)
+        return HTMLResponse(html, status_code=status_code)
+
+    def error_page(self, code: int, title: str, message: str) -> HTMLResponse:
+        """The page of a 404, 503, ... (never a traceback)."""
+        resp = self.page("error.html", status_code=code, code=code, title=title,
+                         message=message)
+        if code == 503:
+            resp.headers["Retry-After"] = "5"
+        return resp
+
+    @staticmethod
+    def ident(request: Request, name: str) -> str:
+        """A path parameter that may be an id; 404 if it cannot be one."""
+        value = str(request.path_params[name])
+        if not value or len(value) > MAX_ID or not value.isprintable():
+            raise HTTPException(404, f"no such {name.removesuffix('_id')}")
+        return value
+
+    async def name_tournaments(self, rows: list[dict[str, Any]]) -> None:
+        """Put each row's tournament name in (GetTournament once per tournament)."""
+        if len(self.tournament_names) > 5000:
+            self.tournament_names.clear()
+        for row in rows:
+            tid = row["tournament_id"]
+            if tid and tid not in self.tournament_names:
+                try:
+                    t = await self.client.tournament(tid)
+                except grpc.aio.AioRpcError:
+                    continue
+                self.tournament_names[tid] = t.spec.name or tid
+            if tid:
+                row["tournament_name"] = self.tournament_names.get(tid, tid)
+
+    def parts(self) -> Any:
+        """The tournament page's parts (Jinja macros), for live updates too."""
+        return self.env.get_template("_tournament.html").module
+
+    async def tournament_context(self, t: tournament_pb2.Tournament,
+                                 st: tournament_pb2.Standings) -> dict[str, Any]:
+        """Everything the tournament page and its live updates draw."""
+        games = await self.client.list_matches(tournament_id=t.tournament_id,
+                                                page_size=GAMES_SHOWN)
+        row = views.tournament_row(t)
+        # The standings count the games the public may see; the progress follows them.
+        done = st.matches_done
+        row["done"] = done
+        row["total"] = done if row["status"] == "finished" else max(st.matches_total, done)
+        row["percent"] = round(100 * done / row["total"]) if row["total"] else 0
+        return {
+            "t": row,
+            "seq": st.sequence,
+            "standings": views.standings_view(st),
+            "crosstable": views.crosstable_view(st),
+            "bracket": views.bracket_view(st),
+            "notes": list(st.notes) or list(t.notes),
+            "games": [views.match_row(m) for m in games.matches],
+            "more_games": bool(games.next_page_token),
+        }
+
+    async def render_tournament(self, t: tournament_pb2.Tournament,
+                                st: tournament_pb2.Standings) -> dict[str, Any]:
+        """One live update of a tournament page: its parts as HTML."""
+        ctx = await self.tournament_context(t, st)
+        parts = self.parts()
+        return {
+            "status": ctx["t"]["status"],
+            "done": ctx["t"]["done"],
+            "total": ctx["t"]["total"],
+            "html": {
+                "status": str(parts.status(ctx)),
+                "progress": str(parts.progress(ctx)),
+                "standings": str(parts.standings(ctx)),
+                "crosstable": str(parts.crosstable(ctx)),
+                "bracket": str(parts.bracket(ctx)),
+                "games": str(parts.games(ctx)),
+            },
+        }
+
+    # ------------------------------------------------------------------ pages
+
+    async def index(self, request: Request) -> Response:
+        """The tournaments, newest first, with status and progress."""
+        token = request.query_params.get("page", "")
+        resp = await self.client.list_tournaments(page_token=token)
+        rows = [views.tournament_row(t) for t in resp.tournaments]
+        ctx = {"rows": rows, "next": resp.next_page_token, "page_token": token,
+               "live": any(r["status"] == "running" for r in rows)}
+        if request.query_params.get("partial"):
+            module: Any = self.env.get_template("_index.html").module
+            return HTMLResponse(str(module.tournament_list(ctx)))
+        return self.page("index.html", ctx=ctx)
+
+    async def tournament(self, request: Request) -> Response:
+        """A tournament: standings, crosstable or bracket, games; live while it runs."""
+        tid = self.ident(request, "tournament_id")
+        t = await self.client.tournament(tid)
+        st = await self.client.standings(tid)
+        ctx = await self.tournament_context(t, st)
+        return self.page("tournament.html", ctx=ctx)
+
+    async def tournament_events(self, request: Request) -> Response:
+        """Server-sent events: the page's parts each time the standings change."""
+        tid = self.ident(request, "tournament_id")
+        await self.client.tournament(tid)  # an unknown one is a 404, not an empty stream
+        return self.stream(request, "tournament", tid)
+
+    async def ratings(self, request: Request) -> Response:
+        """A pool's ratings: table and chart."""
+        pool = str(request.path_params["pool"])
+        if pool not in POOLS:
+            raise HTTPException(404, "there are two rating pools: 3p and 2v2")
+        resp = await self.client.get_ratings(pool)
+        return self.page("ratings.html", pool=pool, r=views.ratings_view(resp))
+
+    async def bots(self, request: Request) -> Response:
+        """Every bot, oldest first, a page at a time."""
+        token = request.query_params.get("page", "")
+        resp = await self.client.list_bots(page_token=token)
+        rows = [{"id": b.bot_id, "name": b.name, "connected": b.connected,
+                 "created": views.when(b.created_at)} for b in resp.bots]
+        return self.page("bots.html", rows=rows, next=resp.next_page_token)
+
+    async def bot(self, request: Request) -> Response:
+        """One bot: its ratings in both pools now and over time, and its games."""
+        ident = self.ident(request, "bot_id")
+        b = await self.client.bot(ident)
+        ratings, history = {}, {}
+        for pool in POOLS:
+            ratings[pool] = views.rating_of(await self.client.get_ratings(pool), b.bot_id)
+            history[pool] = views.history_chart(
+                await self.client.rating_history(pool, b.bot_id))
+        games: list[dict[str, Any]] = []
+        token = ""
+        while len(games) < BOT_GAMES_MAX:
+            resp = await self.client.list_matches(bot_id=b.bot_id, page_token=token,
+                                                  page_size=100)
+            games += [views.bot_game(b.bot_id, m) for m in resp.matches]
+            token = resp.next_page_token
+            if not token:
+                break
+        games.reverse()  # oldest first: results over time
+        await self.name_tournaments(games)
+        tally = {k: sum(1 for g in games if g["outcome"] == k) for k in ("win", "draw", "loss")}
+        return self.page("bot.html", bot={"id": b.bot_id, "name": b.name,
+                                          "connected": b.connected,
+                                          "created": views.when(b.created_at)},
+                         ratings=ratings, history=history, games=games, more=bool(token),
+                         tally=tally,
+                         chart=views.bot_results_chart(games))
+
+    async def games(self, request: Request) -> Response:
+        """Games, newest first, optionally of one tournament or one bot."""
+        q = request.query_params
+        tid, bot, token = q.get("tournament", ""), q.get("bot", ""), q.get("page", "")
+        resp = await self.client.list_matches(tournament_id=tid, bot_id=bot, page_token=token)
+        rows = [views.match_row(m) for m in resp.matches]
+        await self.name_tournaments(rows)
+        return self.page("games.html", rows=rows, next=resp.next_page_token, tournament=tid,
+                         bot=bot)
+
+    async def game(self, request: Request) -> Response:
+        """A game: its replay once public; else its status (live for a single match)."""
+        mid = self.ident(request, "match_id")
+        m = await self.client.match(mid)
+        row = views.match_row(m)
+        tournament = None
+        if m.tournament_id:
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                tournament = views.tournament_row(await self.client.tournament(m.tournament_id))
+        tv = None
+        record_json = ""
+        if m.transcript_json:
+            mode = "replay"
+            record = json.loads(m.transcript_json)
+            tv = views.transcript_view(record)
+            record_json = views.json_script(record)
+        elif not m.tournament_id and row["status"] in ("queued", "running"):
+            mode = "live"
+        else:
+            mode = "status"
+        return self.page("game.html", m=row, mode=mode, tournament=tournament, tv=tv,
+                         record_json=record_json, players=m.players)
+
+    async def game_json(self, request: Request) -> Response:
+        """The raw moon-transcript/1 JSON of a game, once public."""
+        mid = self.ident(request, "match_id")
+        m = await self.client.match(mid)
+        if not m.transcript_json:
+            return Response('{"error":"no public transcript yet: the game is not over, or '
+                            'its board is still in play"}', status_code=404,
+                            media_type="application/json")
+        return Response(m.transcript_json + "\n", media_type="application/json",
+                        headers={"Content-Disposition": f'inline; filename="{mid}.json"'})
+
+    async def game_events(self, request: Request) -> Response:
+        """Server-sent events of a game: its public plays (a single match) or its status."""
+        mid = self.ident(request, "match_id")
+        m = await self.client.match(mid)
+        kind = "match" if (not m.tournament_id and not m.transcript_json) else "status"
+        return self.stream(request, kind, mid)
+
+    # ------------------------------------------------------------------ streams
+
+    def stream(self, request: Request, kind: str, ident: str) -> Response:
+        """An SSE response following the hub's feed, resuming after Last-Event-ID."""
+        if self.streams >= MAX_STREAMS:
+            return self.error_page(503, "Too many live pages",
+                                   "This web server follows as many live pages as it can.")
+        after_text = request.headers.get("last-event-id") or request.query_params.get("after")
+        try:
+            after = max(0, int(after_text or 0))
+        except ValueError:
+            after = 0
+        return StreamingResponse(self._events(kind, ident, after),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def _events(self, kind: str, ident: str, after: int) -> AsyncIterator[str]:
+        assert self.hub is not None
+        self.streams += 1
+        try:
+            yield "retry: 2000\n\n"
+            async with self.hub.follow(kind, ident) as feed:
+                # A snapshot feed sends its newest state even at the page's own sequence:
+                # a page drawn between two calls of a change gets it whole.
+                last = after - 1 if feed.snapshot else after
+                async for chunk in self._follow(feed, last):
+                    yield chunk
+        finally:
+            self.streams -= 1
+
+    @staticmethod
+    async def _follow(feed: Feed, last: int) -> AsyncIterator[str]:
+        while True:
+            items = await feed.wait_after(last, KEEPALIVE_S)
+            if items is None:
+                yield ": keep-alive\n\n"
+                continue
+            for item in items:
+                yield sse(item.event, item.data, item.seq)
+                last = item.seq
+            if feed.done and last >= feed.last_seq:
+                yield sse("end", "{}")
+                return
+
+    # ------------------------------------------------------------------ errors
+
+    async def on_http(self, request: Request, exc: Exception) -> Response:
+        """404 and friends as pages."""
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return self.error_page(404, "Not found", str(exc.detail) if exc.detail
+                                   and exc.detail != "Not Found" else
+                                   "There is no page at this address.")
+        return self.error_page(exc.status_code, "Sorry", str(exc.detail))
+
+    async def on_rpc(self, request: Request, exc: Exception) -> Response:
+        """gRPC errors: unknown ids are 404, an unreachable referee 503."""
+        assert isinstance(exc, grpc.RpcError)
+        details = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else ""
+        if is_gone(exc):
+            return self.error_page(404, "Not found", f"The referee knows no such thing: "
+                                   f"{details or 'unknown id'}.")
+        if is_unreachable(exc):
+            return self.error_page(503, "The referee is not answering",
+                                   f"The referee at {self.server} did not answer. "
+                                   f"This page will work again once it is back.")
+        log.warning("gRPC error on %s: %s", request.url.path, exc)
+        return self.error_page(502, "The referee refused", details or "unexpected error")
+
+    async def on_error(self, request: Request, exc: Exception) -> Response:
+        """Anything else: logged here, a plain 500 page there."""
+        log.error("error on %s", request.url.path, exc_info=exc)
+        return self.error_page(500, "Something went wrong",
+                               "This page could not be drawn; the web server's log says why.")
+
+    # ---------------------------------------------------------------- lifespan
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """The gRPC channel and the hub live as long as the server."""
+        self.api = PublicApi(self.target)
+        self.hub = Hub(self.api, self.render_tournament, linger=self.linger)
+        try:
+            yield
+        finally:
+            await self.hub.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.api.close(), 2)
+
+
+class SecurityHeaders:
+    """Adds the Content-Security-Policy (everything from this server only) and friends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [(b"content-security-policy", CSP.encode()),
+                            (b"x-content-type-options", b"nosniff"),
+                            (b"referrer-policy", b"same-origin")]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
+    """The web application for the referee at `server` (HOST:PORT, or a Target)."""
+    p = Pages(server, linger)
+    routes = [
+        Route("/", p.index),
+        Route("/t/{tournament_id}", p.tournament),
+        Route("/t/{tournament_id}/events", p.tournament_events),
+        Route("/ratings/{pool}", p.ratings),
+        Route("/bots", p.bots),
+        Route("/bot/{bot_id}", p.bot),
+        Route("/games", p.games),
+        Route("/game/{match_id}.json", p.game_json),
+        Route("/game/{match_id}/events", p.game_events),
+        Route("/game/{match_id}", p.game),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=p.lifespan, exception_handlers={
+        HTTPException: p.on_http,
+        grpc.RpcError: p.on_rpc,
+        Exception: p.on_error,
+    })
+    return SecurityHeaders(app)

@@ -1,0 +1,459 @@
+"""What the pages show, as plain data: protobuf messages in, dicts and lists out.
+
+Pure functions (no I/O), so the templates stay simple and the same view serves the
+first render of a page and each live update of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from moon import Rules
+from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+
+__all__ = [
+    "bot_game",
+    "bracket_view",
+    "crosstable_view",
+    "json_script",
+    "match_row",
+    "ratings_view",
+    "standings_view",
+    "status_of_match",
+    "status_of_tournament",
+    "tournament_row",
+    "when",
+]
+
+Row = dict[str, Any]
+
+_FORMAT_NAMES = {
+    tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
+    tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elimination",
+    tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elimination",
+}
+_DUPLICATE_NAMES = {
+    tournament_pb2.DUPLICATE_MODE_BOARDS: "duplicate boards",
+    tournament_pb2.DUPLICATE_MODE_REPLAY: "duplicate replay",
+    tournament_pb2.DUPLICATE_MODE_FRESH: "a fresh deal per game",
+}
+_SIDE_NAMES = {
+    tournament_pb2.BRACKET_SIDE_WINNERS: "Winners",
+    tournament_pb2.BRACKET_SIDE_LOSERS: "Losers",
+    tournament_pb2.BRACKET_SIDE_GRAND_FINAL: "Grand final",
+}
+_T_STATUS: dict[int, str] = {tournament_pb2.TOURNAMENT_STATUS_RUNNING: "running",
+                             tournament_pb2.TOURNAMENT_STATUS_FINISHED: "finished",
+                             tournament_pb2.TOURNAMENT_STATUS_FAILED: "failed"}
+_M_STATUS: dict[int, str] = {match_pb2.MATCH_STATUS_QUEUED: "queued",
+                             match_pb2.MATCH_STATUS_RUNNING: "running",
+                             match_pb2.MATCH_STATUS_FINISHED: "finished",
+                             match_pb2.MATCH_STATUS_FAILED: "failed"}
+_BM = tournament_pb2.BracketMatch
+_BM_STATES = {_BM.STATE_WAITING: "waiting", _BM.STATE_PLAYING: "playing",
+              _BM.STATE_DECIDED: "decided", _BM.STATE_BYE: "bye"}
+
+
+def when(ts: Timestamp, present: bool = True) -> dict[str, str]:
+    """A timestamp for people (`2026-05-01 12:03 UTC`) and machines (ISO 8601); empty
+    strings when unset (`present` False)."""
+    if not present or (ts.seconds == 0 and ts.nanos == 0):
+        return {"text": "", "iso": ""}
+    t = dt.datetime.fromtimestamp(ts.seconds, tz=dt.UTC)
+    return {"text": t.strftime("%Y-%m-%d %H:%M UTC"), "iso": t.isoformat()}
+
+
+def json_script(value: object) -> str:
+    """JSON that is safe inside `<script type="application/json">` (no `</script>`)."""
+    return (json.dumps(value, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def status_of_tournament(status: int) -> str:
+    """`running`, `finished`, `failed` (or `unknown`)."""
+    return _T_STATUS.get(status, "unknown")
+
+
+def status_of_match(status: int) -> str:
+    """`queued`, `running`, `finished`, `failed` (or `unknown`)."""
+    return _M_STATUS.get(status, "unknown")
+
+
+def _percent(done: int, total: int) -> int:
+    if total <= 0:
+        return 0
+    return max(0, min(100, round(100 * done / total)))
+
+
+def tournament_row(t: tournament_pb2.Tournament) -> Row:
+    """One tournament, as the list and the tournament's header show it."""
+    spec = t.spec
+    status = status_of_tournament(t.status)
+    total = t.matches_total
+    done = t.matches_done
+    if status == "finished":
+        total = max(total, done)
+    details = [_FORMAT_NAMES.get(spec.format, "unknown format"),
+               "3 players" if spec.players == 3 else "2v2",
+               f"{len(spec.bot_ids)} bots"]
+    if spec.format == tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.rounds > 1:
+        details.append(f"{spec.rounds} rounds")
+    if spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.series_length > 1:
+        details.append(f"best of {spec.series_length}")
+    if spec.rotate_partners:
+        details.append("rotating partners")
+    if spec.all_triples:
+        details.append("every triple")
+    details.append(_DUPLICATE_NAMES.get(spec.duplicate, "duplicate boards"))
+    clock = ""
+    if spec.HasField("clock"):
+        clock = (f"{spec.clock.move_time_ms / 1000:g} s a move, "
+                 f"{spec.clock.time_bank_ms / 1000:g} s bank")
+    return {
+        "id": t.tournament_id,
+        "name": spec.name or t.tournament_id,
+        "status": status,
+        "done": done,
+        "total": total,
+        "percent": _percent(done, total),
+        "players": spec.players,
+        "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
+        "is_bracket": spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
+        "details": details,
+        "rules": changed_rules(dict(spec.rules)),
+        "clock": clock,
+        "bots": len(spec.bot_ids),
+        "created": when(t.created_at),
+        "finished": when(t.finished_at, t.HasField("finished_at")),
+        "error": t.error,
+        "notes": list(t.notes),
+        "seed": spec.seed if spec.HasField("seed") else None,
+    }
+
+
+def standings_view(st: tournament_pb2.Standings) -> list[Row]:
+    """The standings rows, best first."""
+    return [{
+        "rank": row.rank,
+        "bot_id": row.bot_id,
+        "name": row.name or row.bot_id,
+        "games": row.games,
+        "wins": row.wins,
+        "draws": row.draws,
+        "losses": row.losses,
+        "points": f"{row.points:g}",
+        "score": row.score,
+        "rating": f"{row.rating:.0f}",
+        "tournament_rating": (f"{row.tournament_rating:.0f}"
+                              if row.HasField("tournament_rating") else ""),
+        "forfeits": row.forfeits,
+        "eliminated": row.eliminated,
+    } for row in st.rows]
+
+
+def names_of(st: tournament_pb2.Standings) -> dict[str, str]:
+    """Bot id -> name, from the standings rows."""
+    return {row.bot_id: row.name or row.bot_id for row in st.rows}
+
+
+def crosstable_view(st: tournament_pb2.Standings) -> Row | None:
+    """Head to head, rows and columns in standings order; None without a crosstable."""
+    if not st.crosstable:
+        return None
+    order = [row.bot_id for row in st.rows]
+    names = names_of(st)
+    cells: dict[tuple[str, str], tournament_pb2.CrosstableCell] = {}
+    for xrow in st.crosstable:
+        for cell in xrow.cells:
+            cells[(xrow.bot_id, cell.opponent_bot_id)] = cell
+    rows = []
+    for i, a in enumerate(order, 1):
+        out = []
+        for b in order:
+            if a == b:
+                out.append({"text": "", "title": "", "cls": "self", "opponent": "", "draws": 0})
+                continue
+            c = cells.get((a, b))
+            if c is None or c.games == 0:
+                out.append({"text": "\u00b7", "title": "not met", "cls": "none", "opponent": b,
+                            "draws": 0})
+                continue
+            text = f"{c.wins}\u2013{c.losses}"
+            cls = "ahead" if c.wins > c.losses else "behind" if c.wins < c.losses else "even"
+            title = (f"{names.get(a, a)} vs {names.get(b, b)}: {c.games} games, "
+                     f"{c.wins} ahead, {c.draws} level, {c.losses} behind")
+            out.append({"text": text, "title": title, "cls": cls, "opponent": b,
+                        "draws": c.draws})
+        rows.append({"index": i, "bot_id": a, "name": names.get(a, a), "cells": out})
+    return {"columns": [{"index": i, "name": names.get(b, b)} for i, b in enumerate(order, 1)],
+            "rows": rows}
+
+
+def bracket_view(st: tournament_pb2.Standings) -> Row | None:
+    """The bracket by side, rounds as columns; None for a round robin."""
+    if not st.HasField("bracket") or not st.bracket.rounds:
+        return None
+    names = names_of(st)
+    sides: list[Row] = []
+    by_side: dict[int, Row] = {}
+    for rnd in st.bracket.rounds:
+        side = by_side.get(rnd.side)
+        if side is None:
+            side = {"name": _SIDE_NAMES.get(rnd.side, ""), "rounds": []}
+            by_side[rnd.side] = side
+            sides.append(side)
+        matches = []
+        for m in rnd.matches:
+            state = _BM_STATES.get(m.state, "waiting")
+            slots = []
+            for slot in m.slots:
+                slots.append({
+                    "bot_id": slot.bot_id,
+                    "name": names.get(slot.bot_id, slot.bot_id) if slot.bot_id else "",
+                    "seed": slot.seed,
+                    "source": slot.source,
+                    "wins": slot.wins,
+                    "score": slot.score,
+                    "won": bool(m.winner_bot_id) and slot.bot_id == m.winner_bot_id,
+                    "bye": False,
+                })
+            if state == "bye" and len(slots) < 2:
+                slots.append({"bot_id": "", "name": "", "seed": 0, "source": "bye",
+                              "wins": 0, "score": 0, "won": False, "bye": True})
+            matches.append({
+                "id": m.bracket_match_id,
+                "state": state,
+                "winner": m.winner_bot_id,
+                "winner_name": names.get(m.winner_bot_id, m.winner_bot_id),
+                "winner_to": m.winner_to,
+                "loser_to": m.loser_to,
+                "games": list(m.match_ids),
+                "slots": slots,
+            })
+        side["rounds"].append({"name": rnd.name, "number": rnd.number, "matches": matches})
+    champion = st.bracket.champion_bot_id
+    return {"sides": sides, "champion": champion,
+            "champion_name": names.get(champion, champion) if champion else ""}
+
+
+def side_names(players: int, seats: Sequence[str]) -> list[str]:
+    """The scoring sides' names: the seats (3 players), or each team's two seats (`a & b`,
+    one name when a bot holds both seats of its team)."""
+    names = list(seats)
+    if players == 4 and len(names) == 4:
+        return [a if a == b else f"{a} & {b}" for a, b in ((names[0], names[2]),
+                                                          (names[1], names[3]))]
+    return names
+
+
+def match_row(m: match_pb2.Match) -> Row:
+    """One match in a list: its sides and status, and (once public) the result."""
+    status = status_of_match(m.status)
+    seats = list(m.seat_names) or list(m.bot_ids)
+    names = side_names(m.players, seats)
+    sides: list[Row] = [{"name": n, "score": None, "won": False} for n in names]
+    end = ""
+    winner = ""
+    has_result = m.HasField("result")
+    if has_result:
+        res = m.result
+        for side, score in zip(sides, res.final_scores, strict=False):
+            side["score"] = score
+        if res.HasField("winner") and 0 <= res.winner < len(sides):
+            sides[res.winner]["won"] = True
+            winner = names[res.winner]
+        else:
+            winner = "draw"
+        end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
+    short = m.match_id
+    if m.tournament_id and short.startswith(m.tournament_id + "-"):
+        short = short[len(m.tournament_id) + 1:]
+    return {
+        "id": m.match_id,
+        "short": short,
+        "status": status,
+        "players": m.players,
+        "seats": seats,
+        "bot_ids": list(m.bot_ids),
+        "sides": sides,
+        "has_result": has_result,
+        "winner": winner,
+        "end": end,
+        "tournament_id": m.tournament_id,
+        "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
+        "created": when(m.created_at),
+        "finished": when(m.finished_at, m.HasField("finished_at")),
+        "error": m.error,
+    }
+
+
+_DEFAULTS = Rules.make(3, {}).options()
+
+
+def changed_rules(options: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The rules options that differ from the defaults, as text (the rest go unsaid)."""
+    out = []
+    for key, value in sorted(options.items()):
+        default = _DEFAULTS.get(key)
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        default_text = (str(default).lower() if isinstance(default, bool) else str(default))
+        if default is None or text != default_text:
+            out.append((key, text))
+    return out
+
+
+def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
+    """One game from one bot's side: its seat(s), and its outcome once public."""
+    row = match_row(m)
+    seats = [i for i, b in enumerate(m.bot_ids) if b == bot_id]
+    side = (seats[0] if m.players == 3 else seats[0] % 2) if seats else -1
+    outcome = ""  # win, draw, loss; empty while unknown
+    score: int | None = None
+    place: int | None = None
+    if m.HasField("result") and side >= 0:
+        res = m.result
+        if side < len(res.final_scores):
+            score = res.final_scores[side]
+        if seats and seats[0] < len(res.placement):
+            place = res.placement[seats[0]]
+        outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
+                   else "draw")
+    opponents = [n for i, n in enumerate(row["seats"])
+                 if i not in seats and not (m.players == 4 and seats and i % 2 == seats[0] % 2)]
+    partners = [n for i, n in enumerate(row["seats"])
+                if m.players == 4 and seats and i not in seats and i % 2 == seats[0] % 2]
+    opponents = list(dict.fromkeys(opponents))
+    partners = list(dict.fromkeys(partners))
+    row.update(seat=",".join(str(s) for s in seats), outcome=outcome, score=score,
+               place=place, opponents=opponents, partners=partners)
+    return row
+
+
+def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
+    """The ratings table, best first, and the figures the chart draws."""
+    rows = []
+    for i, r in enumerate(resp.ratings, 1):
+        has_ci = r.HasField("ci_low") and r.HasField("ci_high")
+        rows.append({
+            "rank": i,
+            "bot_id": r.bot_id,
+            "name": r.name or r.bot_id,
+            "rating": round(r.rating),
+            "low": round(r.ci_low) if has_ci else None,
+            "high": round(r.ci_high) if has_ci else None,
+            "games": r.games,
+            "los": f"{r.los_next:.0%}" if r.HasField("los_next") else "",
+            "provisional": r.provisional,
+        })
+    chart = [{"name": r["name"], "rating": r["rating"], "low": r["low"], "high": r["high"],
+              "href": f"/bot/{r['bot_id']}"} for r in rows]
+    covered = (f"{resp.fitted_games} of {resp.games} games" if resp.fitted_games != resp.games
+               else f"{resp.games} games")
+    return {
+        "rows": rows,
+        "chart": chart,
+        "method": resp.method,
+        "games": resp.games,
+        "covered": covered,
+        "boards": resp.boards,
+        "provisional": resp.provisional,
+        "level": f"{resp.level:.0%}" if resp.level else "95%",
+        "as_of": when(resp.as_of, resp.HasField("as_of")),
+    }
+
+
+def rating_of(resp: rating_pb2.GetRatingsResponse, bot_id: str) -> Row | None:
+    """One bot's row of a pool's ratings, with its rank; None if it is not rated there."""
+    view = ratings_view(resp)
+    for row in view["rows"]:
+        if row["bot_id"] == bot_id:
+            return {**row, "of": len(view["rows"]), "method": view["method"]}
+    return None
+
+
+def history_chart(resp: rating_pb2.GetRatingHistoryResponse) -> list[Row]:
+    """A bot's rating points for the rating-history chart: games, rating, interval, time."""
+    return [{"games": p.games, "rating": round(p.rating),
+             "low": round(p.ci_low) if p.HasField("ci_low") else None,
+             "high": round(p.ci_high) if p.HasField("ci_high") else None,
+             "at": when(p.as_of)} for p in resp.points]
+
+
+def bot_results_chart(games: Sequence[Row]) -> list[Row]:
+    """The bot's public results in the order played, for the results-over-time chart."""
+    out = []
+    for g in games:
+        if g["outcome"]:
+            out.append({"id": g["id"], "outcome": g["outcome"], "score": g["score"],
+                        "place": g["place"], "players": g["players"]})
+    return out
+
+
+def ids_in(rows: Iterable[Row]) -> list[str]:
+    """The ids of rows (for tests and links)."""
+    return [str(r["id"]) for r in rows]
+
+
+def _bid_text(bid: object) -> str:
+    return "pass" if bid == "pass" else str(bid)
+
+
+def _contract_text(trump: object) -> str:
+    if trump is None:
+        return ""
+    if trump == "doubles":
+        return "doubles"
+    if trump == "none":
+        return "no trump"
+    return f"{trump}s"
+
+
+def transcript_view(record: dict[str, Any]) -> Row:
+    """A transcript's summary for the page around the replay viewer: sides, the result,
+    and every hand's auction, contract and scores (the viewer draws the rest)."""
+    players = int(record.get("players", 3))
+    seats = [str(s) for s in record.get("seats", [])]
+    sides = side_names(players, seats)
+    hands = list(record.get("hands", []))
+    partial = record.get("partial_hand")
+    rows = []
+    for n, h in enumerate([*hands, *([partial] if partial else [])], 1):
+        bidder = h.get("bidder")
+        rows.append({
+            "n": n,
+            "partial": h is partial,
+            "first": seats[h["first_bidder"]] if "first_bidder" in h else "",
+            "bids": ", ".join(f"{seats[b['seat']]} {_bid_text(b['bid'])}" for b in h["bids"]),
+            "bidder": seats[bidder] if bidder is not None else "",
+            "bid": h.get("bid"),
+            "contract": _contract_text(h.get("trump")),
+            "made": h.get("made"),
+            "points": h.get("points") or [],
+            "scores": h.get("scores") or [],
+            "tricks_won": h.get("tricks_won") or [],
+        })
+    winner = record.get("winner")
+    final = list(record.get("final", []))
+    forfeit = record.get("forfeit")
+    return {
+        "players": players,
+        "seats": seats,
+        "sides": sides,
+        "hands": rows,
+        "final": list(zip(sides, final, strict=False)),
+        "winner": sides[winner] if isinstance(winner, int) and 0 <= winner < len(sides) else "",
+        "end": record.get("end", ""),
+        "forfeit": (f"{seats[forfeit['seat']]}: {forfeit.get('reason', '')}"
+                    if isinstance(forfeit, dict) and forfeit.get("seat") is not None
+                    and forfeit["seat"] < len(seats) else ""),
+        "faults": len(record.get("faults") or []),
+        "notes": [str(n) for n in record.get("notes") or []],
+        "board": record.get("board", ""),
+        "seed": record.get("seed"),
+        "rules": changed_rules(record.get("rules") or {}),
+    }

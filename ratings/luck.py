@@ -1,0 +1,191 @@
+"""Board luck: how much a deal favours each seat position, estimated with the ratings.
+
+Why: a board (a deal seed) is played at several tables at once, each seat
+position by different bots, so a good hand at position p helps every bot in
+position p of that board. Read game by game, that luck is noise the fit can
+only average away; modelled, it cancels the way duplicate scoring intends:
+two bots who held the same position of the same board are compared on the
+same hands. So each board b and seat position p (3p: seats 0, 1, 2; 2v2: the
+team of seats 0/2 and the team of seats 1/3) gets a luck effect lambda[b, p]
+added to the utility of the side there (`ratings.model`):
+
+    u = k * strength + lambda[b, p],    lambda[b, p] ~ N(0, tau^2) independently,
+
+fitted jointly with the strengths (MAP, `ratings.optimize`). Only boards of
+two or more games get luck: a board played once (or a game without a unit)
+cannot tell its luck from its bots', so its luck stays integrated out and the
+game reads as a fresh deal (u = strength). A pool of a single unit, or whose
+boards' games are all ties, gets no luck either: the plain fit.
+
+No sum-to-zero constraint: a ranking depends only on differences of
+utilities, so the likelihood is flat along lambda[b, .] + c and the prior
+alone sets each board's mean luck to 0 at the MAP. tau^2 is the variance of
+one position's luck independently of the others'; as only differences
+matter, that covers any exchangeable dependence between the hands of a deal.
+A Gaussian prior keeps the objective convex.
+
+tau is estimated from the pool (empirical Bayes), by the fixed point of the
+Laplace (PQL-type) approximation to the marginal likelihood,
+
+    tau^2 = (|lambda|^2 + tr Cov(lambda) - boards * tau^2) / (boards * (sides - 1)),
+
+with lambda the MAP luck and Cov(lambda) the luck block of the inverse
+Hessian of the whole posterior (D^-1 + D^-1 B^T S^-1 B D^-1, so that the
+bots' own uncertainty is not taken for luck, as in REML); each board's mean
+luck, whose posterior is its prior, is taken out (the `- boards * tau^2` and
+the `sides - 1`). The secant method on log tau^2 finds it, tau's steps taken
+between Newton steps of the fit. tau below 1/1000 of the performance noise's
+sd counts as no luck. With few tables per board this estimate is low, as
+PQL's are (bench/ratings.py, 5 tables a board, luck of sd 2.22: tau = 1.4 to
+1.6; at 333 tables a board tau^2 = 4.70 for 4.93), but the ratings hardly
+depend on it: in that simulation, at 30 games per bot, tau estimated (tau^2
+about 2.3) and fixed at 4.93 (the truth) and at 10 gave an RMSE of 49.6, 49.1
+and 49.3 Elo. What tau would get wrong is the scale, so it is not taken from
+tau:
+
+The scale. Given its luck a game is PL in k * strength + lambda; over fresh
+deals it must be PL in the strengths themselves, the scale an Elo rating
+promises (win odds over endless new deals) and the scale of the games
+without luck. For the luck laws where both hold, Gumbel + lambda is a Gumbel
+scaled by k, so k^2 = 1 + tau^2 / (pi^2/6) (for k = 2 the luck is
+-log(2 Z^2), Z standard normal, which bench/ratings.py simulates). The fit
+uses that gain while it estimates tau, but the MAP strengths it gives are
+attenuated by the luck the board's few tables cannot pin down, and tau is
+low, so their scale is off by a few percent, differently for each schedule
+(simulated: slopes of 0.965 to 0.99 against the truth), enough for the
+intervals to miss at 1,000 games per bot (coverage 0.91). So the direction
+comes from the luck model and the scale from the games read as fresh deals:
+the ratings are c * theta, with c maximising the plain Plackett-Luce /
+Bradley-Terry log-posterior of all the games at c * theta (`fresh_scale`),
+and c's uncertainty enters the intervals (`ratings.intervals`): coverage
+0.94 at 1,000 games per bot in both schedules. `Fit.gain` reports the gain
+k / c the ratings then stand for. The price: c is one more
+estimate (sd about a tenth of its value at 30 games per bot there), and
+along the fitted direction the fresh-deal likelihood again reads luck as
+skill, so in a pool of equals c restores much of the plain fit's spread.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ratings.errors import RatingError
+from ratings.model import Pool, evaluate, luck_hessian, side_strengths
+from ratings.optimize import Newton, Solution, solve
+
+__all__ = ["NOISE_VAR", "fresh_scale", "gain", "solve_with_luck"]
+
+FloatArray = NDArray[np.float64]
+
+NOISE_VAR = math.pi**2 / 6  # variance of the Gumbel performance noise of Plackett-Luce
+_START = math.log(NOISE_VAR)  # first guess: luck as large as the performance noise
+_LOWEST = math.log(1e-6 * NOISE_VAR)  # tau below 1/1000 of the noise's sd: no luck
+_HIGHEST = math.log(1e3 * NOISE_VAR)
+_RHO_TOL = 1e-6  # in log tau^2: moves a rating by far less than 1e-3 Elo
+_SCALE_TOL = 1e-12  # relative change of the scale c
+_SCALE_STEPS = 100
+_MAX_ITER = 300  # Newton steps in all
+# tau takes a step once the fit's gradient is below _TUNE_FIRST, then below _TUNE_RATIO
+# times tau's last change: far from tau's value the MAP need not be exact.
+_TUNE_FIRST = 1e-2
+_TUNE_RATIO = 1e-3
+_GTOL_FINAL = 1e-10  # as `ratings.optimize`
+_ACCEPT = 1e-6  # as `ratings.optimize`: a fit that cannot get below this has failed
+_SMALL = 1e-2  # a change of log tau^2 after which the old curvature still serves
+_MAX_MOVE = 2.0  # largest change of log tau^2 in one step
+# Information on the luck below which the boards' games say nothing of it (a game that is
+# not a 3-way tie carries 0.1 or more; a tie's is 0 but for rounding).
+_NO_INFORMATION = 1e-9
+
+
+def gain(luck_var: float) -> float:
+    """The variance-matching gain k for a luck variance tau^2 (module doc)."""
+    return math.sqrt(1.0 + luck_var / NOISE_VAR)
+
+
+def _luck_var_update(pool: Pool, solution: Solution) -> float:
+    """The right-hand side of the module doc's fixed point for tau^2 at a MAP fit."""
+    curv = solution.curvature
+    boards, k = len(pool.boards), pool.sides
+    trace = float(np.trace(curv.luck_inverse, axis1=1, axis2=2).sum())
+    trace += curv.luck_over_bots_trace()
+    luck = solution.luck
+    total = float(luck @ luck) + trace - boards * solution.luck_sd**2
+    return max(total, 0.0) / (boards * (k - 1))
+
+
+def fresh_scale(pool: Pool, theta: FloatArray, precision: float) -> float:
+    """The scale c that maximises the fresh-deal log-posterior at c * theta (module doc).
+
+    The fresh-deal model reads every game without luck; the objective is concave in c,
+    so Newton's method from c = 1 (kept within a factor of 2 a step) finds its maximum.
+    """
+    strength = side_strengths(pool, theta)
+    prior = precision * float(theta @ theta)
+    c = 1.0
+    for _ in range(_SCALE_STEPS):
+        ev = evaluate(pool, c * theta)
+        slope = float((strength * ev.grad).sum()) - c * prior
+        curve = float(np.einsum("gi,gij,gj->", strength, ev.neg_hess, strength)) + prior
+        if not curve > 0:
+            return c
+        new = min(max(c + slope / curve, c / 2), 2 * c)
+        if abs(new - c) <= _SCALE_TOL * c:
+            return new
+        c = new
+    raise RatingError("the scale of the ratings did not converge")
+
+
+def solve_with_luck(pool: Pool, prior_sd: float) -> Solution:
+    """The fit with board luck at the estimated tau, and its fresh-deal scale (module doc).
+
+    A pool without boards (or of a single unit), or whose boards show no luck,
+    gets the plain fit.
+    """
+    if not pool.luck_count or len(pool.units) < 2:
+        return solve(pool, prior_sd)
+    rho = _START
+    newton = Newton(pool, prior_sd, math.exp(rho / 2), gain(math.exp(rho)))
+    if not float(np.abs(luck_hessian(pool, newton.ev)).max(initial=0.0)) > _NO_INFORMATION:
+        return solve(pool, prior_sd)  # the boards' games say nothing of luck (all tied)
+    history: list[tuple[float, float]] = []
+    tune_at = _TUNE_FIRST
+    stalled = False  # no step decreases the objective: as converged as it gets
+    while newton.iterations < _MAX_ITER:
+        if newton.gradient_size <= tune_at:
+            # Close to the MAP at this tau: a step in tau.
+            here = newton.solution()
+            update = _luck_var_update(pool, here)
+            r = (math.log(update) if update > 0 else -math.inf) - rho
+            move = r
+            if history and math.isfinite(r):
+                prev_rho, prev_r = history[-1]
+                slope = (r - prev_r) / (rho - prev_rho) if rho != prev_rho else 0.0
+                # r falls with rho around a stable fixed point; else a fixed-point step.
+                move = -r / slope if slope < 0 else r
+            move = max(min(move, _MAX_MOVE), -_MAX_MOVE) if math.isfinite(move) else -_MAX_MOVE
+            history.append((rho, r))
+            new_rho = min(max(rho + move, _LOWEST), _HIGHEST)
+            if rho <= _LOWEST and new_rho <= _LOWEST:
+                return solve(pool, prior_sd, start=here)  # no luck to speak of
+            settled = abs(new_rho - rho) <= _RHO_TOL
+            if settled and (newton.converged or stalled):
+                scale = fresh_scale(pool, here.theta, 1.0 / prior_sd**2)
+                return replace(here, scale=scale)
+            if not settled:
+                # The closer tau gets, the closer to the MAP its next step is taken.
+                change = abs(new_rho - rho)
+                tune_at = min(_TUNE_FIRST, max(_GTOL_FINAL, _TUNE_RATIO * change))
+                rho, stalled = new_rho, False
+                newton.retune(math.exp(rho / 2), gain(math.exp(rho)), small=change <= _SMALL)
+                continue
+            tune_at = _GTOL_FINAL
+        if not newton.step():
+            if newton.gradient_size > _ACCEPT:
+                break
+            stalled, tune_at = True, newton.gradient_size
+    raise RatingError("the board luck estimate did not converge")

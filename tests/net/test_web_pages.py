@@ -1,0 +1,495 @@
+"""`moonshot web` in a real headless browser, on the real stack: live standings, the bracket,
+replays that match their transcripts, nothing hidden while a board is in play, 404s.
+
+The browser is Debian's Chromium (/usr/bin/chromium, installed by scripts/test.sh) driven
+by Playwright, which downloads nothing. The web server is started as a user would, with
+no admin token in its environment: it sees what the public sees.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import PoolBot
+from stack import Proc, Stack, env, moonshot
+from support import finished, transcript_of, wait_until
+
+from clients.admin import Admin
+from clients.redisproc import free_port
+from clients.sdk import register
+from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def _start_web(stack: Stack, server: str, name: str = "web",
+               listen: str = "127.0.0.1:0") -> tuple[Proc, str]:
+    """`moonshot web` (on a free port), without the admin token anywhere in its environment."""
+    child_env = env()
+    child_env.pop("MOONSHOT_ADMIN_TOKEN", None)
+    stack.counter += 1
+    log = stack.workdir / f"{stack.counter:03d}-{name}.log"
+    with open(log, "wb") as fh:
+        popen = subprocess.Popen(moonshot("web", "--server", server, "--listen", listen),
+                                 stdout=fh, stderr=subprocess.STDOUT, cwd=stack.workdir,
+                                 env=child_env)
+    proc = Proc(name, popen, log)
+    stack.procs.append(proc)
+    url = proc.wait_for(r"web pages on (http://\S+)", timeout=30).group(1)
+    return proc, url
+
+
+@pytest.fixture(scope="module")
+def web(stack: Stack) -> Iterator[str]:
+    """The web pages of the session's referee."""
+    proc, url = _start_web(stack, stack.address)
+    yield url
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium, Debian's build (no download)."""
+    assert os.path.exists(CHROMIUM), (
+        "these tests need Debian's Chromium: run scripts/test.sh as root "
+        "(apt-get install chromium chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Tab:
+    """A browser page on the web server that records every request it makes."""
+
+    def __init__(self, browser: Any, base: str, phone: bool = False) -> None:
+        viewport = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 800}
+        self.ctx = browser.new_context(viewport=viewport)
+        self.page = self.ctx.new_page()
+        self.page.set_default_timeout(30_000)
+        self.base = base
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, path: str) -> Any:
+        """Go to a page; its response."""
+        return self.page.goto(self.base + path, wait_until="load")
+
+    def attr(self, selector: str, name: str) -> str:
+        """An attribute of the first element matching."""
+        return str(self.page.get_attribute(selector, name) or "")
+
+    def close(self) -> None:
+        """Close it, checking that nothing came from anywhere else and no script failed."""
+        strangers = [u for u in self.requests
+                     if not u.startswith(self.base) and not u.startswith("data:")]
+        self.ctx.close()
+        assert not strangers, f"requests outside the web server: {strangers}"
+        assert not self.errors, f"script errors: {self.errors}"
+
+
+@pytest.fixture
+def tab(browser: Any, web: str) -> Iterator[Tab]:
+    """A fresh desktop page."""
+    t = Tab(browser, web)
+    yield t
+    t.close()
+
+
+@pytest.fixture(scope="module")
+def thinker(stack: Stack) -> PoolBot:
+    """A bot that takes 0.2 s a move (netbots.ThinkingBot), so its games stay in play."""
+    name = f"web-thinker-{uuid.uuid4().hex[:6]}"
+    bot_id, token = register(stack.address, name)
+    stack.bot("netbots:ThinkingBot", stack.address, token)
+    return PoolBot(bot_id, name, token)
+
+
+def _status(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def test_unknown_ids_are_404_pages_and_a_lost_referee_is_503(stack: Stack, web: str,
+                                                             tab: Tab) -> None:
+    for path in ("/t/t-0000000000", "/t/not-an-id", "/game/m-000000000000", "/game/%00",
+                 "/game/nope.json", "/bot/no-such-bot", "/ratings/5p", "/no/such/page",
+                 "/t/t-0000000000/events", "/game/" + "x" * 300):
+        code, body = _status(web + path)
+        assert code == 404, (path, code, body[:300])
+        assert "Traceback" not in body
+        if "json" not in path:
+            assert "Not found" in body, (path, body[:500])
+    resp = tab.open("/game/m-000000000000")
+    assert resp.status == 404
+    assert tab.page.locator(".error h1").inner_text().startswith("404")
+
+    # A web server whose referee does not answer: 503 pages, then fine once it answers.
+    port = free_port()
+    proc, url = _start_web(stack, f"127.0.0.1:{port}", "web-lost")
+    try:
+        for path in ("/", "/t/t-0000000000", "/ratings/3p", "/game/m-000000000000"):
+            code, body = _status(url + path)
+            assert code == 503, (path, code, body[:300])
+            assert "not answering" in body and "Traceback" not in body
+    finally:
+        proc.stop()
+
+
+# ---------------------------------------------------------------------------- replay
+
+_READ_STEP = """() => {
+  const v = document.getElementById("viewer");
+  const trick = v.querySelector(".v-trick");
+  const result = v.querySelector(".v-hand-result");
+  const end = v.querySelector(".v-end");
+  return {
+    step: +v.dataset.step, steps: +v.dataset.steps, kind: v.dataset.kind, hand: +v.dataset.hand,
+    trick: v.dataset.trick ? +v.dataset.trick : null,
+    plays: trick ? [...trick.querySelectorAll(".v-play")]
+      .map(p => [+p.dataset.seat, p.dataset.tile]) : null,
+    winner: trick ? trick.dataset.winner : null,
+    scores: result ? result.dataset.scores : null,
+    final: end ? end.dataset.final : null,
+    seats: [...v.querySelectorAll(".v-seat")]
+      .map(s => [...s.querySelectorAll("svg.domino")].map(d => d.dataset.tile || "back")),
+  };
+}"""
+
+
+def _walk(tab: Tab, pressed: int = 6) -> list[dict[str, Any]]:
+    """Every step of the viewer, from the current one to the end, by the right arrow key:
+    `pressed` real key presses, then the same key event sent by the page (much faster)."""
+    seen = [tab.page.evaluate(_READ_STEP)]
+    for _ in range(pressed):
+        if seen[-1]["kind"] == "end":
+            return seen
+        tab.page.keyboard.press("ArrowRight")
+        seen.append(tab.page.evaluate(_READ_STEP))
+    seen += tab.page.evaluate("""() => {
+        const step = """ + _READ_STEP + """, out = [];
+        while (out.length < 5000 && document.getElementById("viewer").dataset.kind !== "end") {
+          document.dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true}));
+          out.push(step());
+        }
+        return out;
+      }""")
+    for a, b in itertools.pairwise(seen):
+        assert b["step"] == a["step"] + 1, (a, b)
+    return seen
+
+
+def _check_replay(steps: list[dict[str, Any]], record: dict[str, Any]) -> None:
+    """The steps show every hand's deal, every trick's plays and winner and every hand's
+    scores, in order, as the transcript records them."""
+    tricks = [(h, t) for h, hand in enumerate(record["hands"], 1)
+              for t in range(1, len(hand["tricks"]) + 1)]
+    shown = [(s["hand"], s["trick"]) for s in steps if s["kind"] == "trick"]
+    assert shown == tricks
+    for s in steps:
+        hand = record["hands"][s["hand"] - 1]
+        if s["kind"] == "deal":
+            assert s["seats"] == hand["deal"], (s["hand"], s["seats"])
+        elif s["kind"] == "trick":
+            trick = hand["tricks"][s["trick"] - 1]
+            assert s["plays"] == [[p["seat"], p["tile"]] for p in trick["plays"]], s
+            assert s["winner"] == str(trick["winner"]), s
+        elif s["kind"] == "score":
+            assert s["scores"] == ",".join(str(v) for v in hand["scores"]), s
+    assert [s["hand"] for s in steps if s["kind"] == "score"] == \
+        list(range(1, len(record["hands"]) + 1))
+    assert steps[-1]["final"] == ",".join(str(v) for v in record["final"])
+
+
+def test_a_replay_steps_through_the_whole_game_as_its_transcript_says(
+        web: str, tab: Tab, pool: dict[str, PoolBot], admin: Admin) -> None:
+    ids = [pool[k].bot_id for k in ("greedy1", "random1", "greedy2")]
+    m = finished(admin, admin.create_match(3, ids, seed=424242).match_id)
+    record = transcript_of(m)
+    assert len(record["hands"]) >= 2
+
+    tab.open(f"/game/{m.match_id}")
+    assert tab.attr("#game", "data-mode") == "replay"
+    steps = _walk(tab)
+    _check_replay(steps, record)
+    assert steps[0]["kind"] == "deal" and steps[0]["step"] == 0
+
+    # Back with the left arrow and the buttons; a hand by its link; the raw JSON.
+    tab.page.keyboard.press("ArrowLeft")
+    assert tab.page.evaluate(_READ_STEP)["kind"] == "score"
+    tab.page.click("button[data-go=first]")
+    assert tab.page.evaluate(_READ_STEP)["step"] == 0
+    tab.page.click("button[data-go=next]")
+    assert tab.page.evaluate(_READ_STEP)["kind"] == "auction"
+    tab.open(f"/game/{m.match_id}#h2t3")
+    at = tab.page.evaluate(_READ_STEP)
+    assert (at["kind"], at["hand"], at["trick"]) == ("trick", 2, 3)
+    raw = tab.attr("#raw-json", "href")
+    code, body = _status(web + raw)
+    assert code == 200 and json.loads(body) == record
+
+
+# ------------------------------------------------------------ live, and boards in play
+
+
+def test_the_tournament_page_follows_live_and_hides_what_is_still_in_play(
+        stack: Stack, web: str, browser: Any, pool: dict[str, PoolBot], thinker: PoolBot,
+        admin: Admin) -> None:
+    bots = [*(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1", "random2")),
+            thinker.bot_id]
+    t = admin.create_tournament(name="web live", players=3, format="round_robin",
+                                bot_ids=bots, seed=77, rules={"max_hands": "6"})
+    tid = t.tournament_id
+    page = Tab(browser, web)
+    page.open(f"/t/{tid}")
+    page.page.evaluate("window.__notReloaded = true")
+    first = int(page.attr("#t-progress progress", "value") or 0)
+
+    # A finished game of a board another table is still playing: only its status.
+    anyone = Admin(stack.address, None)  # the public's view, to compare with the page
+
+    def embargoed() -> str | None:
+        listed = anyone.matches.ListMatches(match_pb2.ListMatchesRequest(tournament_id=tid),
+                                            timeout=30).matches
+        for g in listed:
+            if g.status == match_pb2.MATCH_STATUS_FINISHED:
+                seen = anyone.get_match(g.match_id)
+                if not seen.transcript_json and not seen.HasField("result"):
+                    return str(g.match_id)
+        return None
+
+    hidden = wait_until("a finished game of a board still in play", embargoed, timeout=60,
+                        every=0.05)
+    game = Tab(browser, web)
+    html = game.open(f"/game/{hidden}").text()  # as served, before any script ran
+    organiser = admin.get_match_as_organiser(hidden)  # what the page must not show
+    seen = game.page.evaluate("""() => ({
+        mode: document.getElementById('game').dataset.mode,
+        status: document.getElementById('game').dataset.status,
+        embargo: document.querySelectorAll('#embargo').length,
+        shown: document.querySelectorAll('#viewer, svg.domino, [data-tile], #transcript, #result')
+            .length,
+        text: document.querySelector('main').innerText})""")
+    assert (seen["mode"], seen["status"], seen["embargo"], seen["shown"]) == \
+        ("status", "finished", 1, 0), seen
+    tiles = {tile for hand in json.loads(organiser.transcript_json)["hands"]
+             for seat in hand["deal"] for tile in seat}
+    for text in (seen["text"], re.sub(r"<[^>]+>", " ", html)):
+        assert " won" not in text and "score" not in text.lower(), text
+        assert not [t for t in tiles if re.search(rf"(?<![\w-]){t}(?![\w-])", text)], text
+    assert 'id="transcript"' not in html and "data-tile" not in html
+    code, _ = _status(f"{web}/game/{hidden}.json")
+    assert code == 404
+    row = page.page.locator(f'#t-games tr[data-id="{hidden}"]')
+
+    # The tournament page updates as games are released, without a reload, to the end.
+    page.page.wait_for_function(
+        f"() => +document.querySelector('#t-progress progress').value > {first}",
+        timeout=60_000)
+    page.page.wait_for_function(
+        "() => document.getElementById('tournament').dataset.status === 'finished'",
+        timeout=90_000)
+    assert page.page.evaluate("window.__notReloaded") is True
+    assert int(page.attr("#tournament", "data-updates")) >= 1
+    st = anyone.standings(tid)
+    rows = page.page.evaluate("""() => [...document.querySelectorAll('#t-standings tbody tr')]
+        .map(r => [r.dataset.botId, ...['games','wins','draws','losses','points']
+        .map(c => r.querySelector(`[data-col=${c}]`).textContent.trim())])""")
+    assert rows == [[r.bot_id, str(r.games), str(r.wins), str(r.draws), str(r.losses),
+                     f"{r.points:g}"] for r in st.rows]
+    assert page.attr("#t-progress progress", "value") == str(st.matches_done)
+    cells = page.page.evaluate("""() => [...document.querySelectorAll('#t-crosstable tbody tr')]
+        .map(r => [r.dataset.botId, [...r.querySelectorAll('td.cell')].map(c => c.textContent)])""")
+    want = {(x.bot_id, c.opponent_bot_id): f"{c.wins}\u2013{c.losses}" for x in st.crosstable
+            for c in x.cells if c.games}
+    for bot, texts in cells:
+        for other, text in zip([r.bot_id for r in st.rows], texts, strict=True):
+            if (bot, other) in want:
+                assert text.startswith(want[(bot, other)]), (bot, other, text)
+    assert row.count() == 1
+
+    # The game's page, still open, turns into its replay once its board is released.
+    game.page.wait_for_function(
+        "() => document.getElementById('game').dataset.mode === 'replay'", timeout=60_000)
+    assert game.page.locator(".v-seat svg.domino").count() > 0
+    page.close()
+    game.close()
+    anyone.close()
+
+
+def test_a_running_single_match_is_followed_live_with_public_plays_only(
+        web: str, tab: Tab, pool: dict[str, PoolBot], thinker: PoolBot, admin: Admin) -> None:
+    ids = [thinker.bot_id, pool["greedy1"].bot_id, pool["greedy2"].bot_id]
+    m = admin.create_match(3, ids, seed=99, rules={"max_hands": "3"})
+    tab.open(f"/game/{m.match_id}")
+    assert tab.attr("#game", "data-mode") == "live"  # it lasts seconds: caught in play
+    # Plays appear as they happen; the hands stay face down (only played tiles show).
+    tab.page.wait_for_selector("#viewer .v-play", timeout=30_000)
+    seats = tab.page.evaluate("""() => [...document.querySelectorAll('.v-seat svg.domino')]
+        .map(d => d.classList.contains('back'))""")
+    assert all(seats), "a tile of a hand shown face up while the game is live"
+    assert seats or tab.attr("#viewer", "data-kind") in ("score", "end")
+    tab.page.wait_for_function(
+        "() => document.getElementById('game').dataset.mode === 'replay'", timeout=60_000)
+    final = finished(admin, m.match_id)
+    assert tab.attr("#game", "data-mode") == "replay"
+    record = transcript_of(final)
+    tab.page.keyboard.press("Home")
+    _check_replay(_walk(tab), record)
+
+
+def test_a_page_resumes_after_its_web_server_restarts(
+        stack: Stack, browser: Any, pool: dict[str, PoolBot], thinker: PoolBot,
+        admin: Admin) -> None:
+    """The page's event stream reconnects by itself and resumes after the last sequence it
+    got (Last-Event-ID), so the page carries on to the end without a reload."""
+    proc, url = _start_web(stack, stack.address, "web-restarted")
+    bots = [*(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1", "random2")),
+            thinker.bot_id]
+    t = admin.create_tournament(name="web resume", players=3, format="round_robin",
+                                bot_ids=bots, seed=78, rules={"max_hands": "5"})
+    page = Tab(browser, url)
+    try:
+        page.open(f"/t/{t.tournament_id}")
+        page.page.evaluate("window.__notReloaded = true")
+        page.page.wait_for_function("() => document.getElementById('live').textContent === "
+                                    "'live'", timeout=30_000)
+        proc.stop()
+        page.page.wait_for_function("() => document.getElementById('live').textContent === "
+                                    "'reconnecting'", timeout=30_000)
+        proc, again = _start_web(stack, stack.address, "web-restarted",
+                                 listen=url.removeprefix("http://"))
+        assert again == url
+        page.page.wait_for_function(
+            "() => document.getElementById('tournament').dataset.status === 'finished'",
+            timeout=90_000)
+        assert page.page.evaluate("window.__notReloaded") is True
+        st = admin.standings(t.tournament_id)
+        assert page.attr("#t-progress progress", "value") == str(st.matches_done)
+        assert int(page.attr("#tournament", "data-seq")) >= st.sequence - 1
+        page.errors = [e for e in page.errors if "EventSource" not in e]
+    finally:
+        page.close()
+        proc.stop()
+
+
+# ---------------------------------------------------------------- bracket, ratings, bots
+
+
+def test_the_bracket_ratings_and_bot_pages_show_what_the_api_says(
+        stack: Stack, web: str, tab: Tab, pool: dict[str, PoolBot], admin: Admin) -> None:
+    bots = [pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1", "random2")]
+    t = admin.create_tournament(name="web cup", players=4, format="single_elimination",
+                                bot_ids=bots, seeding="given", rules={"max_hands": "4"},
+                                duplicate="replay")
+    assert t.notes  # replay trusts the bots to keep no memory, and says so
+    wait_until("the cup to finish", lambda: admin.get_tournament(t.tournament_id).status
+               != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=90, every=0.2)
+    anyone = Admin(stack.address, None)
+    st = anyone.standings(t.tournament_id)
+    anyone.close()
+    tab.open(f"/t/{t.tournament_id}")
+    shown = tab.page.evaluate("""() => [...document.querySelectorAll('.bracket .bm')].map(b =>
+        [b.dataset.id, b.dataset.state, b.dataset.winner,
+         [...b.querySelectorAll('.slot')].map(s => s.dataset.bot)])""")
+    states = {1: "waiting", 2: "playing", 3: "decided", 4: "bye"}
+    want = []
+    for rnd in st.bracket.rounds:
+        for bm in rnd.matches:
+            slots = [s.bot_id for s in bm.slots]
+            if bm.state == tournament_pb2.BracketMatch.STATE_BYE and len(slots) < 2:
+                slots.append("")
+            want.append([bm.bracket_match_id, states[bm.state], bm.winner_bot_id, slots])
+    assert shown == want
+    assert tab.page.locator(".bracket .round").count() == len(st.bracket.rounds)
+    notes = tab.page.locator("#t-notes li").all_inner_texts()
+    assert notes == list(st.notes or t.notes)
+    byes = sum(1 for x in want if x[1] == "bye")
+    assert byes >= 1 and tab.page.locator(".slot.bye").count() == byes
+    assert tab.attr(".champion", "data-champion") == st.bracket.champion_bot_id != ""
+    assert tab.page.locator(".bracket-lines path").count() == sum(
+        1 for rnd in st.bracket.rounds for bm in rnd.matches if bm.winner_to)
+
+    # A 2v2 game of the bracket replays, four seats.
+    game_id = st.bracket.rounds[-1].matches[0].match_ids[0]
+    record = transcript_of(admin.get_match(game_id))
+    tab.open(f"/game/{game_id}")
+    assert tab.page.locator(".v-table.players-4 .v-seat").count() == 4
+    _check_replay(_walk(tab), record)
+
+    # Ratings: the table and the chart, as GetRatings says.
+    for pool_name in ("3p", "2v2"):
+        resp = admin.get_ratings(pool_name)
+        tab.open(f"/ratings/{pool_name}")
+        rows = tab.page.evaluate("""() => [...document.querySelectorAll('table.ratings tbody tr')]
+            .map(r => [r.dataset.botId, r.querySelector('[data-col=rating]').textContent])""")
+        assert rows == [[r.bot_id, str(round(r.rating))] for r in resp.ratings]
+        assert tab.page.locator(".ratings-svg circle.point").count() == len(resp.ratings)
+
+    # A bot's page, by name: its games and its ratings in both pools.
+    bot = pool["greedy1"]
+    tab.open(f"/bot/{bot.name}")
+    assert tab.attr("#bot", "data-id") == bot.bot_id
+    listed = admin.matches.ListMatches(match_pb2.ListMatchesRequest(bot_id=bot.bot_id,
+                                                                    page_size=500), timeout=30)
+    if not listed.next_page_token:
+        assert tab.page.locator("table.bot-games tbody tr").count() == len(listed.matches)
+    assert tab.page.locator(".card[data-pool]").count() == 2
+    assert tab.page.locator("#results-chart svg").count() == 1
+
+    # Its rating history: a dot per stored point, once the fits have caught up.
+    def settled() -> list[Any] | None:
+        points = []
+        for pool_name in ("3p", "2v2"):
+            resp = admin.get_ratings(pool_name)
+            if resp.provisional or resp.fitted_games != resp.games:
+                return None
+            points.append(list(admin.ratings.GetRatingHistory(rating_pb2.GetRatingHistoryRequest(
+                pool=resp.pool, bot_id=bot.bot_id), timeout=30).points))
+        return points
+    history = wait_until("the fits to catch up", settled, timeout=60)
+    assert history[1]  # greedy1 played in the cup
+    tab.open(f"/bot/{bot.bot_id}")
+    for pool_name, points in zip(("3p", "2v2"), history, strict=True):
+        chart = f"#history-{pool_name}"
+        if not points:
+            assert tab.page.locator(chart).count() == 0
+            continue
+        assert tab.attr(chart, "data-points") == str(len(points))
+        assert tab.page.locator(f"{chart} svg circle.point").count() == len(points)
+        assert tab.page.locator(f"{chart} svg polygon.ci-band").count() == 1
+        titles = tab.page.locator(f"{chart} svg circle.point title").all_text_contents()
+        assert titles[-1].startswith(f"{round(points[-1].rating)} [")
+        assert f"after {points[-1].games} games" in titles[-1]
+
+
+def test_pages_fit_a_phone(browser: Any, web: str) -> None:
+    phone = Tab(browser, web, phone=True)
+    for path in ("/", "/ratings/3p", "/bots", "/games"):
+        phone.open(path)
+        width = phone.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path, width)
+    phone.close()

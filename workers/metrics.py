@@ -1,0 +1,112 @@
+"""A worker's Prometheus instruments (served by `moonshot worker --metrics-listen`, with
+the queue figures of `workers.exporter`).
+
+Updated in memory by the job threads, a counter increment at a time: nothing here
+reads or writes Redis. Rates are the scraper's `rate()`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from telemetry import export
+
+__all__ = [
+    "DECISIONS",
+    "DECISION_SECONDS",
+    "FAULTS",
+    "FAULT_KINDS",
+    "FINISHED",
+    "FITS",
+    "FIT_SECONDS",
+    "LIVE_MATCHES",
+    "MATCH_DECISIONS",
+    "REGISTRY",
+    "STEPS",
+    "STEP_SECONDS",
+    "decided",
+    "fault",
+    "finished",
+]
+
+REGISTRY = export.registry()
+
+LIVE_MATCHES = Gauge(
+    "moonshot_worker_matches_live", "Matches this worker hosts now.", registry=REGISTRY)
+FINISHED = Counter(
+    "moonshot_worker_matches_finished",
+    "Matches whose result this worker stored, by how they ended (the transcript's end).",
+    ["end"], registry=REGISTRY)
+MATCH_DECISIONS = Histogram(
+    "moonshot_worker_match_decisions", "Decisions (actions) of each match this worker finished.",
+    buckets=(10, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, math.inf), registry=REGISTRY)
+DECISIONS = Counter(
+    "moonshot_worker_decisions",
+    "Decisions settled by this worker's matches, by how: bot (a legal answer in time), "
+    "late, illegal (each of the last two replaced by a random legal action, a strike).",
+    ["by"], registry=REGISTRY)
+DECISION_SECONDS = Histogram(
+    "moonshot_worker_decision_seconds",
+    "Seconds from a decision request going out to its answer accepted by a referee (or "
+    "given up on), on Redis's clock.",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+             10.0, 30.0, 60.0, 120.0),
+    registry=REGISTRY)
+FAULT_KINDS = ("timeout", "illegal", "disconnect", "forfeit", "resumed", "redis_outage")
+FAULTS = Counter(
+    "moonshot_worker_faults",
+    "Faults met by this worker's matches, by kind: timeout and illegal (answers replaced, "
+    "each a strike), disconnect (a seat lost its stream while its match waited on it), "
+    "forfeit (a match ended by one), resumed (a run took a match over from its log, after "
+    "a crash or a hand-over), redis_outage (a hosted match lost Redis and waited).",
+    ["kind"], registry=REGISTRY)
+FITS = Counter(
+    "moonshot_worker_fits", "Rating fits of a pool run by this worker.", ["pool"],
+    registry=REGISTRY)
+FIT_SECONDS = Histogram(
+    "moonshot_worker_fit_seconds",
+    "Seconds one fit of a pool took (its provisional and batch tables, stored).", ["pool"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+    registry=REGISTRY)
+STEPS = Counter(
+    "moonshot_worker_tournament_steps",
+    "Tournament scheduling jobs run, by outcome: done, skipped (another run held the "
+    "tournament, or moved it first).", ["outcome"], registry=REGISTRY)
+STEP_SECONDS = Histogram(
+    "moonshot_worker_tournament_step_seconds", "Seconds one scheduling job took.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY)
+
+# Children bound once (a label lookup takes a lock), and every series there from the start.
+_BY = {by: DECISIONS.labels(by) for by in ("bot", "late", "illegal")}
+_KIND = {kind: FAULTS.labels(kind) for kind in FAULT_KINDS}
+_STRIKE = {"late": _KIND["timeout"], "illegal": _KIND["illegal"]}
+for _outcome in ("done", "skipped"):
+    STEPS.labels(_outcome)
+for _pool in ("3p", "2v2"):
+    FITS.labels(_pool)
+
+
+def decided(by: str, us: float) -> None:
+    """One decision settled (`by` as in the match log), its round trip `us` microseconds."""
+    counter = _BY.get(by)
+    (counter if counter is not None else DECISIONS.labels(by)).inc()
+    DECISION_SECONDS.observe(us / 1e6)
+    strike = _STRIKE.get(by)
+    if strike is not None:
+        strike.inc()
+
+
+def fault(kind: str) -> None:
+    """One fault of `kind` (one of FAULT_KINDS)."""
+    _KIND[kind].inc()
+
+
+def finished(end: str, decisions: int) -> None:
+    """A match this worker stored the result of, and how it ended."""
+    FINISHED.labels(end).inc()
+    MATCH_DECISIONS.observe(decisions)
+    if end == "forfeit":
+        _KIND["forfeit"].inc()
