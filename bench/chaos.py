@@ -32,11 +32,15 @@ It prints `name: value unit` lines:
   and `chaos decisions replaced` (late or illegal answers, strikes) say whether a fault
   cost a bot anything it did not cause;
 - `chaos tournaments complete` (finished with standings over every game) / created;
+- `chaos parts that ended by themselves`: processes found gone that the bench had not
+  killed (started again at once, as `moonshot up` would); under these faults there
+  should be none;
 - `chaos longest stall`: the longest time no action was logged and no game finished,
   sampled every 0.5 s while the tournaments were running (faults included);
 - `chaos decisions`, `chaos games per minute` over the faulty period.
 
-The exit status is 1 if any game was lost or doubled, or a tournament did not complete.
+The exit status is 1 if any game was lost or doubled, a tournament did not complete, or
+a part ended by itself.
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ class Part:
     argv: list[str]
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    down: bool = False  # killed by the chaos, its restart pending
 
     def start(self) -> None:
         """Start (again), appending to its log."""
@@ -98,6 +103,7 @@ class Part:
             self.proc = subprocess.Popen(self.argv, stdout=fh, stderr=subprocess.STDOUT,
                                          cwd=self.log.parent, env=env,
                                          start_new_session=True)
+        self.down = False  # only now: `Chaos.watch` must not see it gone meanwhile
 
     def alive(self) -> bool:
         """Running (or stopped by a freeze)."""
@@ -113,6 +119,7 @@ class Part:
         """SIGKILL and reap."""
         if self.alive():
             assert self.proc is not None
+            self.down = True
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait()
@@ -162,6 +169,8 @@ class Chaos:
     parts: dict[str, Part] = field(default_factory=dict)
     redis_server: RedisServer | None = None
     faults: Counter[str] = field(default_factory=Counter)
+    exits: Counter[str] = field(default_factory=Counter)  # parts that ended on their own
+    redis_down: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     bot_ids: list[str] = field(default_factory=list)
 
@@ -190,6 +199,7 @@ class Chaos:
             try:
                 self.redis_server = RedisServer(self.workdir / "redis", port=self.redis_port,
                                                 appendonly=True).start()
+                self.redis_down = False
                 return
             except RuntimeError:
                 if time.monotonic() > end:
@@ -246,6 +256,7 @@ class Chaos:
             if proc.poll() is not None:
                 return self.inject()  # down already: hit something else
             if action == "kill":
+                self.redis_down = True
                 proc.kill()
                 proc.wait()
                 self._later(self.rng.uniform(*RESTART_S), self.start_redis)
@@ -268,6 +279,22 @@ class Chaos:
         with self.lock:
             self.faults[kind] += 1
         return kind
+
+    def watch(self) -> None:
+        """Start again, and count, any part that ended without being killed here: under
+        these faults no part of the stack may give up by itself."""
+        for part in list(self.parts.values()):
+            if not part.down and not part.alive():
+                self.exits[part.name] += 1
+                print(f"chaos: {part.name} ended by itself (exit {part.proc and part.proc.poll()})"
+                      f"; starting it again", file=sys.stderr, flush=True)
+                part.start()
+        srv = self.redis_server
+        if (not self.redis_down and srv is not None and srv.proc is not None
+                and srv.proc.poll() is not None):
+            self.exits["redis"] += 1
+            self.redis_down = True
+            self.start_redis()
 
     def _later(self, delay: float, fn: Any) -> None:
         timer = threading.Timer(delay, fn)
@@ -400,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if time.monotonic() >= next_fault:
                 chaos.inject()
                 next_fault = time.monotonic() + chaos.rng.uniform(0.5, 1.5) * args.every
+            chaos.watch()
             time.sleep(0.2)
         faulty_s = time.monotonic() - started
         # The faults stop; whatever is down comes back; the last tournament plays out.
@@ -408,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not _over(admin, tids[-1]):
             if time.monotonic() > deadline:
                 break
+            chaos.watch()
             time.sleep(1)
         progress.running.clear()
         progress.done.set()
@@ -439,11 +468,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     show("chaos games forfeited", counts["forfeits"])
     show("chaos decisions replaced", counts["strikes"])
     show("chaos tournaments complete", f"{complete}/{len(tids)}")
+    show("chaos parts that ended by themselves", sum(chaos.exits.values()))
     show("chaos longest stall", progress.longest, "s")
     show("chaos decisions", decisions - decisions_at_start)
     show("chaos games per minute", games_done / (faulty_s / 60), "games/min")
     show("chaos logs", str(workdir))
-    failed = counts["lost"] + counts["doubled"] + (len(tids) - complete)
+    failed = (counts["lost"] + counts["doubled"] + (len(tids) - complete)
+              + sum(chaos.exits.values()))
     return 1 if failed else 0
 
 

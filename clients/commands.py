@@ -40,6 +40,7 @@ __all__ = [
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+REDIS_WAIT_S = 60.0  # a referee or worker started while Redis is away waits this long
 DATA_DIR = "moonshot-data"
 
 
@@ -117,9 +118,18 @@ def admin_token(args: argparse.Namespace) -> str:
     )
 
 
-def check_redis(url: str, source: str, prog: str) -> None:
+def check_redis(url: str, source: str, prog: str, wait_s: float = 0.0) -> None:
     """Refuse a Redis URL that is malformed (UsageError), or that the server behind it
-    does not answer or refuses, e.g. a database number it does not have (CommandError)."""
+    refuses, e.g. a password or a database number it does not have (CommandError).
+
+    A server that does not answer (down, restarting, still loading its append-only
+    file) is waited for up to `wait_s` seconds, with backoff and jitter and one line
+    on stderr, so a part started (or restarted) while Redis is away comes up with it
+    instead of giving up; after that, CommandError.
+    """
+    import random
+    import time
+
     import redis
 
     try:
@@ -128,16 +138,29 @@ def check_redis(url: str, source: str, prog: str) -> None:
         why = "" if "scheme" in str(exc) else f" ({exc})"
         raise UsageError(f"{prog}: {source} must be a redis://, rediss:// or unix:// URL "
                          f"like {DEFAULT_REDIS}, got {shown(url)!r}{why}") from None
+    end = time.monotonic() + wait_s
+    pause, said = 0.2, False
     try:
-        client.ping()
-    except redis.AuthenticationError as exc:
-        raise CommandError(f"Redis at {shown(url)} ({source}) refused the password: {exc}"
-                           ) from None
-    except redis.ConnectionError as exc:
-        raise CommandError(f"cannot reach Redis at {shown(url)} ({source}): {exc}") from None
-    except redis.RedisError as exc:
-        raise CommandError(f"Redis at {shown(url)} ({source}) refused the connection: {exc}"
-                           ) from None
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.AuthenticationError as exc:
+                raise CommandError(f"Redis at {shown(url)} ({source}) refused the password: "
+                                   f"{exc}") from None
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                if time.monotonic() >= end:
+                    raise CommandError(f"cannot reach Redis at {shown(url)} ({source}): "
+                                       f"{exc}") from None
+                if not said:
+                    print(f"{prog}: waiting up to {wait_s:g} s for Redis at {shown(url)}: "
+                          f"{exc}", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(min(pause * random.uniform(0.5, 1.0), max(0.0, end - time.monotonic())))
+                pause = min(pause * 2, 5.0)
+            except redis.RedisError as exc:
+                raise CommandError(f"Redis at {shown(url)} ({source}) refused the connection: "
+                                   f"{exc}") from None
     finally:
         client.close()
 
@@ -212,11 +235,20 @@ def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
     logs.setup(logging.DEBUG if verbose else logging.INFO, logs.wanted(json_lines))
 
 
+def _redis_wait_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--redis-wait", type=flags.seconds_at_least_0, default=REDIS_WAIT_S,
+                   metavar="SECONDS",
+                   help="wait this long for a Redis that does not answer at start (down, "
+                        f"restarting, loading its data) before giving up (default "
+                        f"{REDIS_WAIT_S:g})")
+
+
 def _telemetry_flags(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--metrics-listen", type=flags.listen_address, default=None,
                    metavar="HOST:PORT",
                    help=f"serve the {what}'s Prometheus metrics at http://HOST:PORT/metrics "
-                        "(port 0: a free one, printed at start)")
+                        "(port 0: a free one, printed at start); for operators only: keep "
+                        "it off any address bots can reach")
     p.add_argument("--log-json", action="store_true",
                    help="log one JSON object a line on stderr, with match and bot ids "
                         "($MOONSHOT_LOG_JSON=1)")
@@ -229,7 +261,7 @@ def _run_referee(args: argparse.Namespace) -> int:
     from server.app import serve
 
     token = given_token(args.admin_token, "--admin-token", "MOONSHOT_ADMIN_TOKEN")
-    check_redis(args.redis, "--redis", "moonshot referee")
+    check_redis(args.redis, "--redis", "moonshot referee", args.redis_wait)
     _setup_logging(args.verbose, args.log_json)
     if args.replace_admin_token and not token:
         raise UsageError("moonshot referee: --replace-admin-token needs the new token in "
@@ -257,9 +289,9 @@ def _run_worker(args: argparse.Namespace) -> int:
     from workers import failpoints
     from workers.queues import rq_connection
     from workers.recovery import start_recovery_thread
-    from workers.worker import make_worker
+    from workers.worker import NameTaken, make_worker
 
-    check_redis(args.redis, "--redis", "moonshot worker")
+    check_redis(args.redis, "--redis", "moonshot worker", args.redis_wait)
     try:
         failpoints.check()
     except ValueError as exc:
@@ -283,7 +315,10 @@ def _run_worker(args: argparse.Namespace) -> int:
         # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
         # one pass per period across them all (see workers.recovery for why not RQ's scheduler).
         start_recovery_thread(args.redis)
-    worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
+    try:
+        worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
+    except NameTaken as exc:
+        raise CommandError(f"moonshot worker: {exc}") from None
     return 0
 
 
@@ -509,6 +544,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="failed token checks a minute one address gets answered at once; "
                         "later ones wait, 0.1 s doubling up to 5 s")
     _telemetry_flags(p, "referee")
+    _redis_wait_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_referee)
 
@@ -548,6 +584,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--concurrency", type=flags.int_in(1, 5000), default=100,
                    help="matches hosted at once, each on its own thread (default 100)")
     _telemetry_flags(p, "worker")
+    _redis_wait_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_worker)
 

@@ -118,6 +118,18 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def seconds_at_least_0(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more (at most a day)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 <= value <= 86_400):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 to 86400, "
+                                         f"got {text!r}")
+    return value
+
+
 _HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?"
                    r"|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._-]+)?\]")
 _PORT = re.compile(r"[0-9]{1,5}")

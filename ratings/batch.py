@@ -130,7 +130,7 @@ def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEV
     precision = 1.0 / to_nat(prior_sd) ** 2
     try:
         solution = solve_with_luck(pool, to_nat(prior_sd))
-    except RatingError:
+    except (RatingError, np.linalg.LinAlgError):
         # Luck that explains the games better than any strengths do (a seat position
         # that always wins, say) leaves the fresh-deal scale unbounded: such a pool is
         # fitted plainly, and the method says so, rather than left unrated.

@@ -114,14 +114,15 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
             raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "
                                   "tournament id")
-        index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
-                 else keys.MATCHES)
         bot_id = request.bot_id
         if bot_id:  # an id or a name, as everywhere else
             try:
                 bot_id = (await self.reads.run(store_bots.find_bot, bot_id)).bot_id
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
+        # The narrowest index that holds every match asked for (then filtered).
+        index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
+                 else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)

@@ -9,6 +9,7 @@
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
+| ms:bot:{id}:matches         | zset   | the bot's match ids by creation time                |
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
@@ -84,6 +85,11 @@ def events(bot_id: str) -> str:
 def presence(bot_id: str) -> str:
     """Live stream ids of a bot, scored by expiry (unix seconds)."""
     return f"{P}bot:{bot_id}:presence"
+
+
+def bot_matches(bot_id: str) -> str:
+    """The matches a bot has a seat in, by creation time (its listing reads only these)."""
+    return f"{P}bot:{bot_id}:matches"
 
 
 def bot_epoch(bot_id: str) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_SEND_LUA", "FENCED_WRITE_LUA", "PRESENT_LUA",
-           "RECORD_LUA", "RELEASE_LEASE_LUA", "RENEW_LEASE_LUA", "REPLACE_PENDING_LUA"]
+__all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_CALL_LUA", "FENCED_SEND_LUA", "FENCED_WRITE_LUA",
+           "PRESENT_LUA", "RECORD_LUA", "RELEASE_LEASE_LUA", "RENEW_LEASE_LUA",
+           "REPLACE_PENDING_LUA"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
 # The first answer to a request pending *for this bot* moves to the reply list, stamped
@@ -48,15 +49,31 @@ redis.call('ZADD', KEYS[1], n, ARGV[1])
 return n
 """
 
-# KEYS: a bot's pending hash. ARGV: request id, request JSON.
-# Replaces a request only while it is still pending: an answer accepted in the
+# KEYS: the match's lease, a bot's pending hash. ARGV: run id, request id,
+# request JSON. Replaces a request only while this run holds the lease (-1
+# otherwise) and the request is still pending: an answer accepted in the
 # meantime must not be followed by a copy that looks pending again.
 REPLACE_PENDING_LUA = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return -1
+end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
   return 1
 end
 return 0
+"""
+
+# KEYS: the match's lease, the key (or channel) one command touches. ARGV: run
+# id, the command (HDEL, RPUSH or PUBLISH), its other arguments. The command
+# runs only while this run holds the lease; -1 otherwise. Every write of a
+# match run outside its log goes through here, so a run that stalled past its
+# lease cannot touch what its successor now owns.
+FENCED_CALL_LUA = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return -1
+end
+return redis.call(ARGV[2], KEYS[2], unpack(ARGV, 3))
 """
 
 # The writes of a match run are fenced by its lease: each checks, in the same atomic step,

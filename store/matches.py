@@ -49,9 +49,10 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     """Store a new match as queued; False when that id existed already.
 
     Everything is written in one transaction, and only if absent, so creating the same
-    match again (a scheduler re-run) changes nothing. A tournament game joins its
-    tournament's index in the same transaction (at `listed_at`, which orders the games
-    of one step): a reader never meets an id in an index whose record is not there yet.
+    match again (a scheduler re-run) changes nothing. The match joins its bots' indexes,
+    and a tournament game its tournament's, in the same transaction (at `listed_at`,
+    which orders the games of one step): a reader never meets an id in an index whose
+    record is not there yet.
     """
     now = time.time()
     key = keys.match(spec.match_id)
@@ -61,9 +62,11 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     pipe.hsetnx(key, "created_at", repr(now))
     pipe.hsetnx(key, "tournament_id", spec.tournament_id)
     pipe.zadd(keys.MATCHES, {spec.match_id: now}, nx=True)
+    at = now if listed_at is None else listed_at
     if spec.tournament_id:
-        pipe.zadd(keys.tournament_matches(spec.tournament_id),
-                  {spec.match_id: now if listed_at is None else listed_at}, nx=True)
+        pipe.zadd(keys.tournament_matches(spec.tournament_id), {spec.match_id: at}, nx=True)
+    for bot_id in set(spec.bot_ids):
+        pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:

@@ -23,12 +23,14 @@ __all__ = [
     "RatingPoint",
     "RatingRow",
     "RatingTable",
+    "claim_queue",
     "fit_requested",
     "history",
     "load",
     "load_tournament",
     "los_matrix",
     "note_request",
+    "restore_request",
     "save",
     "save_tournament",
     "take_request",
@@ -196,7 +198,25 @@ def take_request(r: redis.Redis, pool: str) -> tuple[bool, list[str]]:
     return bool(dirty), sorted(str(t) for t in (tids or []))
 
 
+def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (),
+                    pool_too: bool = True) -> None:
+    """Ask again for what a failed fit job had taken (without queueing a job: recovery
+    queues one for a request that has none, see `fit_requested`)."""
+    pipe = r.pipeline(transaction=True)
+    if pool_too:
+        pipe.set(keys.ratings_dirty(pool), 1)
+    if tournament_ids:
+        pipe.sadd(keys.ratings_tournaments(pool), *tournament_ids)
+    pipe.execute()
+
+
+def claim_queue(r: redis.Redis, pool: str) -> bool:
+    """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
+    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=3600))
+
+
 def fit_requested(r: redis.Redis, pool: str) -> bool:
-    """True when a fit was asked for and no job is queued for it (a job died)."""
-    return bool(r.exists(keys.ratings_dirty(pool))) and not r.exists(
-        keys.ratings_queued(pool)) and not r.exists(keys.ratings_lock(pool))
+    """True when a fit was asked for and no job is queued for it (a job died or failed)."""
+    asked = r.exists(keys.ratings_dirty(pool)) or r.scard(keys.ratings_tournaments(pool))
+    return bool(asked) and not r.exists(keys.ratings_queued(pool)) and not r.exists(
+        keys.ratings_lock(pool))

@@ -24,7 +24,7 @@ import pytest
 
 from clients import flags
 from clients.commands import rules_options
-from clients.redisproc import RedisServer
+from clients.redisproc import RedisServer, free_port
 from clients.stack import LocalStack, start_child
 from moon import Rules
 from moon.deal import MAX_SEED
@@ -384,6 +384,32 @@ def test_a_redis_database_that_does_not_exist(command: str, redis_server: RedisS
                   tmp_path)
     _check_one_line(result, 1, "--redis", url, "DB index is out of range")
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("command", ["worker", "referee"])
+def test_a_part_started_before_its_redis_waits_for_it(command: str, tmp_path: Path) -> None:
+    """Redis down (restarting, loading its file) when a referee or worker starts: it waits
+    (one line says so) and comes up with Redis; with --redis-wait 0 it refuses at once."""
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    extra = ["--listen", "127.0.0.1:0", "--admin-token", TOKEN] if command == "referee" else []
+    _check_one_line(_run([command, "--redis", url, "--redis-wait", "0", *extra], tmp_path), 1,
+                    "cannot reach Redis", url)
+    log = tmp_path / f"{command}.log"
+    child = start_child(command, [sys.executable, "-m", "clients.cli", command, "--redis", url,
+                                  *extra], log, _env())
+    try:
+        child.wait_for(f"moonshot {command}: waiting up to 60 s for Redis at {url}")
+        time.sleep(2)
+        assert child.popen.poll() is None  # still waiting, not given up
+        srv = RedisServer(tmp_path / "redis", port=port, appendonly=False).start()
+        try:
+            child.wait_for(r"referee listening on|Listening on|moonshot-matches", timeout=30)
+        finally:
+            child.stop()
+            srv.stop()
+    finally:
+        child.stop()
 
 
 def test_a_second_up_on_the_same_data_folder_is_refused(tmp_path: Path) -> None:

@@ -24,15 +24,19 @@ def r(tmp_path: Path) -> Iterator[redis.Redis]:
         yield bots.connect(srv.url)
 
 
+def _store(r: redis.Redis, i: int, seats: list[str], board: str) -> None:
+    """Store released 3p result number i: seat 0 wins, seat 2 is last."""
+    row = {"match_id": f"m-g{i:03d}", "bot_ids": seats, "players": 3, "final": [21, 3, 1],
+           "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
+           "seats": seats, "board": f"t-x/{board}", "unit": board}
+    r.hset(keys.match(row["match_id"]), mapping={"row": json.dumps(row), "released": "1"})
+    r.zadd(keys.results("3p"), {row["match_id"]: i})
+
+
 def _release(r: redis.Redis, n: int) -> None:
     """Store n released 3p results among four bots, two games a board."""
     for i in range(n):
-        seats = [f"b{(i + k) % 4}" for k in range(3)]
-        row = {"match_id": f"m-g{i:03d}", "bot_ids": seats, "players": 3, "final": [21, 3, 1],
-               "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
-               "seats": seats, "board": f"t-x/r{i // 2}", "unit": f"r{i // 2}"}
-        r.hset(keys.match(row["match_id"]), mapping={"row": json.dumps(row), "released": "1"})
-        r.zadd(keys.results("3p"), {row["match_id"]: i})
+        _store(r, i, [f"b{(i + k) % 4}" for k in range(3)], f"r{i // 2}")
 
 
 def test_many_requests_make_one_fit_and_its_table_reads_back(r: redis.Redis) -> None:
@@ -81,12 +85,7 @@ def test_a_fit_running_makes_a_second_job_step_aside(r: redis.Redis) -> None:
 def _seat_b4(r: redis.Redis, first: int, n: int) -> None:
     """n more released results (ids from `first`) without bot b3: b0, b1, b2 and b4."""
     for i in range(first, first + n):
-        seats = [f"b{(i + k) % 3}" for k in range(2)] + ["b4"]
-        row = {"match_id": f"m-g{i:03d}", "bot_ids": seats, "players": 3, "final": [21, 3, 1],
-               "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
-               "seats": seats, "board": f"t-y/r{i}", "unit": f"r{i}"}
-        r.hset(keys.match(row["match_id"]), mapping={"row": json.dumps(row), "released": "1"})
-        r.zadd(keys.results("3p"), {row["match_id"]: i})
+        _store(r, i, [f"b{(i + k) % 3}" for k in range(2)] + ["b4"], f"s{i}")
 
 
 def test_each_fit_adds_a_point_for_the_bots_it_has_new_games_of(r: redis.Redis) -> None:
@@ -136,3 +135,37 @@ def test_a_history_keeps_its_newest_points(r: redis.Redis) -> None:
         rows=(store_ratings.RatingRow("b0", 5.0, 10**6),))
     store_ratings.save(r, "3p", provisional)
     assert store_ratings.history(r, "3p", "b0")[-1] == points[-1]  # provisional: not kept
+
+
+def test_a_fit_that_fails_leaves_its_request_for_the_next_job(
+        r: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    import workers.fit as fit_job
+
+    _release(r, 6)
+    fitted: list[str] = []
+
+    def some_fail(r: redis.Redis, tid: str) -> None:
+        if tid == "t-bad":
+            raise ValueError("a tournament whose fit fails")
+        fitted.append(tid)
+
+    monkeypatch.setattr(fit_job, "fit_tournament", some_fail)
+    for tid in ("t-bad", "t-good"):
+        store_ratings.note_request(r, "3p", tid)
+    with pytest.raises(ratings.RatingError, match="t-bad"):
+        run_fits(r, "3p")
+    assert fitted == ["t-good"]  # the others still get theirs
+    assert r.smembers(keys.ratings_tournaments("3p")) == {"t-bad"}  # asked again
+    assert not r.exists(keys.ratings_lock("3p"))
+    assert store_ratings.fit_requested(r, "3p")  # recovery queues a job for it ...
+    assert store_ratings.claim_queue(r, "3p") and not store_ratings.claim_queue(r, "3p")  # once
+
+    def pool_fails(r: redis.Redis, pool: str) -> None:
+        raise MemoryError("a pool too big for this worker")
+
+    monkeypatch.setattr(fit_job, "fit_pool", pool_fails)
+    with pytest.raises(MemoryError):
+        run_fits(r, "3p")
+    assert r.exists(keys.ratings_dirty("3p"))  # the pool's fit is owed, and the tournament's
+    assert r.smembers(keys.ratings_tournaments("3p")) == {"t-bad"}
+    assert store_ratings.fit_requested(r, "3p")

@@ -90,20 +90,37 @@ def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
         return {"pool": pool, "skipped": "another fit of this pool is running"}
     fits = 0
     games = 0
+    # What this job took from the requests and has not fitted: asked again if it fails,
+    # so a fit that raises (or a worker killed mid-fit) leaves the request standing and
+    # recovery queues a new job for it, rather than ratings stale until the next result.
+    pool_owed, tids_owed = False, set[str]()
+    failed: list[str] = []
     try:
         while True:
             asked, tids = store_ratings.take_request(r, pool)
             if not asked and not tids:
                 break
+            pool_owed, tids_owed = True, tids_owed | set(tids)
             with metrics.FIT_SECONDS.labels(pool).time():
                 games = fit_pool(r, pool).games
+            pool_owed = False
             metrics.FITS.labels(pool).inc()
             for tid in tids:
-                fit_tournament(r, tid)
+                try:
+                    fit_tournament(r, tid)
+                except Exception:  # one tournament's failure must not cost the others theirs
+                    log.exception("ratings %s: the fit of tournament %s failed", pool, tid)
+                    failed.append(tid)
+                tids_owed.discard(tid)
             fits += 1
             r.set(lock, token, xx=True, px=_LOCK_MS)
     finally:
+        if pool_owed or tids_owed or failed:
+            store_ratings.restore_request(r, pool, sorted(tids_owed | set(failed)),
+                                          pool_too=pool_owed)
         if r.get(lock) == token:
             r.delete(lock)
+    if failed:
+        raise RatingError(f"the fits of tournament(s) {', '.join(failed)} failed; asked again")
     log.info("ratings %s: %d fit(s), %d games", pool, fits, games)
     return {"pool": pool, "fits": fits, "games": games}

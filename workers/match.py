@@ -39,6 +39,7 @@ from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.lua import (
+    FENCED_CALL_LUA,
     FENCED_SEND_LUA,
     FENCED_WRITE_LUA,
     PRESENT_LUA,
@@ -195,6 +196,14 @@ class MatchHost:
             raise LostLease(f"match {self.match_id}: another run holds the lease")
         return stored == 1
 
+    def _fenced(self, command: str, key: str, *args: str) -> int:
+        """Run one write (HDEL, RPUSH, PUBLISH) only while this run holds the lease."""
+        out = int(self.r.eval(FENCED_CALL_LUA, 2, keys.lease(self.match_id), key,
+                              self.run_id, command, *args))
+        if out < 0:
+            raise LostLease(f"match {self.match_id}: another run holds the lease")
+        return out
+
     def release_lease(self) -> None:
         """Drop the lease if we still hold it."""
         self.r.eval(RELEASE_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id)
@@ -314,6 +323,8 @@ class MatchHost:
         while True:
             left = limit_ms / 1000 - used
             item = self.r.blpop([reply_key], timeout=max(0.001, min(_SLICE_S, left)))
+            if item is not None:
+                failpoints.reached("match.after-answer")
             now = time.monotonic()
             if present:
                 used += now - last
@@ -322,7 +333,14 @@ class MatchHost:
             last = now
             # Every pass, not only on timeouts: a match of quick answers would otherwise
             # let its lease lapse after LEASE_MS and a second run could start hosting it.
-            self.renew_lease()
+            # An answer popped by a run that lost the lease goes back for the run that
+            # holds it (both runs send the same request ids).
+            try:
+                self.renew_lease()
+            except LostLease:
+                if item is not None:
+                    self.r.lpush(reply_key, item[1])
+                raise
             if STOPPING.is_set():
                 raise HandedOver(f"the worker stops: match {self.match_id} hands over")
             if item is not None:
@@ -333,7 +351,7 @@ class MatchHost:
                     # A killed run may have sent this very request and the bot answered
                     # it (this is that answer); the copy we sent again must not stay pending.
                     self._first_decision = False
-                    self.r.hdel(keys.pending(bot), req_id)
+                    self._fenced("HDEL", keys.pending(bot), req_id)
                 if absent_since is not None:  # back, and answered before we looked
                     self._connection(seat, seq, "reconnected")
                 ms = _charged_ms(reply, sent_us, away, used)
@@ -351,11 +369,11 @@ class MatchHost:
                     self._connection(seat, seq, "disconnected")
                     self._pause(bot, req, used * 1000)
                 if now - absent_since > grace:
-                    self.r.hdel(keys.pending(bot), req_id)
+                    self._fenced("HDEL", keys.pending(bot), req_id)
                     raise Forfeit(seat, f"disconnected for more than {grace:g} s")
             if used * 1000 >= limit_ms:
                 buzzer: Answer | None = None
-                if self.r.hdel(keys.pending(bot), req_id) == 0:
+                if self._fenced("HDEL", keys.pending(bot), req_id) == 0:
                     # The referee forwarded an answer at the buzzer: collect and judge it.
                     item = self.r.blpop([reply_key], timeout=1.0)
                     late = None if item is None else messages.decode_as(
@@ -400,7 +418,7 @@ class MatchHost:
             f"(strike {strikes} of {self.spec.faults.max_strikes})",
             replacement_action_id=action, strikes=strikes,
         )
-        self.r.publish(keys.events(bot), messages.encode(event))
+        self._fenced("PUBLISH", keys.events(bot), messages.encode(event))
         log.info("match %s seat %d: %s", self.match_id, seat, event.message)
         return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
 
@@ -408,15 +426,16 @@ class MatchHost:
         """Log a change of the seat's connection while the match waits on action `seq`."""
         if kind == "disconnected":
             metrics.fault("disconnect")
-        self.r.rpush(keys.conn(self.match_id), messages.encode(
+        self._fenced("RPUSH", keys.conn(self.match_id), messages.encode(
             messages.ConnectionEntry(seat, kind, seq, _now_ms())))
 
     def _pause(self, bot: str, req: DecisionRequest, used_ms: float) -> None:
         """The bot is away and its clock stopped: say so in the pending request, so that a
         reconnect delivers it with the time left, not the deadline it was first sent with."""
         paused = dataclasses.replace(req, paused_ms=round(used_ms))
-        self.r.eval(REPLACE_PENDING_LUA, 1, keys.pending(bot), req.request_id,
-                    messages.encode(paused))
+        if int(self.r.eval(REPLACE_PENDING_LUA, 2, keys.lease(self.match_id), keys.pending(bot),
+                           self.run_id, req.request_id, messages.encode(paused))) < 0:
+            raise LostLease(f"match {self.match_id}: another run holds the lease")
 
     def _present(self, bot: str) -> bool:
         # Judged on Redis's clock, as the referee scored it: this machine's may be off.

@@ -132,7 +132,8 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             enqueue_advance(rq_conn, str(tid))
             nudged.append(str(tid))
     for pool in ("3p", "2v2"):
-        if store_ratings.fit_requested(r, pool):  # its fit job died before it ran
+        # A fit asked for with no job to do it: that job died, or failed and asked again.
+        if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
             enqueue_fit(rq_conn, pool)
             nudged.append(f"ratings {pool}")
     if requeued:

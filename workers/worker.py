@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import threading
 import time
@@ -61,7 +62,7 @@ from workers.queues import (
     queue,
 )
 
-__all__ = ["DEFAULT_CONCURRENCY", "ThreadedWorker", "make_worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "NameTaken", "ThreadedWorker", "make_worker"]
 
 log = logging.getLogger("moonshot.worker")
 
@@ -80,6 +81,10 @@ class NoDeathPenalty(BaseDeathPenalty):
         """Nothing to cancel."""
 
 
+class NameTaken(ValueError):
+    """Another live worker is registered under this worker's name."""
+
+
 class ThreadedWorker(SimpleWorker):
     """An RQ worker that runs up to `concurrency` jobs at once, one thread each."""
 
@@ -95,6 +100,33 @@ class ThreadedWorker(SimpleWorker):
         self._lock = threading.Lock()
         self._live: dict[str, tuple[Job, Any]] = {}  # job id -> (job, RQ execution)
         self._beat_at = time.monotonic()
+
+    def register_birth(self) -> None:
+        """Register, taking over the name of a dead process of this machine first.
+
+        RQ keeps a worker's registration for its TTL (minutes) after a kill -9, and
+        refuses a second worker of the same name meanwhile: a worker restarted under
+        its own `--name` (by `moonshot up`, a service manager, the chaos bench) would
+        exit at once. A registration left by a process of this host that is gone is
+        ended here; one of another host cannot be judged, and RQ's refusal stands,
+        said plainly.
+        """
+        key = self.key
+        conn = self.connection
+        if conn.exists(key) and not conn.hexists(key, "death"):
+            host, pid = conn.hmget(key, ["hostname", "pid"])
+            host = host.decode() if isinstance(host, bytes) else host
+            if host == self.hostname and pid and not _alive(int(pid)):
+                log.warning("worker %s: the process %s that last had this name is gone; "
+                            "taking the name over", self.name, int(pid))
+                old = SimpleWorker.find_by_key(key, connection=conn, serializer=JSONSerializer)
+                if old is not None:
+                    old.register_death()  # type: ignore[no-untyped-call]
+            else:
+                raise NameTaken(
+                    f"a worker named {self.name!r} is running (host {host}, pid "
+                    f"{int(pid) if pid else '?'}); give this one another --name")
+        super().register_birth()  # type: ignore[no-untyped-call]
 
     # -------------------------------------------------------------- jobs
 
@@ -234,6 +266,25 @@ def _job_fields(job: Job) -> dict[str, str]:
     except Exception:  # a job that does not load fails in RQ, which logs why
         return {}
     return {field: str(args[0])} if field and args else {}
+
+
+def _alive(pid: int) -> bool:
+    """Whether another process of this machine has that id (a zombie counts as gone)."""
+    if pid == os.getpid():
+        return False  # the id is ours now: whoever had it has gone
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc here: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def make_worker(conn: redis.Redis, name: str | None = None,

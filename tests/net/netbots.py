@@ -115,3 +115,25 @@ class FlakyBot(GreedyBot):
         if n in (4, 8):
             time.sleep(1.5 if n == 4 else 3.0)
         return super().act(obs, legal)
+
+
+class OnceBot(GreedyBot):
+    """Plays like GreedyBot, but answers each decision once: asked the same question
+    again (a resumed match sends its request again, with the same id), it keeps quiet for
+    60 s, as a bot that skips request ids it has answered would. It prints `ONCE AGAIN`
+    when that happens."""
+
+    name = "once"
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.seen: set[str] = set()
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """See the class."""
+        key = repr(obs)
+        if key in self.seen:
+            print("ONCE AGAIN", flush=True)
+            time.sleep(60)
+        self.seen.add(key)
+        return super().act(obs, legal)

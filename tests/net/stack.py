@@ -131,9 +131,11 @@ class Stack:
         self.address = self.address or f"127.0.0.1:{port}"
         return p, f"127.0.0.1:{port}"
 
-    def worker(self, **extra_env: str) -> Proc:
-        """An RQ worker on the project's queues (`extra_env`: e.g. MOONSHOT_FAILPOINTS)."""
-        p = self.start("worker", moonshot("worker", "--redis", self.redis_url), **extra_env)
+    def worker(self, *extra: str, **extra_env: str) -> Proc:
+        """An RQ worker on the project's queues (`extra`: more flags, `extra_env`: e.g.
+        MOONSHOT_FAILPOINTS)."""
+        p = self.start("worker", moonshot("worker", "--redis", self.redis_url, *extra),
+                       **extra_env)
         p.wait_for(r"Listening on|\*\*\* Listening|moonshot-matches", timeout=30)
         return p
 

@@ -42,6 +42,14 @@ def test_list_calls_page_and_refuse_bad_tokens(stack: Stack, pool: dict[str, Poo
     assert len(listed) == len(set(listed))
     assert listed.index(made[2]) < listed.index(made[1]) < listed.index(made[0])  # newest first
 
+    # One bot's matches, from its own index, page by page: exactly its matches of the
+    # whole listing (which may have grown at its front meanwhile: the tournament plays on).
+    mine = [m.match_id for m in _all_pages(  # type: ignore[attr-defined]
+        admin.matches.ListMatches, match_pb2.ListMatchesRequest(bot_id=ids[0]), "matches", 2)]
+    after = _all_pages(admin.matches.ListMatches, match_pb2.ListMatchesRequest(), "matches", 50)
+    theirs = [m.match_id for m in after if ids[0] in m.bot_ids]  # type: ignore[attr-defined]
+    assert set(made) <= set(mine) and mine == theirs[len(theirs) - len(mine):]
+
     with grpc.insecure_channel(stack.address) as ch:
         bots = _all_pages(bot_pb2_grpc.BotServiceStub(ch).ListBots, bot_pb2.ListBotsRequest(),
                           "bots", 3)

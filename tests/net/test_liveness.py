@@ -4,6 +4,7 @@ process hosting many matches at once is killed mid-way without a game lost or do
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import grpc
 import psutil
 import redis
 from conftest import PoolBot
-from stack import Stack, moonshot
+from stack import Stack, env, moonshot
 from support import finished, wait_until
 
 from clients.admin import Admin
@@ -197,6 +198,38 @@ def test_workers_outlive_a_redis_restart_and_their_matches_resume(
         assert worker.alive(), worker.text()[-2000:]
         assert "Redis unreachable" in worker.text()
         a.close()
+    finally:
+        st.stop_all()
+        srv.stop()
+
+
+def test_a_worker_killed_and_started_again_under_its_name_takes_it_back(
+        tmp_path: Path, admin_token: str) -> None:
+    """RQ keeps a killed worker's registration for minutes and refuses its name meanwhile:
+    a worker started again under its `--name` takes over the name of its dead
+    predecessor and hosts; a second live worker of that name is refused in one line."""
+    srv = RedisServer(tmp_path / "redis", appendonly=False).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    try:
+        st.referee()
+        first = st.worker("--name", "night-shift")
+        first.kill_tree()
+        second = st.worker("--name", "night-shift")
+        second.wait_for("taking the name over", timeout=10)
+        regs = [register(st.address, f"n{i}") for i in range(3)]
+        st.bots([("greedy", token) for _, token in regs])
+        admin = Admin(st.address, admin_token)
+        mid = admin.create_match(3, [b for b, _ in regs], seed=4,
+                                 rules={"max_hands": "2"}).match_id
+        finished(admin, mid, timeout=60)
+        admin.close()
+        rival = subprocess.run(moonshot("worker", "--redis", srv.url, "--name", "night-shift"),
+                               env=env(), capture_output=True, text=True, timeout=60,
+                               check=False)
+        assert rival.returncode != 0
+        assert "a worker named 'night-shift' is running" in rival.stderr
+        assert "Traceback" not in rival.stderr
+        assert second.alive()
     finally:
         st.stop_all()
         srv.stop()

@@ -392,6 +392,45 @@ def test_strikes_and_the_time_bank_survive_a_kill(tmp_path: Path, admin_token: s
         srv.stop()
 
 
+def test_an_answer_taken_by_a_stalled_run_reaches_its_successor(tmp_path: Path,
+                                                                 admin_token: str) -> None:
+    """A run stalls 20 s just after taking a bot's answer from the match's replies. Its
+    lease lapses and a second run resumes the match, sending the same request again; the
+    bots answer each request once only (`OnceBot`). When the stalled run wakes and finds
+    the lease gone, the answer it holds goes back to the replies, so the run that holds
+    the lease gets it: nobody is charged a late move or a strike for the stall."""
+    srv = RedisServer(tmp_path / "redis", appendonly=True).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        st.referee()
+        stalled = st.worker(MOONSHOT_FAILPOINTS="match.after-answer@6=sleep:20")
+        regs = [register(st.address, f"o{i}") for i in range(3)]
+        bots = [st.bot("netbots:OnceBot", st.address, token) for _, token in regs]
+        admin = Admin(st.address, admin_token)
+        with logs_on_failure(st), contextlib.closing(admin):
+            mid = admin.create_match(3, [b for b, _ in regs], seed=9,
+                                     rules={"max_hands": "3"}).match_id
+            wait_until("the stall", lambda: "failpoint match.after-answer: sleep"
+                       in stalled.text(), timeout=60)
+            st.worker()  # its recovery pass finds the match without a live host
+            done = finished(admin, mid, timeout=120)
+            wait_until("the stalled run to stop", lambda: re.search(
+                rf"match {mid}: another run holds the lease; this run stops", stalled.text()),
+                       timeout=60)
+            assert r.hget(keys.match(mid), "runs") == "2"
+            assert any("ONCE AGAIN" in b.text() for b in bots)  # the request came again
+            entries = [e for e in match_log(r, mid) if "action" in e]
+            assert {e["by"] for e in entries} == {"bot"}  # no late move, no stand-in
+            record = transcript_of(done)
+            assert record["end"] != "forfeit" and not record["faults"]
+            check_stored(r, done, record)
+    finally:
+        st.stop_all()
+        r.close()
+        srv.stop()
+
+
 def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> None:
     """Two referees; the bots are given both addresses (one gRPC target) and all play
     through the first. It is SIGKILLed while a decision waits on a bot: the bots move to
