@@ -350,7 +350,7 @@ class Progress(threading.Thread):
 
 def check_games(r: redis.Redis, tids: Sequence[str]) -> dict[str, int]:
     """Count the games planned, recorded once, lost and doubled across the tournaments."""
-    planned = once = lost = doubled = forfeits = strikes = 0
+    planned = once = lost = doubled = stuck = forfeits = strikes = 0
     pool: dict[str, float] = dict(r.zrange(keys.results("3p"), 0, -1, withscores=True))  # type: ignore[arg-type]
     for tid in tids:
         total = int(r.hget(keys.tournament(tid), "total") or 0)
@@ -374,17 +374,19 @@ def check_games(r: redis.Redis, tids: Sequence[str]) -> dict[str, int]:
             strikes += len(record.get("faults", []))
             log = [json.loads(e) for e in r.lrange(keys.match_log(mid), 0, -1)]  # type: ignore[union-attr]
             moves = [e for e in log if "action" in e]
-            clean = ([e["seq"] for e in moves] == list(range(len(moves)))
-                     and [e["action"] for e in moves] == actions_of(record)
-                     and mid in pool
-                     and finished[keys.tournament_events(tid), mid] == 1
-                     and finished[keys.tournament_live(tid), mid] == 1)
-            if clean:
-                once += 1
-            else:
+            announced = (finished[keys.tournament_events(tid), mid],
+                         finished[keys.tournament_live(tid), mid])
+            twice = ([e["seq"] for e in moves] != list(range(len(moves)))
+                     or [e["action"] for e in moves] != actions_of(record)
+                     or max(announced) > 1)
+            if twice:
                 doubled += 1
+            elif mid not in pool or min(announced) == 0:
+                stuck += 1  # played and recorded, never released or announced
+            else:
+                once += 1
     return {"planned": planned, "once": once, "lost": lost, "doubled": doubled,
-            "forfeits": forfeits, "strikes": strikes}
+            "stuck": stuck, "forfeits": forfeits, "strikes": strikes}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -465,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     show("chaos games recorded once", counts["once"])
     show("chaos games lost", counts["lost"])
     show("chaos games doubled", counts["doubled"])
+    show("chaos games recorded, never released", counts["stuck"])
     show("chaos games forfeited", counts["forfeits"])
     show("chaos decisions replaced", counts["strikes"])
     show("chaos tournaments complete", f"{complete}/{len(tids)}")
@@ -473,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     show("chaos decisions", decisions - decisions_at_start)
     show("chaos games per minute", games_done / (faulty_s / 60), "games/min")
     show("chaos logs", str(workdir))
-    failed = (counts["lost"] + counts["doubled"] + (len(tids) - complete)
+    failed = (counts["lost"] + counts["doubled"] + counts["stuck"] + (len(tids) - complete)
               + sum(chaos.exits.values()))
     return 1 if failed else 0
 

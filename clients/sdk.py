@@ -167,8 +167,12 @@ class BotRunner:
     async def _write(self, call: _Call, outbox: asyncio.Queue[bot_pb2.PlayRequest]) -> None:
         while True:
             answer = await outbox.get()
-            with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError):
-                await call.write(answer)  # a broken stream shows up on the read side
+            # A broken stream shows up on the read side, which ends the session; a write
+            # racing its end (grpc raises InvalidStateError once the RPC has finished)
+            # must not take the bot process down with it.
+            with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError,
+                                     asyncio.InvalidStateError):
+                await call.write(answer)
 
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":

@@ -15,6 +15,7 @@ from clients.redisproc import RedisServer
 from server.tournaments import build_spec
 from store import bots, keys
 from store import matches as store
+from store import tournaments as store_t
 from store.records import Clock, Faults
 from workers.queues import create_tournament, rq_connection
 from workers.recovery import STALE_S, recover
@@ -126,3 +127,33 @@ def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
     assert recover(r, rq_conn)["requeued"] == [mid]
     assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
     assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect
+
+
+def test_recovery_nudges_a_tournament_whose_last_step_was_lost(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Every game played and recorded, but the step queued after the last one was lost
+    (its worker killed, or Redis restarted on a file that missed it): nothing is in
+    flight to advance the tournament, and no step is asked for; recovery takes one."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
+    assert tid not in recover(r, rq_conn)["nudged"]
+    for mid in games[:-1]:
+        store_t.record(r, tid, mid)
+    r.hset(keys.tournament(tid), "done", len(games) - 1)  # every step but the last ran
+    store_t.record(r, tid, games[-1])  # ... and its step never comes
+    assert tid in recover(r, rq_conn)["nudged"]
+
+
+def test_recovery_nudges_a_step_owed_for_a_recorded_game(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Games still in play, one recorded that no step counted: a running step will count
+    it; with no step running, recovery takes one (the game's own was lost)."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    first = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    store_t.record(r, tid, first)
+    r.set(keys.tournament_lock(tid), "a-live-run", px=60_000)
+    assert tid not in recover(r, rq_conn)["nudged"]
+    r.delete(keys.tournament_lock(tid))
+    assert tid in recover(r, rq_conn)["nudged"]

@@ -123,12 +123,17 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
         if info.get("status") != TournamentStatus.RUNNING:
             continue
         # Games in flight advance the tournament as each one ends. Nudge it when nothing
-        # is in flight (a scheduling step lost in a full restart), or when a step was
-        # asked for (dirty) but no run holds the lock (its run died mid-step).
-        in_flight = r.zcard(keys.tournament_matches(str(tid))) > int(info.get("done", 0))
-        lost = r.exists(keys.tournament_dirty(str(tid))) and not r.exists(
-            keys.tournament_lock(str(tid)))
-        if not in_flight or lost:
+        # is in flight (a scheduling step lost in a full restart), when a step was asked
+        # for (dirty) but no run holds the lock (its run died mid-step), or when a game is
+        # recorded that no step has counted and no step runs (the step queued after it
+        # was lost: its worker killed, or Redis restarted on a file that missed it).
+        done = int(info.get("done", 0))
+        recorded = r.zcard(keys.tournament_recorded(str(tid)))
+        in_flight = r.zcard(keys.tournament_matches(str(tid))) > max(done, recorded)
+        idle = not r.exists(keys.tournament_lock(str(tid)))
+        lost = idle and bool(r.exists(keys.tournament_dirty(str(tid))))
+        owed = idle and recorded > done
+        if not in_flight or lost or owed:
             enqueue_advance(rq_conn, str(tid))
             nudged.append(str(tid))
     for pool in ("3p", "2v2"):

@@ -131,12 +131,17 @@
     var font = parseFloat(getComputedStyle(holder).fontSize) || 16;
     var height = Math.round(font * 11);
     var left = font * 3.2, right = width - 10, top = font * 0.8, bottom = height - font * 2;
-    var lo = Infinity, hi = -Infinity;
+    // The scale follows the ratings and a typical interval: the first fits' intervals are
+    // wide (few games) and would flatten the rest, so the band is clipped at the edges.
+    var lo = Infinity, hi = -Infinity, halves = [];
     points.forEach(function (p) {
-      lo = Math.min(lo, p.low === null ? p.rating : p.low, p.rating);
-      hi = Math.max(hi, p.high === null ? p.rating : p.high, p.rating);
+      lo = Math.min(lo, p.rating);
+      hi = Math.max(hi, p.rating);
+      if (p.low !== null && p.high !== null) { halves.push((p.high - p.low) / 2); }
     });
-    var pad = Math.max(20, (hi - lo) * 0.08);
+    halves.sort(function (a, b) { return a - b; });
+    var half = halves.length ? halves[Math.floor(halves.length / 2)] : 0;
+    var pad = Math.max(20, half, (hi - lo) * 0.08);
     lo -= pad; hi += pad;
     var g0 = points[0].games, g1 = points[points.length - 1].games;
     if (g1 === g0) { g0 -= 1; g1 += 1; }
@@ -151,9 +156,14 @@
     }
     var banded = points.filter(function (p) { return p.low !== null && p.high !== null; });
     if (banded.length) {
+      var clip = "clip-" + holder.id;
+      var defs = S("defs", {}, svg);
+      S("rect", { x: left, y: top, width: right - left, height: bottom - top },
+        S("clipPath", { id: clip }, defs));
       var upper = banded.map(function (p) { return x(p.games).toFixed(1) + "," + y(p.high).toFixed(1); });
       var lower = banded.slice().reverse().map(function (p) { return x(p.games).toFixed(1) + "," + y(p.low).toFixed(1); });
-      S("polygon", { points: upper.concat(lower).join(" "), "class": "ci-band" }, svg);
+      S("polygon", { points: upper.concat(lower).join(" "), "class": "ci-band",
+                     "clip-path": "url(#" + clip + ")" }, svg);
     }
     S("polyline", { points: points.map(function (p) { return x(p.games).toFixed(1) + "," + y(p.rating).toFixed(1); }).join(" "),
                     "class": "share" }, svg);
