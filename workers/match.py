@@ -183,7 +183,7 @@ class MatchHost:
             return
         if not self.r.eval(RENEW_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id,
                            LEASE_MS):
-            raise LostLease(f"match {self.match_id}: another run holds the lease")
+            raise self._lost()
         self._lease_at = now
 
     def _write(self, entries: list[str], result: str = "") -> bool:
@@ -193,15 +193,19 @@ class MatchHost:
                                  keys.match_log(self.match_id), keys.result(self.match_id),
                                  self.run_id, result, *entries))
         if stored < 0:
-            raise LostLease(f"match {self.match_id}: another run holds the lease")
+            raise self._lost()
         return stored == 1
+
+    def _lost(self) -> LostLease:
+        """What a fenced write that found another run's lease raises."""
+        return LostLease(f"match {self.match_id}: another run holds the lease")
 
     def _fenced(self, command: str, key: str, *args: str) -> int:
         """Run one write (HDEL, RPUSH, PUBLISH) only while this run holds the lease."""
         out = int(self.r.eval(FENCED_CALL_LUA, 2, keys.lease(self.match_id), key,
                               self.run_id, command, *args))
         if out < 0:
-            raise LostLease(f"match {self.match_id}: another run holds the lease")
+            raise self._lost()
         return out
 
     def release_lease(self) -> None:
@@ -305,7 +309,7 @@ class MatchHost:
                           keys.match_log(self.match_id), keys.pending(bot), self.run_id,
                           LEASE_MS, log_entry or "", req_id, payload, keys.events(bot))
         if not out:
-            raise LostLease(f"match {self.match_id}: another run holds the lease")
+            raise self._lost()
         self._lease_at = sent
         sec, usec = out
         sent_us = int(sec) * 1_000_000 + int(usec)
@@ -435,7 +439,7 @@ class MatchHost:
         paused = dataclasses.replace(req, paused_ms=round(used_ms))
         if int(self.r.eval(REPLACE_PENDING_LUA, 2, keys.lease(self.match_id), keys.pending(bot),
                            self.run_id, req.request_id, messages.encode(paused))) < 0:
-            raise LostLease(f"match {self.match_id}: another run holds the lease")
+            raise self._lost()
 
     def _present(self, bot: str) -> bool:
         # Judged on Redis's clock, as the referee scored it: this machine's may be off.
