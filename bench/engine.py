@@ -18,6 +18,9 @@ line, `name: value unit`:
 - `copy/s`, `observation/s`, `sample_state/s`: what a search bot pays per
   `GameState.copy()`, per `observation(seat)` and per determinization
   (`moon.sample_state`), on states taken at random points of random 3p hands.
+  `sample_state/bare 3p` divides the last by this run's `bare loop 3p hands/s`
+  (issue 18 asks for at least 0.6). `sampler draws/s`: further draws from one
+  `moon.sampling.Sampler(obs)`, as a search bot takes many for one decision.
 
 All loops draw their random numbers the same way (`getrandbits(32) % count`,
 uniform to within 1e-8, the cheapest draw in pure Python) in the same order,
@@ -44,6 +47,7 @@ from moon.actions import MOON, TRUMP_BASE
 from moon.contracts import FOLLOW, POWER
 from moon.deal import deal_masks, first_bidder
 from moon.observation import Observation
+from moon.sampling import Sampler
 from moon.state import tile_set
 
 T = TypeVar("T")
@@ -252,6 +256,16 @@ def sample_loop() -> Loop:
     return per_item_loop(make, lambda obs: sample_state(obs, rng))
 
 
+def sampler_loop() -> Loop:
+    """`Sampler.sample(rng)`: one more deal from an observation already prepared."""
+    rng = random.Random(0)
+
+    def make(seed: int) -> list[Sampler]:
+        return [Sampler(st.observation(st.to_act)) for st in _sample_points(200, seed)]
+
+    return per_item_loop(make, lambda sampler: sampler.sample(rng))
+
+
 def median_rate(loop: Loop, seconds: float, runs: int) -> float:
     """The median over `runs` runs (seeds 1, 1001, ...) of work per CPU second."""
     rates = []
@@ -310,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def show(name: str, value: float, unit: str, fmt: str = ",.0f") -> None:
         print(f"{name}: {value:{fmt}} {unit}", flush=True)
 
+    bare_3p = 0.0
     for n in (3, 4):
         engine, bare, ratio = paired_rates(engine_loop(n), bare_loop(n), sec, runs)
+        bare_3p = bare if n == 3 else bare_3p
         show(f"random {n}p hands/s", engine, "hands/s")
         show(f"bare loop {n}p hands/s", bare, "hands/s")
         show(f"engine/bare {n}p", ratio, "ratio", ".2f")
@@ -319,7 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         show("checked 3p hands/s", median_rate(checked_loop(3), sec, runs), "hands/s")
         show("copy/s", median_rate(copy_loop(), sec, runs), "copies/s")
         show("observation/s", median_rate(observation_loop(), sec, runs), "observations/s")
-        show("sample_state/s", median_rate(sample_loop(), sec, runs), "samples/s")
+        samples = median_rate(sample_loop(), sec, runs)
+        show("sample_state/s", samples, "samples/s")
+        show("sample_state/bare 3p", samples / bare_3p, "ratio", ".2f")
+        show("sampler draws/s", median_rate(sampler_loop(), sec, runs), "samples/s")
     return 0
 
 
