@@ -1,0 +1,270 @@
+"""House bots: how well PIMC plays against greedy and random players, and what a decision costs.
+
+Run `nice -n 15 python bench/house_bots.py [--quick] [--workers 2]`. (Not `bench/bots.py`:
+run as a script, a file of that name in this folder would hide the `bots` package from
+every benchmark here.) It prints
+`name: value unit` lines:
+
+- `3p_greedy_*`: `house:pimc` (the default budget) in one seat, `house:greedy`
+  in the other two; a third of the games is par. `2v2_greedy_*`: a PIMC team
+  (both seats) against a greedy team; a half is par. `3p_random_*`,
+  `2v2_random_*`: the same against random players.
+- `*_share`: the share of games PIMC's side won (a draw, which only the hand
+  limit can give, counts as not won), `*_low`/`*_high` its 95% interval,
+  `*_games` and `*_boards`.
+- `decision_ms_p50/p99` (and per phase): CPU milliseconds per PIMC decision at
+  the default budget, from the games against greedy players; `*_choice_*`
+  leaves out decisions with one legal action (answered without search).
+- `curve_samples_N_share` (`_low`, `_high`): the share against two greedy
+  players at N deals a decision (3p, fewer boards): the search curve.
+- `interval_coverage`: the share of 95% intervals holding the true share in
+  simulated runs of the same shape with a known share and board luck.
+- `run_minutes`: the wall time of the whole run.
+
+Duplicate boards: a board is a game seed, so its deals are fixed; each board is
+played once per seating of PIMC's side (3 in 3p, 2 in 2v2), so each deal is
+played by PIMC from every seat and the luck of the deal cancels. Games on one
+board are correlated, so the interval is over boards: the mean of the boards'
+shares plus or minus 1.96 standard errors of that mean.
+
+Games are spread over `--workers` processes (default 2, the machine's cores);
+decision times are each process's CPU time, so other load on the machine does
+not inflate them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bots import parse
+from bots.pimc import DEFAULT_SAMPLES
+from moon import GameState, Rules
+
+_PIMC = "house:pimc"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One game: which matchup, which board, which seating of PIMC's side."""
+
+    matchup: str
+    players: int
+    pimc: str  # the house id of the searching side
+    rival: str  # the house id of the others
+    board: int
+    rotation: int
+    timed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one game gave: did PIMC's side win, and its decisions' phases, choices and CPU."""
+
+    job: Job
+    won: bool
+    decisions: tuple[tuple[str, int, float], ...]
+
+
+def play(job: Job) -> Outcome:
+    """Play one game with house players; PIMC's side sits at `rotation` (and opposite, 2v2)."""
+    rules = Rules.make(job.players)
+    n = job.players
+    seed = 0x5EED_0000 + job.board
+    pimc, rival = parse(job.pimc).player(), parse(job.rival).player()
+    ours = {job.rotation % n} if n == 3 else {job.rotation, job.rotation + 2}
+    st = GameState.new(rules, seed)
+    decisions = []
+    clock = time.process_time
+    while not st.is_over:
+        seat = st.to_act
+        obs, legal = st.observation(seat), st.legal_actions()
+        if seat in ours:
+            start = clock()
+            action = pimc.decide(obs, legal, seed)
+            if job.timed:
+                decisions.append((obs.phase.name.lower(), len(legal), clock() - start))
+        else:
+            action = rival.decide(obs, legal, seed)
+        st.apply(action, seat)
+    winner = st.winner
+    won = winner is not None and (winner in ours if n == 3 else winner == job.rotation % 2)
+    return Outcome(job, won, tuple(decisions))
+
+
+def jobs_for(matchup: str, players: int, pimc: str, rival: str, boards: int, first: int,
+             timed: bool) -> list[Job]:
+    """Every seating of every board."""
+    rotations = 3 if players == 3 else 2
+    return [Job(matchup, players, pimc, rival, first + b, r, timed)
+            for b in range(boards) for r in range(rotations)]
+
+
+def board_interval(outcomes: Sequence[Outcome]) -> tuple[float, float, float, int]:
+    """Share won, its 95% interval over boards, and the number of boards."""
+    by_board: dict[int, list[bool]] = defaultdict(list)
+    for o in outcomes:
+        by_board[o.job.board].append(o.won)
+    shares = [sum(v) / len(v) for v in by_board.values()]
+    mean = statistics.fmean(shares)
+    half = 1.96 * statistics.stdev(shares) / math.sqrt(len(shares)) if len(shares) > 1 else 1.0
+    return mean, max(0.0, mean - half), min(1.0, mean + half), len(shares)
+
+
+def coverage(boards: int, rotations: int, share: float, reps: int, seed: int = 1) -> float:
+    """How often the board interval holds a known share, on simulated boards.
+
+    Each board has its own chance for PIMC's side, drawn from a Beta around the true
+    share with the strong board-to-board spread of real deals (some boards are won from
+    every seat, some from none); its seatings are Bernoulli draws of that chance.
+    """
+    rng = np.random.default_rng(seed)
+    concentration = 1.5
+    p = rng.beta(share * concentration, (1 - share) * concentration, size=(reps, boards))
+    wins = rng.binomial(rotations, p) / rotations
+    mean = wins.mean(axis=1)
+    half = 1.96 * wins.std(axis=1, ddof=1) / math.sqrt(boards)
+    return float(np.mean((mean - half <= share) & (share <= mean + half)))
+
+
+def run(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
+    """Play the jobs over `workers` processes, reporting progress on stderr."""
+    done = 0
+    start = time.monotonic()
+    with multiprocessing.Pool(workers) as pool:
+        for outcome in pool.imap_unordered(play, jobs, chunksize=1):
+            done += 1
+            if done % 50 == 0 or done == len(jobs):
+                print(f"  {done}/{len(jobs)} games, {time.monotonic() - start:.0f} s",
+                      file=sys.stderr, flush=True)
+            yield outcome
+
+
+def show(name: str, value: float, unit: str, fmt: str = ".3f") -> None:
+    """One `name: value unit` line."""
+    print(f"{name}: {value:{fmt}} {unit}", flush=True)
+
+
+def report_share(name: str, outcomes: Sequence[Outcome]) -> None:
+    """The share, its interval, games and boards."""
+    share, low, high, boards = board_interval(outcomes)
+    show(f"{name}_share", share, "share")
+    show(f"{name}_low", low, "share")
+    show(f"{name}_high", high, "share")
+    show(f"{name}_games", len(outcomes), "games", "d")
+    show(f"{name}_boards", boards, "boards", "d")
+
+
+def report_times(outcomes: Sequence[Outcome]) -> None:
+    """Decision CPU time percentiles, all decisions and by phase."""
+    rows = [d for o in outcomes for d in o.decisions]
+    if not rows:
+        return
+
+    def pct(values: list[float], q: float) -> float:
+        return float(np.percentile(np.array(values) * 1000, q))
+
+    every = [t for _, _, t in rows]
+    choice = [t for _, legal, t in rows if legal > 1]
+    show("decisions_timed", len(every), "decisions", "d")
+    show("decision_ms_p50", pct(every, 50), "ms", ".1f")
+    show("decision_ms_p99", pct(every, 99), "ms", ".1f")
+    show("decision_ms_mean", statistics.fmean(every) * 1000, "ms", ".1f")
+    show("decision_choice_ms_p50", pct(choice, 50), "ms", ".1f")
+    show("decision_choice_ms_p99", pct(choice, 99), "ms", ".1f")
+    for phase in ("bid", "discard", "trump", "play"):
+        times = [t for p, legal, t in rows if p == phase and legal > 1]
+        if times:
+            show(f"decision_{phase}_ms_p50", pct(times, 50), "ms", ".1f")
+            show(f"decision_{phase}_ms_p99", pct(times, 99), "ms", ".1f")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Play every matchup and print the figures."""
+    p = argparse.ArgumentParser(description="PIMC against greedy and random players.")
+    p.add_argument("--boards", type=int, default=200,
+                   help="3p boards per matchup (3 games each; default 200)")
+    p.add_argument("--boards-2v2", type=int, default=300,
+                   help="2v2 boards per matchup (2 games each; default 300)")
+    p.add_argument("--curve", default="1,4,16",
+                   help="sample counts for the search curve, besides the default's "
+                        "(comma-separated; empty: no curve)")
+    p.add_argument("--curve-boards", type=int, default=100,
+                   help="3p boards per point of the curve (default 100)")
+    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: 10 boards per matchup, 5 per curve point")
+    p.add_argument("--only", default="", help="comma-separated matchups: 3p_greedy, "
+                   "2v2_greedy, 3p_random, 2v2_random, curve")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.boards, args.boards_2v2, args.curve_boards = 10, 10, 5
+    if min(args.boards, args.boards_2v2, args.curve_boards) < 2 or args.workers < 1:
+        p.error("boards must be at least 2 and --workers at least 1")
+    try:
+        curve = sorted({int(x) for x in args.curve.split(",") if x.strip()})
+        for samples in curve:
+            parse(f"{_PIMC}?samples={samples}")
+    except ValueError as exc:
+        p.error(f"--curve: {exc}")
+    only = set(args.only.split(",")) if args.only else None
+    started = time.monotonic()
+
+    plan = {
+        "3p_greedy": jobs_for("3p_greedy", 3, _PIMC, "house:greedy", args.boards, 0, True),
+        "2v2_greedy": jobs_for("2v2_greedy", 4, _PIMC, "house:greedy", args.boards_2v2,
+                               10_000, True),
+        "3p_random": jobs_for("3p_random", 3, _PIMC, "house:random", args.boards, 20_000,
+                              False),
+        "2v2_random": jobs_for("2v2_random", 4, _PIMC, "house:random", args.boards_2v2,
+                               30_000, False),
+    }
+    for samples in curve:
+        if samples != DEFAULT_SAMPLES:
+            plan[f"curve_samples_{samples}"] = jobs_for(
+                f"curve_samples_{samples}", 3, f"{_PIMC}?samples={samples}", "house:greedy",
+                args.curve_boards, 0, False)
+    wanted = [k for k in plan if only is None or k in only
+              or (k.startswith("curve") and "curve" in only)]
+    jobs = [j for k in wanted for j in plan[k]]
+    print(f"playing {len(jobs)} games on {args.workers} processes", file=sys.stderr, flush=True)
+    results: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in run(jobs, args.workers):
+        results[outcome.job.matchup].append(outcome)
+
+    for name in wanted:
+        if not name.startswith("curve"):
+            report_share(name, results[name])
+    timed = [o for name in ("3p_greedy", "2v2_greedy") for o in results.get(name, [])]
+    report_times(timed)
+    if curve:
+        for samples in curve:
+            name = f"curve_samples_{samples}"
+            if samples == DEFAULT_SAMPLES or name not in results:
+                continue
+            share, low, high, _ = board_interval(results[name])
+            show(f"{name}_share", share, "share")
+            show(f"{name}_low", low, "share")
+            show(f"{name}_high", high, "share")
+        if results.get("3p_greedy"):
+            # The default's point is the main 3p run (on more boards).
+            share, low, high, _ = board_interval(results["3p_greedy"])
+            show(f"curve_samples_{DEFAULT_SAMPLES}_share", share, "share")
+            show(f"curve_samples_{DEFAULT_SAMPLES}_low", low, "share")
+            show(f"curve_samples_{DEFAULT_SAMPLES}_high", high, "share")
+    show("interval_coverage", coverage(args.boards, 3, 0.6, 4000), "share")
+    show("run_minutes", (time.monotonic() - started) / 60, "minutes", ".1f")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
