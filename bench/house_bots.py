@@ -17,6 +17,15 @@ every benchmark here.) It prints
   leaves out decisions with one legal action (answered without search).
 - `curve_samples_N_share` (`_low`, `_high`): the share against two greedy
   players at N deals a decision (3p, fewer boards): the search curve.
+- `eval_{3p,2v2}_samples_S_solve_K_*`: which evaluator plays better per
+  millisecond. On `--eval-deals` fixed deals (each seat of PIMC's side in turn),
+  one hand each with the greedy player's auction, discard and trumps for every
+  seat, and PIMC deciding only the plays: `S` deals a decision, greedy playouts
+  to the end (`solve_0`) or until K tricks are left and the exact solver
+  after. `_utility` is the mean hand worth to PIMC's side (`bots.scoring`),
+  `_play_ms` the CPU per play decision with a choice, `_vs_first` and
+  `_vs_first_half` the paired difference from the pair's first variant (the
+  playouts at about the same CPU time) and its 95% half-width.
 - `interval_coverage`: the share of 95% intervals holding the true share in
   simulated runs of the same shape with a known share and board luck.
 - `run_minutes`: the wall time of the whole run.
@@ -46,9 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bots import parse
-from bots.pimc import DEFAULT_SAMPLES
-from moon import GameState, Rules
+from bots import greedy_action, parse
+from bots.pimc import DEFAULT_SAMPLES, PimcPlayer
+from bots.scoring import utility
+from moon import GameState, Phase, Rules
 
 _PIMC = "house:pimc"
 
@@ -99,6 +109,71 @@ def play(job: Job) -> Outcome:
     winner = st.winner
     won = winner is not None and (winner in ours if n == 3 else winner == job.rotation % 2)
     return Outcome(job, won, tuple(decisions))
+
+
+@dataclass(frozen=True, slots=True)
+class HandJob:
+    """One hand for the evaluator comparison: deal, seat, PIMC's deals and solver depth."""
+
+    players: int
+    deal: int
+    seat: int
+    samples: int
+    solve: int
+
+
+def play_hand(job: HandJob) -> tuple[int, float, int]:
+    """Worth of the hand to the seat's side, CPU seconds on play choices, their count."""
+    rules = Rules.make(job.players)
+    seed = 0x0DEA_1000 + job.deal
+    player = PimcPlayer(samples=job.samples, solve=job.solve)
+    st = GameState.new(rules, seed)
+    st.record = True
+    spent, choices = 0.0, 0
+    while not st.hand_log:
+        seat = st.to_act
+        obs, legal = st.observation(seat), st.legal_actions()
+        ours = seat % 2 == job.seat % 2 if job.players == 4 else seat == job.seat
+        if ours and obs.phase is Phase.PLAY and len(legal) > 1:
+            start = time.process_time()
+            action = player.decide(obs, legal, seed)
+            spent += time.process_time() - start
+            choices += 1
+        else:
+            action = greedy_action(obs, legal)
+        st.apply(action, seat)
+    hand = st.hand_log[-1]
+    if hand["bidder"] is None:
+        return 0, spent, choices
+    return utility(rules, job.seat, hand["bidder"], hand["bid"], hand["tricks_won"]), spent, choices
+
+
+# Pairs at about the same CPU per play decision: playouts first, the solver second.
+EVALUATORS = ((32, 0), (8, 3), (128, 0), (32, 3))
+
+
+def compare_evaluators(deals: int, workers: int) -> None:
+    """Print the evaluator comparison (see the module's note)."""
+    for players, label in ((3, "3p"), (4, "2v2")):
+        seats = range(3) if players == 3 else range(2)
+        keys = [(d, s) for d in range(deals) for s in seats]
+        first: list[int] = []
+        with multiprocessing.Pool(workers) as pool:
+            for i, (samples, solve) in enumerate(EVALUATORS):
+                rows = pool.map(play_hand, [HandJob(players, d, s, samples, solve)
+                                            for d, s in keys], chunksize=8)
+                worth = [r[0] for r in rows]
+                if i % 2 == 0:
+                    first = worth
+                diffs = [a - b for a, b in zip(worth, first, strict=True)]
+                half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if any(diffs) else 0
+                name = f"eval_{label}_samples_{samples}_solve_{solve}"
+                show(f"{name}_utility", statistics.fmean(worth), "points")
+                show(f"{name}_play_ms", 1000 * sum(r[1] for r in rows)
+                     / max(1, sum(r[2] for r in rows)), "ms", ".2f")
+                if i % 2:
+                    show(f"{name}_vs_first", statistics.fmean(diffs), "points")
+                    show(f"{name}_vs_first_half", half, "points")
 
 
 def jobs_for(matchup: str, players: int, pimc: str, rival: str, boards: int, first: int,
@@ -195,19 +270,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="3p boards per matchup (3 games each; default 200)")
     p.add_argument("--boards-2v2", type=int, default=300,
                    help="2v2 boards per matchup (2 games each; default 300)")
-    p.add_argument("--curve", default="1,4,16",
+    p.add_argument("--curve", default="1,4,16,48",
                    help="sample counts for the search curve, besides the default's "
                         "(comma-separated; empty: no curve)")
     p.add_argument("--curve-boards", type=int, default=100,
                    help="3p boards per point of the curve (default 100)")
+    p.add_argument("--eval-deals", type=int, default=200,
+                   help="deals for the evaluator comparison (0: skip it; default 200)")
     p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 10 boards per matchup, 5 per curve point")
-    p.add_argument("--only", default="", help="comma-separated matchups: 3p_greedy, "
-                   "2v2_greedy, 3p_random, 2v2_random, curve")
+    p.add_argument("--only", default="", help="comma-separated parts: 3p_greedy, "
+                   "2v2_greedy, 3p_random, 2v2_random, curve, evaluators")
     args = p.parse_args(argv)
     if args.quick:
         args.boards, args.boards_2v2, args.curve_boards = 10, 10, 5
+        args.eval_deals = min(args.eval_deals, 10)
     if min(args.boards, args.boards_2v2, args.curve_boards) < 2 or args.workers < 1:
         p.error("boards must be at least 2 and --workers at least 1")
     try:
@@ -261,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             show(f"curve_samples_{DEFAULT_SAMPLES}_share", share, "share")
             show(f"curve_samples_{DEFAULT_SAMPLES}_low", low, "share")
             show(f"curve_samples_{DEFAULT_SAMPLES}_high", high, "share")
+    if args.eval_deals and (only is None or "evaluators" in only):
+        compare_evaluators(args.eval_deals, args.workers)
     show("interval_coverage", coverage(args.boards, 3, 0.6, 4000), "share")
     show("run_minutes", (time.monotonic() - started) / 60, "minutes", ".1f")
     return 0

@@ -76,8 +76,11 @@ BOTS: dict[str, Kind] = {
         Kind("greedy", "bids its estimate, takes tricks cheaply, never looks ahead", {},
              lambda _: GreedyPlayer()),
         Kind("pimc", "perfect-information Monte Carlo search over deals of the unseen tiles",
-             {"samples": Option(DEFAULT_SAMPLES, 1, 256, "deals of the unseen tiles a decision"),
-              "solve": Option(DEFAULT_SOLVE, 0, 5,
+             # Ranges that keep the slowest decision within the default 2 s move clock.
+             {"samples": Option(DEFAULT_SAMPLES, 1, 256,
+                                "deals of the unseen tiles a decision; a discard before "
+                                "trumps takes a quarter"),
+              "solve": Option(DEFAULT_SOLVE, 0, 3,
                               "tricks left when the exact solver takes over from greedy play")},
              lambda o: PimcPlayer(samples=o["samples"], solve=o["solve"])),
     )

@@ -44,7 +44,7 @@ def test_a_house_id_builds_its_player() -> None:
     ("house:pimc?samples=1e3", ["samples='1e3'", "not an integer"]),
     ("house:pimc?samples= 8", ["samples=' 8'", "not an integer"]),
     ("house:pimc?samples=99999999999999999999", ["not an integer"]),
-    ("house:pimc?solve=6", ["solve='6'", "0 to 5"]),
+    ("house:pimc?solve=4", ["solve='4'", "0 to 3"]),
     ("house:pimc?samples=8&samples=9", ["'samples'", "twice"]),
     ("house:pimc?", ["bad option ''"]),
     ("house:pimc?samples", ["bad option 'samples'", "OPTION=VALUE"]),
