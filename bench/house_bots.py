@@ -26,15 +26,16 @@ every benchmark here.) It prints
   `_play_ms` the CPU per play decision with a choice, `_vs_first` and
   `_vs_first_half` the paired difference from the pair's first variant (the
   playouts at about the same CPU time) and its 95% half-width.
-- `interval_coverage`: the share of 95% intervals holding the true share in
-  simulated runs of the same shape with a known share and board luck.
+- `*_interval_coverage`: the share of 95% intervals holding the true share in
+  4,000 simulated runs of the same shape (boards, seatings) whose true share is
+  the one measured, with strong board luck (see `coverage`).
 - `run_minutes`: the wall time of the whole run.
 
 Duplicate boards: a board is a game seed, so its deals are fixed; each board is
 played once per seating of PIMC's side (3 in 3p, 2 in 2v2), so each deal is
 played by PIMC from every seat and the luck of the deal cancels. Games on one
-board are correlated, so the interval is over boards: the mean of the boards'
-shares plus or minus 1.96 standard errors of that mean.
+board are correlated, so the interval counts boards, not games: Wilson's
+interval on the games divided by the design effect (see `interval`).
 
 Games are spread over `--workers` processes (default 2, the machine's cores);
 decision times are each process's CPU time, so other load on the machine does
@@ -184,15 +185,41 @@ def jobs_for(matchup: str, players: int, pimc: str, rival: str, boards: int, fir
             for b in range(boards) for r in range(rotations)]
 
 
+def wilson(share: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's score interval for a share of `n` (possibly fractional) trials."""
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def interval(shares: np.ndarray, rotations: int) -> tuple[float, float, float]:
+    """The mean of the boards' shares and its 95% interval.
+
+    Games on one board are correlated, so the interval is Wilson's on an effective
+    number of games: the games divided by the design effect (the variance of the
+    boards' shares over what independent games would give, at least 1). Wilson's
+    interval stays honest near 0 and 1, where a plain mean plus or minus 1.96 errors
+    does not.
+    """
+    boards = len(shares)
+    mean = float(shares.mean())
+    games = boards * rotations
+    binomial = mean * (1 - mean) / rotations
+    spread = float(shares.var(ddof=1)) if boards > 1 else binomial
+    effect = max(1.0, spread / binomial) if binomial > 0 else 1.0
+    low, high = wilson(mean, games / effect)
+    return mean, low, high
+
+
 def board_interval(outcomes: Sequence[Outcome]) -> tuple[float, float, float, int]:
     """Share won, its 95% interval over boards, and the number of boards."""
     by_board: dict[int, list[bool]] = defaultdict(list)
     for o in outcomes:
         by_board[o.job.board].append(o.won)
-    shares = [sum(v) / len(v) for v in by_board.values()]
-    mean = statistics.fmean(shares)
-    half = 1.96 * statistics.stdev(shares) / math.sqrt(len(shares)) if len(shares) > 1 else 1.0
-    return mean, max(0.0, mean - half), min(1.0, mean + half), len(shares)
+    rotations = max(len(v) for v in by_board.values())
+    shares = np.array([sum(v) / len(v) for v in by_board.values()])
+    mean, low, high = interval(shares, rotations)
+    return mean, low, high, len(shares)
 
 
 def coverage(boards: int, rotations: int, share: float, reps: int, seed: int = 1) -> float:
@@ -206,9 +233,11 @@ def coverage(boards: int, rotations: int, share: float, reps: int, seed: int = 1
     concentration = 1.5
     p = rng.beta(share * concentration, (1 - share) * concentration, size=(reps, boards))
     wins = rng.binomial(rotations, p) / rotations
-    mean = wins.mean(axis=1)
-    half = 1.96 * wins.std(axis=1, ddof=1) / math.sqrt(boards)
-    return float(np.mean((mean - half <= share) & (share <= mean + half)))
+    held = 0
+    for row in wins:
+        _, low, high = interval(row, rotations)
+        held += low <= share <= high
+    return held / reps
 
 
 def run(jobs: Sequence[Job], workers: int) -> Iterator[Outcome]:
@@ -230,13 +259,16 @@ def show(name: str, value: float, unit: str, fmt: str = ".3f") -> None:
 
 
 def report_share(name: str, outcomes: Sequence[Outcome]) -> None:
-    """The share, its interval, games and boards."""
+    """The share, its interval, games and boards, and how often such an interval holds."""
     share, low, high, boards = board_interval(outcomes)
     show(f"{name}_share", share, "share")
     show(f"{name}_low", low, "share")
     show(f"{name}_high", high, "share")
     show(f"{name}_games", len(outcomes), "games", "d")
     show(f"{name}_boards", boards, "boards", "d")
+    rotations = len(outcomes) // max(1, boards)
+    truth = min(max(share, 0.05), 0.95)  # a share of 0 or 1 has no spread to simulate
+    show(f"{name}_interval_coverage", coverage(boards, rotations, truth, 4000), "share")
 
 
 def report_times(outcomes: Sequence[Outcome]) -> None:
@@ -341,7 +373,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             show(f"curve_samples_{DEFAULT_SAMPLES}_high", high, "share")
     if args.eval_deals and (only is None or "evaluators" in only):
         compare_evaluators(args.eval_deals, args.workers)
-    show("interval_coverage", coverage(args.boards, 3, 0.6, 4000), "share")
     show("run_minutes", (time.monotonic() - started) / 60, "minutes", ".1f")
     return 0
 
