@@ -29,7 +29,9 @@ every benchmark here.) It prints
 - `*_interval_coverage`: the share of 95% intervals holding the true share in
   4,000 simulated runs of the same shape (boards, seatings) whose true share is
   the one measured, with strong board luck (see `coverage`).
-- `run_minutes`: the wall time of the whole run.
+- `run_minutes`, `cpu_minutes`: the wall time of the whole run and the CPU
+  time of it and its processes (on a shared machine the first can be far
+  above half the second).
 
 Duplicate boards: a board is a game seed, so its deals are fixed; each board is
 played once per seating of PIMC's side (3 in 3p, 2 in 2v2), so each deal is
@@ -47,6 +49,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import resource
 import statistics
 import sys
 import time
@@ -374,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.eval_deals and (only is None or "evaluators" in only):
         compare_evaluators(args.eval_deals, args.workers)
     show("run_minutes", (time.monotonic() - started) / 60, "minutes", ".1f")
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    show("cpu_minutes", sum(u.ru_utime + u.ru_stime for u in used) / 60, "minutes", ".1f")
     return 0
 
 
