@@ -1,9 +1,7 @@
 """House bots: how well PIMC plays against greedy and random players, and what a decision costs.
 
-Run `nice -n 15 python bench/house_bots.py [--quick] [--workers 2]`. (Not `bench/bots.py`:
-run as a script, a file of that name in this folder would hide the `bots` package from
-every benchmark here.) It prints
-`name: value unit` lines:
+Run `nice -n 15 python bench/bots.py [--quick] [--workers 2]`. It prints `name: value unit`
+lines:
 
 - `3p_greedy_*`: `house:pimc` (the default budget) in one seat, `house:greedy`
   in the other two; a third of the games is par. `2v2_greedy_*`: a PIMC team
@@ -56,8 +54,13 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+# `python bench/bots.py` puts bench/ first on the path, where this file would shadow the
+# `bots` package: the repository root goes in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bots import greedy_action, parse
 from bots.pimc import DEFAULT_SAMPLES, PimcPlayer
