@@ -54,6 +54,7 @@ __all__ = [
     "status_of",
     "streaming",
     "unary",
+    "watch_pass",
 ]
 
 log = logging.getLogger("moonshot.referee")
@@ -234,6 +235,18 @@ def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
             if scheme.lower() == "bearer" and token.strip():
                 return token.strip()
             return None
+    return None
+
+
+WATCH_PASS_HEADER = "x-moonshot-watch-pass"
+
+
+def watch_pass(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    """The watch pass a trusted watcher (a web server) sends, if any."""
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == WATCH_PASS_HEADER:
+            text = value.decode() if isinstance(value, bytes) else value
+            return text.strip()[:256] or None
     return None
 
 

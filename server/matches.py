@@ -11,7 +11,7 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import ids, keys
@@ -150,7 +150,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         that it started, and the rest once the board is released."""
         if not request.match_id:
             raise InvalidArgument("match_id: required")
-        with self.gate.enter(context.peer()):
+        trusted = await self.watch.run(store_bots.trusted_watcher, bearer_token(context),
+                                       watch_pass(context))
+        with self.gate.enter(context.peer(), trusted):
             async for item in self._watch(request, context):
                 yield item
 

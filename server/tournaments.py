@@ -12,7 +12,7 @@ import redis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
@@ -139,7 +139,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
         """Every event after `after_sequence`, then live ones, until the tournament ends."""
-        with self.gate.enter(context.peer()):
+        trusted = await self.watch.run(store_bots.trusted_watcher, bearer_token(context),
+                                       watch_pass(context))
+        with self.gate.enter(context.peer(), trusted):
             async for item in self._watch(request, context):
                 yield item
 

@@ -38,9 +38,12 @@ __all__ = [
     "get_bot",
     "is_admin",
     "is_connected",
+    "is_watch_pass",
     "list_bots",
     "register_bot",
     "shown",
+    "trusted_watcher",
+    "watch_pass",
 ]
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # used with fullmatch: "$" would let "\n" in
@@ -169,18 +172,40 @@ def ensure_admin_token(r: Redis, token: str | None, replace: bool = False) -> st
     if token:
         if replace or r.set(keys.ADMIN_TOKEN, _hash(token), nx=True):
             r.set(keys.ADMIN_TOKEN, _hash(token))
-            return None
-        if not hmac.compare_digest(str(r.get(keys.ADMIN_TOKEN)), _hash(token)):
+        elif not hmac.compare_digest(str(r.get(keys.ADMIN_TOKEN)), _hash(token)):
             raise FailedPrecondition(
                 "this Redis already has a different admin token: start the referee with that "
                 "token (--admin-token or MOONSHOT_ADMIN_TOKEN), or add --replace-admin-token "
                 "to make this one the token of every referee"
             )
+        r.set(keys.WATCH_PASS, _hash(watch_pass(token)))
         return None
     fresh = "adm." + secrets.token_urlsafe(32)
     if r.set(keys.ADMIN_TOKEN, _hash(fresh), nx=True):
+        r.set(keys.WATCH_PASS, _hash(watch_pass(fresh)))
         return fresh
     return None
+
+
+def watch_pass(admin_token: str) -> str:
+    """The watch pass that goes with an admin token: it lets a web server (or any watcher
+    an organiser trusts) use the watch slots kept in reserve, and grants nothing else, so
+    a web server holds it instead of the admin token. Anyone with the token can derive it."""
+    return "watch." + hmac.new(admin_token.encode(), b"moonshot watch pass",
+                               hashlib.sha256).hexdigest()[:40]
+
+
+def trusted_watcher(r: Redis, bearer: str | None, given_pass: str | None) -> bool:
+    """True for an organiser (the admin token) or a holder of the watch pass."""
+    return is_admin(r, bearer) or is_watch_pass(r, given_pass)
+
+
+def is_watch_pass(r: Redis, given: str | None) -> bool:
+    """True when `given` is the stack's watch pass (no error either way)."""
+    if not given:
+        return False
+    stored = r.get(keys.WATCH_PASS)
+    return stored is not None and hmac.compare_digest(str(stored), _hash(given))
 
 
 def is_admin(r: Redis, token: str | None) -> bool:

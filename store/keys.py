@@ -3,6 +3,7 @@
 | key                         | type   | holds                                               |
 |-----------------------------|--------|-----------------------------------------------------|
 | ms:admin:token              | string | SHA-256 of the admin token                          |
+| ms:admin:watch              | string | SHA-256 of the watch pass (derived from the token)  |
 | ms:bots                     | zset   | bot ids by registration time                        |
 | ms:bot:{id}                 | hash   | name, token hash, created_at                        |
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
@@ -55,6 +56,7 @@ from __future__ import annotations
 P = "ms:"
 
 ADMIN_TOKEN = P + "admin:token"
+WATCH_PASS = P + "admin:watch"
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
