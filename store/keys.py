@@ -11,6 +11,8 @@
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
 | ms:bot:{id}:matches         | zset   | the bot's match ids by creation time                |
+| ms:bot:{id}:deals           | hash   | every deal seed the bot was dealt -> its board id   |
+| ms:admin:deals              | string | the secret that turns planned boards into deals     |
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
@@ -57,6 +59,7 @@ P = "ms:"
 
 ADMIN_TOKEN = P + "admin:token"
 WATCH_PASS = P + "admin:watch"
+DEAL_SECRET = P + "admin:deals"
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
@@ -92,6 +95,11 @@ def presence(bot_id: str) -> str:
 def bot_matches(bot_id: str) -> str:
     """The matches a bot has a seat in, by creation time (its listing reads only these)."""
     return f"{P}bot:{bot_id}:matches"
+
+
+def bot_deals(bot_id: str) -> str:
+    """Every deal seed the bot was dealt, with the board each was dealt for."""
+    return f"{P}bot:{bot_id}:deals"
 
 
 def bot_epoch(bot_id: str) -> str:
