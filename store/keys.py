@@ -39,6 +39,8 @@
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
+| ms:recovery:nudge_lock      | string | ... and this period's look at tournaments and fits  |
+| ms:worker:{instance}:alive  | string | set while a worker process lives (a short TTL)      |
 | ms:recovery:suspects        | hash   | open match -> when (Redis's clock) recovery first   |
 |                             |        | found it with no live host                          |
 | ms:ratings:{pool}           | string | the pool's fitted rating table (JSON)               |
@@ -64,6 +66,7 @@ OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
 RECOVERY_LOCK = P + "recovery:lock"
+NUDGE_LOCK = P + "recovery:nudge_lock"
 RECOVERY_SUSPECTS = P + "recovery:suspects"
 
 
@@ -105,6 +108,11 @@ def bot_deals(bot_id: str) -> str:
 def bot_epoch(bot_id: str) -> str:
     """Counter of the bot's streams: a stream ends when a newer one holds a higher epoch."""
     return f"{P}bot:{bot_id}:epoch"
+
+
+def worker_alive(instance: str) -> str:
+    """Present while the worker process `instance` lives (renewed every second)."""
+    return f"{P}worker:{instance}:alive"
 
 
 def match(match_id: str) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from clients.redisproc import RedisServer
 from server.tournaments import build_spec
@@ -157,3 +158,43 @@ def test_recovery_nudges_a_step_owed_for_a_recorded_game(
     assert tid not in recover(r, rq_conn)["nudged"]
     r.delete(keys.tournament_lock(tid))
     assert tid in recover(r, rq_conn)["nudged"]
+
+
+def _start(rq_conn: redis.Redis, mid: str, instance: str) -> None:
+    """As a worker does: name its instance on the job, then mark it started."""
+    job = Job.fetch(f"match-{mid}", connection=rq_conn, serializer=JSONSerializer)
+    rq_conn.lrem(f"rq:queue:{job.origin}", 0, job.id)
+    job.meta["instance"] = instance
+    job.save_meta()
+    job.set_status(JobStatus.STARTED)
+
+
+def test_a_started_match_on_a_live_worker_is_left_alone(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """A loaded worker that took a match and has not taken its lease yet is alive: no
+    second run of it is queued, however long that takes (the spurious resumes the hosting
+    bench counted under load). Only a run that shows no lease for HUNG_S is."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    r.set(keys.worker_alive("w1:1:aa"), "1", px=60_000)
+    _start(rq_conn, mid, "w1:1:aa")
+    for _ in range(3):
+        assert recover(r, rq_conn)["requeued"] == []
+        time.sleep(STALE_S / 2 + 0.1)
+    assert r.hexists(keys.RECOVERY_SUSPECTS, mid)  # watched, for the hung case
+    r.hset(keys.RECOVERY_SUSPECTS, mid, "1")  # as if seen so since long ago
+    assert recover(r, rq_conn)["requeued"] == [mid]
+
+
+def test_a_started_match_whose_worker_is_gone_is_requeued_at_once(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """The worker's liveness key lapsed (killed, frozen): its match is queued again on the
+    first pass, on the resume queue, without waiting for a second look."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid, other = (str(m) for m in r.zrange(keys.tournament_matches(tid), 0, 1))
+    _start(rq_conn, mid, "w2:2:bb")  # no liveness key: that process is gone
+    _start(rq_conn, other, "")  # started by a worker from before instances: gone too
+    assert sorted(recover(r, rq_conn)["requeued"]) == sorted([mid, other])
+    assert rq_conn.lpos("rq:queue:moonshot-resume", f"match-{mid}") is not None
