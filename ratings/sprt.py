@@ -37,8 +37,9 @@ score mu; an Elo is a name for mu. Three were on the table:
 - chosen: the pool-rating difference that gives mu under the pool's own
   model (`ratings.model`: Plackett-Luce on side strengths, a team the mean
   of its two bots) when every other seat is held by a bot as strong as B.
-  There P(C ahead of a side) = 1 / (1 + 10^(-d/400)) with d the difference
-  (per bot in 3p, halved for a team of two), so
+  There a side with C instead of B is ahead of another side with odds
+  10^(d/400) times those of B's, d the difference of the sides' strengths:
+  C's pool difference over B in 3p, half of it for a team of two, so
 
       3p:  elo = 400 log10(p / (1 - p))
       2v2: elo = 800 log10(p / (1 - p)),    p = 2 mu - 1/2 = 1/2 + E[s_C - s_B].
