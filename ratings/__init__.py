@@ -5,6 +5,8 @@
   board luck (`luck`), board-clustered 95% intervals and likelihood of superiority (`Fit`).
 - `live`: the provisional figure, a Weng-Lin update game by game.
 - `intervals`, `los`, `luck`, `model`, `optimize`, `scale`: the parts the fit is made of.
+- `sprt`: the test of a change: pair scores, the test's Elo, the GSPRT on pair counts, the
+  fixed-games estimate.
 
 3p and 2v2 are separate pools: fit each with its own call.
 """
