@@ -46,6 +46,7 @@ from scipy.sparse import csc_array
 __all__ = [
     "EXACT_LIMIT",
     "MILP_LIMIT",
+    "REACH",
     "RELABELS",
     "TABU_STEPS",
     "WINDOW",
@@ -65,6 +66,7 @@ Cost = Callable[[IntArray], tuple[IntArray, IntArray, IntArray]]
 
 EXACT_LIMIT = 12  # participants: above this the local search takes over
 MILP_LIMIT = 2300  # candidate groups up to which a missed floor is settled exactly
+REACH = 24  # rows on either side of a breaching group that a reassignment takes in
 RELABELS = 3  # rounds of slot reassignment (each with slots shuffled after it)
 TABU_STEPS = 400  # steps of the tabu search on breaches (fewer above 20 groups)
 WINDOW = 216  # swaps a group prices first: the groups on either side of it, k*k swaps each
@@ -269,7 +271,8 @@ def _search(g: IntArray, cost: Cost, rng: np.random.Generator, floor: int,
 def _reassign(g: IntArray, hard: IntArray, soft: IntArray, cost: Cost) -> None:
     """For each slot in turn, the best reassignment of the members in that slot to the
     groups, the rest fixed (an assignment problem, solved exactly by scipy), while one
-    improves; in place.
+    improves; in place. Above `2 * REACH + 1` groups only the groups within `REACH` rows
+    of a breaching one take part, which keeps it local and cheap.
 
     It prices breaches exactly and score differences only as a tiebreak (scaled below
     one unit of breach), so a result is kept only if it is better, breaches then soft.
@@ -278,18 +281,25 @@ def _reassign(g: IntArray, hard: IntArray, soft: IntArray, cost: Cost) -> None:
     improved = True
     while improved:
         improved = False
+        rows = np.arange(m)
+        if m > 2 * REACH + 1:
+            near = np.zeros(m, dtype=bool)
+            for t in np.flatnonzero(hard > 0):
+                near[max(0, t - REACH):t + REACH + 1] = True
+            rows = np.flatnonzero(near)
+        w = len(rows)
         for q in range(k):
-            members = g[:, q].copy()
-            trial = np.repeat(g[:, None, :], m, axis=1)  # (group, member placed, slot)
+            members = g[rows, q].copy()
+            trial = np.repeat(g[rows][:, None, :], w, axis=1)  # (group, member placed, slot)
             trial[:, :, q] = members[None, :]
             h, s, _ = cost(trial.reshape(-1, k))
-            h, s = h.reshape(m, m), s.reshape(m, m)
-            scale = 1.0 / (m * (float(np.abs(s).max()) + 1.0) + 1.0)
-            rows, cols = linear_sum_assignment(h.astype(np.float64) + s * scale)
-            nh, ns = h[rows, cols], s[rows, cols]
-            if (int(nh.sum()), int(ns.sum())) < (int(hard.sum()), int(soft.sum())):
-                g[rows, q] = members[cols]
-                hard[rows], soft[rows] = nh, ns
+            h, s = h.reshape(w, w), s.reshape(w, w)
+            scale = 1.0 / (w * (float(np.abs(s).max()) + 1.0) + 1.0)
+            at, to = linear_sum_assignment(h.astype(np.float64) + s * scale)
+            nh, ns = h[at, to], s[at, to]
+            if (int(nh.sum()), int(ns.sum())) < (int(hard[rows].sum()), int(soft[rows].sum())):
+                g[rows[at], q] = members[to]
+                hard[rows[at]], soft[rows[at]] = nh, ns
                 improved = True
 
 
@@ -405,7 +415,9 @@ def _descend(g: IntArray, hard: IntArray, soft: IntArray, cost: Cost, work: list
         queued.discard(t)
         if hard[t] <= 0 and soft[t] <= 0:
             continue
-        u = _best_swap(g, hard, soft, cost, t, max(0, t - near), min(m, t + near + 1))
+        # score differences mend with the next groups: a narrower look suffices
+        reach = near if hard[t] > 0 else max(2, near // 3)
+        u = _best_swap(g, hard, soft, cost, t, max(0, t - reach), min(m, t + reach + 1))
         if u is None and hard[t] > 0 and m > 2 * near + 1:
             u = _best_swap(g, hard, soft, cost, t, 0, m)
         if u is None:
