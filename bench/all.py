@@ -14,6 +14,8 @@ every `name: value unit` line they printed, by benchmark:
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
   (bench/ratings.py);
+- swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
+  strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py).
 
@@ -42,6 +44,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "hosting": ("hosting.py", [], ["--quick"]),
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
+    "swiss": ("swiss.py", [], ["--quick"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
 }
