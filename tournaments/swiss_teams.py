@@ -22,9 +22,9 @@ four bots plus the squared difference of the two teams' summed scores (so four b
 of one score group split into even teams); then the fold (quarters of a score group);
 a table's seating, last, makes its teams even by seed (the best partners the worst).
 
-Byes and the search as for 3p tables (`swiss_pairing`, `grouping`): exact up to
-`grouping.EXACT_LIMIT` entrants, a seeded local search above, deterministic given
-the seed.
+Byes and the search as for 3p tables (`swiss_pairing`, `grouping`): exact in its
+breaches up to 68 teams or 16 partners at tables, a seeded local search above,
+deterministic given the seed.
 """
 
 from __future__ import annotations
