@@ -16,6 +16,8 @@ every `name: value unit` line they printed, by benchmark:
   (bench/ratings.py);
 - sprt: the test of a change's error rates, games to a verdict, paired against unpaired,
   and the fixed-games interval's coverage (bench/sprt.py);
+- swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
+  strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py).
 
@@ -45,6 +47,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
     "sprt": ("sprt.py", [], ["--quick"]),
+    "swiss": ("swiss.py", [], ["--quick"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
 }
