@@ -294,7 +294,7 @@ class StandingsInputs:
 
     `results` are standings rows by match id (for the public, released games only);
     `state` is the scheduler's stored state (None before its first step); `boards` the
-    boards in play as (unit, games, games finished), in the order they were created;
+    boards in play as (unit, games, finished, running), in the order they were created;
     `ratings` each bot's pool rating now, `own_ratings` its rating over this
     tournament's games (None before the first fit of them).
     """
@@ -304,4 +304,4 @@ class StandingsInputs:
     sequence: int
     ratings: Mapping[str, float]
     own_ratings: Mapping[str, float] | None
-    boards: Sequence[tuple[str, int, int]] = ()
+    boards: Sequence[tuple[str, int, int, int]] = ()

@@ -55,7 +55,8 @@ class StandingsView:
     bracket_games: dict[str, list[str]] = field(default_factory=dict)
     slot_scores: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    boards: list[tuple[str, int, int]] = field(default_factory=list)  # unit, games, finished
+    # The boards in play: unit, games, finished, running.
+    boards: list[tuple[str, int, int, int]] = field(default_factory=list)
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
