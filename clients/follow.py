@@ -132,6 +132,7 @@ def _follow_running(admin: Admin, t: tournament_pb2.Tournament, label: str, quie
     over = False
     failures = [0]
     polled = 0.0
+    shown = False
     try:
         while not over:
             batch = _drain(events, poll_s)
@@ -156,6 +157,9 @@ def _follow_running(admin: Admin, t: tournament_pb2.Tournament, label: str, quie
             if not organiser:
                 note += f", {public} public"
             bar.update(played, total=max(t.matches_total, played, 1), note=note)
+            if not shown and not events.qsize():  # caught up with the events so far
+                bar.show(note)
+                shown = True
     finally:
         reader.stop()
     bar.close()

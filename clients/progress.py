@@ -59,6 +59,15 @@ class Progress:
         self._base = self.done = done
         self.start = time.monotonic()
 
+    def show(self, note: str = "") -> None:
+        """Draw the bar now (off a terminal too, when `plain`): where following began."""
+        self.note = note
+        if self.enabled:
+            self.update(self.done, force=True)
+        elif self.plain:
+            self.stream.write(self.line(self.done) + "\n")
+            self.stream.flush()
+
     def update(self, done: int, force: bool = False, total: int | None = None,
                note: str | None = None) -> None:
         """Redraw, at most ten times a second; off a terminal, one line per tenth done."""
