@@ -66,17 +66,27 @@ class _SeedingEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Seeding.Value
     SEEDING_UNSPECIFIED: _Seeding.ValueType  # 0
     """The default: SEEDING_RATING."""
     SEEDING_RATING: _Seeding.ValueType  # 1
-    """By current rating in the tournament's pool, best first."""
+    """By current rating in the tournament's pool, best first (an unrated bot
+    seeds as the pool mean). When no bot has a rating yet, the bracket is
+    seeded in the given order, and the stored spec says
+    SEEDING_GIVEN_ORDER.
+    """
     SEEDING_GIVEN_ORDER: _Seeding.ValueType  # 2
     """In the order of `bot_ids`, first is top seed."""
 
 class Seeding(_Seeding, metaclass=_SeedingEnumTypeWrapper):
-    """How a bracket is seeded."""
+    """How a bracket is seeded. A round robin ignores it: it seats its bots in
+    the order of `bot_ids`, so one spec and seed always make the same tables.
+    """
 
 SEEDING_UNSPECIFIED: Seeding.ValueType  # 0
 """The default: SEEDING_RATING."""
 SEEDING_RATING: Seeding.ValueType  # 1
-"""By current rating in the tournament's pool, best first."""
+"""By current rating in the tournament's pool, best first (an unrated bot
+seeds as the pool mean). When no bot has a rating yet, the bracket is
+seeded in the given order, and the stored spec says
+SEEDING_GIVEN_ORDER.
+"""
 SEEDING_GIVEN_ORDER: Seeding.ValueType  # 2
 """In the order of `bot_ids`, first is top seed."""
 Global___Seeding: _TypeAlias = Seeding  # noqa: Y015
@@ -256,7 +266,9 @@ class TournamentSpec(_message.Message):
     result, instead of one bot playing both seats of its team.
     """
     seeding: Global___Seeding.ValueType
-    """Brackets: how bots are seeded; byes go to the top seeds."""
+    """Brackets only: how bots are seeded; byes go to the top seeds. A round
+    robin seats its bots in the order of `bot_ids` whatever this says.
+    """
     all_triples: _builtins.bool
     """3-player round-robin: play every one of the C(n,3) triples instead of
     a balanced design of O(n^2) tables.
