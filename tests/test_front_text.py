@@ -74,7 +74,8 @@ def test_tournament_list_is_a_table_newest_first_as_given() -> None:
 
 @pytest.mark.parametrize(("board", "label"), [
     ("t-1/x1-r3", "round 3"), ("x2-r3", "round 3 (pass 2)"), ("t-9/x1-r4-t2", "round 4, table 2"),
-    ("t-1/W2-1-s1", "W2-1 set 1"), ("t-1/GF-1-s3", "GF-1 set 3"), ("odd", "odd"),
+    ("t-1/W2-1-s1", "W2-1 set 1"), ("t-1/GF-1-s3", "GF-1 set 3"), ("W3-1-p2", "W3-1 pair 2"),
+    ("odd", "odd"),
 ])
 def test_board_labels(board: str, label: str) -> None:
     assert board_label(board) == label

@@ -28,7 +28,7 @@ from support import finished, transcript_of, wait_until
 from clients.admin import Admin
 from clients.redisproc import free_port
 from clients.sdk import register
-from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+from proto.moon.v1 import bot_pb2, match_pb2, rating_pb2, tournament_pb2
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -526,8 +526,13 @@ def test_pages_fit_a_phone(browser: Any, web: str, admin: Admin,
     # Every table inside its card, the ratings' LOS column and a bracket's last round
     # included; the tournaments the other tests of this module played.
     ids = [t.tournament_id for t in admin.list_tournaments()][:6]
+    games = [m.match_id for m in admin.matches.ListMatches(
+        match_pb2.ListMatchesRequest(page_size=50), timeout=30).matches
+        if m.status == match_pb2.MATCH_STATUS_FINISHED]
+    bots = [b.name for b in admin.bots.ListBots(bot_pb2.ListBotsRequest(), timeout=30).bots]
     _fits(phone, ["/", "/ratings/3p", "/ratings/2v2", "/bots", "/games",
-                  *(f"/t/{tid}" for tid in ids)])
+                  *(f"/t/{tid}" for tid in ids), *(f"/game/{m}" for m in games[:3]),
+                  *(f"/bot/{b}" for b in bots[:2])])
     phone.open("/ratings/3p")
     los = phone.page.evaluate("""() => [...document.querySelectorAll(
         'table.ratings [data-col=los]')].map(c => c.getBoundingClientRect().right)""")
