@@ -54,7 +54,8 @@ def standings_table(st: tournament_pb2.Standings, title: str = "", pool: str = "
     legend = f"pool: each bot's rating in {where} now"
     if own:
         legend += "; event: its rating over this tournament's games alone (final once it ends)"
-    lines.append(f"({legend}; pts: 1 a win, 1/2 a draw; ff: games forfeited)")
+    lines.append(f"({legend}; D: first place shared, a draw or after another's forfeit; "
+                 "pts: 1 a win, 1/2 a D; ff: games lost by forfeit)")
     return "\n".join(lines)
 
 
