@@ -518,6 +518,10 @@ def test_pages_fit_a_phone(browser: Any, web: str, admin: Admin,
         ids = [pool[k].bot_id for k in ("greedy1", "random1", "greedy2")]
         finished(admin, admin.create_match(3, ids, rules={"max_hands": "2"}).match_id)
         wait_until("a rating", lambda: admin.get_ratings("3p").ratings, timeout=60)
+    # A name of 200 characters without a space (the longest allowed) must not widen a page.
+    admin.create_tournament(name="N" * 200, players=3, format="round_robin",
+                            bot_ids=[pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3")],
+                            rules={"max_hands": "1"}, duplicate="fresh")
     phone = Tab(browser, web, phone=True)
     for path in ("/", "/ratings/3p", "/bots", "/games"):
         phone.open(path)
