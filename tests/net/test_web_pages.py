@@ -758,3 +758,9 @@ def test_one_address_or_one_network_cannot_take_every_live_page(
             sock.close()
         proc.stop()
         stack.bot("greedy", stack.address, late_token)  # the tournament may end now
+        a = Admin(stack.address, None)
+        try:  # and does, before the next tests
+            wait_until("the tournament to end", lambda: a.get_tournament(tid).status
+                       != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
+        finally:
+            a.close()
