@@ -9,6 +9,11 @@ own Bot instance, seeded from the match id and seat; decisions of different
 matches run concurrently in a thread pool so a slow decision in one match does
 not hold up another. The stream reconnects with exponential backoff and jitter;
 the referee redelivers whatever was pending, so a reconnect loses nothing.
+
+Until a referee has answered once, a failed connection is not retried (unless
+`wait`): `NoReferee` says why in one sentence (nothing listens there, or TLS
+against plaintext), since retrying a wrong address or a wrong `--tls` only hides
+the mistake behind a loop of reconnects.
 """
 
 from __future__ import annotations
@@ -27,11 +32,11 @@ import grpc
 
 from clients import wire
 from clients.bot import Bot
-from clients.channel import Target, target_of
+from clients.channel import Target, diagnose, not_answered, target_of
 from moon import Action, Observation
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 
-__all__ = ["BotRunner", "FatalStreamError", "register", "run_bot"]
+__all__ = ["BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -47,6 +52,10 @@ _Call = grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse]
 
 class FatalStreamError(Exception):
     """The referee refused the bot for good (bad token, or replaced by a newer stream)."""
+
+
+class NoReferee(FatalStreamError):
+    """No referee answered before the bot ever connected; the message says why."""
 
 
 def register(server: str | Target, name: str, admin_token: str | None = None,
@@ -74,6 +83,8 @@ class BotRunner:
     token: str
     threads: int = 8  # 0: decide inline on the event loop (for instant bots)
     max_backoff: float = 30.0
+    wait: bool = False  # keep trying when no referee answers before the first connection
+    connected: bool = False  # a referee has welcomed the bot (reconnects are retried)
     decisions: int = 0
     bots: dict[tuple[str, int], Bot] = field(default_factory=dict)
     _stop: asyncio.Event | None = None
@@ -89,6 +100,7 @@ class BotRunner:
         self._stop = asyncio.Event()
         self._pool = ThreadPoolExecutor(self.threads) if self.threads else None
         backoff = 0.25
+        said = False  # the reason no referee answered was logged (with `wait`)
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
@@ -106,12 +118,22 @@ class BotRunner:
                         raise FatalStreamError(
                             f"stream closed by the referee: {exc.details()}") from None
                     reason = f"{code.name}: {exc.details()}"
+                    if (not self.connected and code == grpc.StatusCode.UNAVAILABLE
+                            and not_answered(exc.details() or "")):
+                        if not self.wait or not said:
+                            why = await asyncio.to_thread(diagnose, target_of(self.server))
+                            if not self.wait:
+                                raise NoReferee(why) from None
+                            log.warning("%s; waiting for a referee there (wait)", why)
+                            said = True
+                        reason = ""
                 if self._stop.is_set():
                     break
                 if time.monotonic() - started > 10:
                     backoff = 0.25  # the last session was healthy: start over gently
                 delay = backoff * random.uniform(0.5, 1.5)
-                log.warning("disconnected (%s); reconnecting in %.2fs", reason, delay)
+                if reason:
+                    log.warning("disconnected (%s); reconnecting in %.2fs", reason, delay)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
                 backoff = min(backoff * 2, self.max_backoff)
@@ -176,6 +198,7 @@ class BotRunner:
 
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":
+            self.connected = True
             w = msg.welcome
             log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
                      w.bot_id)
@@ -234,8 +257,9 @@ class BotRunner:
 
 
 def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
-            threads: int = 8) -> None:
-    """Play until interrupted (blocking); raises FatalStreamError if refused for good."""
-    runner = BotRunner(factory, server, token, threads=threads)
+            threads: int = 8, wait: bool = False) -> None:
+    """Play until interrupted (blocking); raises FatalStreamError if refused for good, and
+    NoReferee if no referee answers at the start (unless `wait`: then it keeps trying)."""
+    runner = BotRunner(factory, server, token, threads=threads, wait=wait)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(runner.run())

@@ -9,7 +9,7 @@ kind can take the connections of another. The bot hub's hot path has its own
 connections besides (`server/hub.py`).
 
 Watch streams are also capped (`WatchGate`): at most `per_peer` at once from one
-peer address, `per_range` from one address range (an IPv4 /24, an IPv6 /48: a
+peer address, `per_range` from one address range (an IPv4 /24, an IPv6 /56: a
 client that holds many addresses usually holds them in one range) and `total` in
 all, of which `reserve` are kept for trusted watchers (the stack's web servers,
 which carry the watch pass, and organisers); past a cap the call ends with
@@ -84,7 +84,7 @@ def peer_host(peer: str) -> str:
 
 
 def peer_range(host: str) -> str:
-    """The address range a host is counted in: its IPv4 /24 or IPv6 /48 (an IPv4 address
+    """The address range a host is counted in: its IPv4 /24 or IPv6 /56 (an IPv4 address
     mapped into IPv6 counts as IPv4); anything else (a Unix socket) is its own range."""
     try:
         addr = ipaddress.ip_address(host)
@@ -92,7 +92,7 @@ def peer_range(host: str) -> str:
         return host
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
-    bits = 24 if addr.version == 4 else 48
+    bits = 24 if addr.version == 4 else 56
     return str(ipaddress.ip_network(f"{addr}/{bits}", strict=False))
 
 

@@ -55,12 +55,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 f"bot_ids: a {players}-player match needs {players} bot ids, "
                 f"got {len(request.bot_ids)}"
             )
-        records = []
-        for i, bot_id in enumerate(request.bot_ids):
-            try:
-                records.append(await self.reads.run(store_bots.find_bot, bot_id))
-            except NotFound:
-                raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {bot_id!r}") from None
+        records = await self.reads.run(store_bots.resolve, list(request.bot_ids))
         spec = MatchSpec.build(
             match_id=ids.new_match_id(),
             players=players,

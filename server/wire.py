@@ -62,6 +62,7 @@ from store.records import (
 )
 from store.status import MatchStatus, TournamentStatus
 from tournaments import formats
+from tournaments.plan import board_id
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -512,6 +513,7 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
+        board=str(spec.meta.get("board", "")) if spec.tournament_id else "",
     )
     if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))
@@ -652,6 +654,10 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
         ]))
     if view.bracket is not None:
         pb.bracket.CopyFrom(_bracket_to_pb(view))
+    pb.boards_in_play.extend(
+        tournament_pb2.BoardProgress(board=board_id(view.tournament_id, unit), games=games,
+                                     games_finished=done, games_running=running)
+        for unit, games, done, running in view.boards)
     return pb
 
 

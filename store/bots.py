@@ -7,12 +7,14 @@ carry 256 bits of entropy, so a fast hash is enough). A bot token reads
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import re
 import secrets
 import time
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
@@ -41,6 +43,7 @@ __all__ = [
     "is_watch_pass",
     "list_bots",
     "register_bot",
+    "resolve",
     "shown",
     "trusted_watcher",
     "watch_pass",
@@ -121,6 +124,24 @@ def find_bot(r: Redis, id_or_name: str) -> BotRecord:
     if bot_id is None:
         raise NotFound(f"no bot with id or name {id_or_name!r}")
     return get_bot(r, str(bot_id))
+
+
+def resolve(r: Redis, ids_or_names: Sequence[str], field: str = "bot_ids"
+            ) -> list[BotRecord]:
+    """Bots by id or name, in order; InvalidArgument naming the first unknown one (as
+    `field[i]`) and the registered names closest to it, for a typo."""
+    out = []
+    for i, b in enumerate(ids_or_names):
+        try:
+            out.append(find_bot(r, b))
+        except NotFound:
+            names = {x.name.lower(): x.name for x in list_bots(r)}
+            close = difflib.get_close_matches(b[:64].lower(), names, n=3, cutoff=0.6)
+            hint = (f"; registered bots close to it: {', '.join(names[c] for c in close)}"
+                    if close else "")
+            raise InvalidArgument(f"{field}[{i}]: no bot with id or name {b[:100]!r}{hint}"
+                                  ) from None
+    return out
 
 
 def list_bots(r: Redis) -> list[BotRecord]:

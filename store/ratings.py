@@ -24,6 +24,8 @@ __all__ = [
     "RatingRow",
     "RatingTable",
     "claim_queue",
+    "current",
+    "current_ratings",
     "fit_requested",
     "history",
     "load",
@@ -220,3 +222,19 @@ def fit_requested(r: redis.Redis, pool: str) -> bool:
     asked = r.exists(keys.ratings_dirty(pool)) or r.scard(keys.ratings_tournaments(pool))
     return bool(asked) and not r.exists(keys.ratings_queued(pool)) and not r.exists(
         keys.ratings_lock(pool))
+
+
+def current(r: redis.Redis, pool: str) -> RatingTable | None:
+    """What a pool's ratings are now: the fit, unless the provisional figure covers more
+    games (results arrived since the fit)."""
+    fitted = load(r, pool)
+    live = load(r, pool, "live")
+    if live is not None and (fitted is None or live.games > fitted.games):
+        return live
+    return fitted
+
+
+def current_ratings(r: redis.Redis, pool: str) -> dict[str, float]:
+    """Each rated bot's current rating in a pool (Elo, pool mean 0)."""
+    table = current(r, pool)
+    return {} if table is None else {row.bot_id: row.rating for row in table.rows}

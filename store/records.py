@@ -22,6 +22,7 @@ __all__ = [
     "Clock",
     "Faults",
     "MatchSpec",
+    "StandingsInputs",
     "TournamentSpec",
     "check_seating",
 ]
@@ -285,3 +286,22 @@ def _duplicate_mode(stored: str | bool) -> str:
     if isinstance(stored, bool):
         return "replay" if stored else "fresh"
     return stored
+
+
+@dataclass(frozen=True, slots=True)
+class StandingsInputs:
+    """What a tournament's standings are made from, as one audience may see them.
+
+    `results` are standings rows by match id (for the public, released games only);
+    `state` is the scheduler's stored state (None before its first step); `boards` the
+    boards in play as (unit, games, finished, running), in the order they were created;
+    `ratings` each bot's pool rating now, `own_ratings` its rating over this
+    tournament's games (None before the first fit of them).
+    """
+
+    results: Mapping[str, Mapping[str, Any]]
+    state: Mapping[str, Any] | None
+    sequence: int
+    ratings: Mapping[str, float]
+    own_ratings: Mapping[str, float] | None
+    boards: Sequence[tuple[str, int, int, int]] = ()

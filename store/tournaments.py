@@ -10,12 +10,13 @@ from typing import Any
 
 import redis
 
-from store import ids, keys
+from store import events, ids, keys
+from store import ratings as store_ratings
 from store.errors import FailedPrecondition, NotFound
 from store.lua import RECORD_LUA
 from store.matches import read_rows
-from store.records import TournamentSpec
-from store.status import TournamentStatus
+from store.records import StandingsInputs, TournamentSpec
+from store.status import MatchStatus, TournamentStatus
 
 __all__ = [
     "SCHEDULE_CHUNK",
@@ -31,6 +32,7 @@ __all__ = [
     "results",
     "save_state",
     "schedule_size",
+    "standings_inputs",
     "state",
     "write_schedule",
 ]
@@ -181,3 +183,33 @@ def save_state(r: redis.Redis, tournament_id: str, expected_cursor: int | None,
         except redis.WatchError:
             return False
     return True
+
+
+# ------------------------------------------------------------ standings
+
+
+def standings_inputs(r: redis.Redis, spec: TournamentSpec,
+                     audience: str = events.ORGANISER) -> StandingsInputs:
+    """Everything a standings view of the tournament reads, for an audience: organisers
+    over every recorded result, the public over released ones. The boards in play are
+    counts only (games, finished, running), which the public may see: the status of every
+    game is public, its result is not until its board is released."""
+    tid = spec.tournament_id
+    stored = state(r, tid)
+    own = store_ratings.load_tournament(r, tid)
+    opened = dict(stored.get("open", {})) if stored is not None else {}
+    pipe = r.pipeline(transaction=False)
+    for b in opened.values():
+        for mid in b[2]:
+            pipe.hget(keys.match(mid), "status")
+    statuses = iter(pipe.execute())
+    running = {unit: sum(1 for _ in b[2] if next(statuses) == MatchStatus.RUNNING)
+               for unit, b in opened.items()}
+    return StandingsInputs(
+        results=results(r, tid, released_only=audience != events.ORGANISER),
+        state=stored,
+        sequence=events.newest_seq(r, tid, audience),
+        ratings=store_ratings.current_ratings(r, spec.pool),
+        own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
+        boards=[(unit, int(b[0]), int(b[1]), running[unit]) for unit, b in opened.items()],
+    )

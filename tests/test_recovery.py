@@ -13,11 +13,11 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from clients.redisproc import RedisServer
-from server.tournaments import build_spec
-from store import bots, keys
+from store import bots, ids, keys
 from store import matches as store
 from store import tournaments as store_t
 from store.records import Clock, Faults
+from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
 from workers.recovery import STALE_S, recover
 from workers.scheduler import advance
@@ -30,8 +30,9 @@ def rr(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
 
 
 def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
-    ids = [bots.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
-    spec = build_spec(r, name="t", players=3, format="round_robin", bot_ids=ids, rules={},
+    named = [(b.bot_id, b.name) for b in (bots.register_bot(r, f"rb{i}")[0] for i in range(3))]
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="t", players=3,
+                      format="round_robin", bots=named, rules={},
                       clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
                       duplicate="replay", rotate_partners=False, seeding="given",
                       all_triples=False)

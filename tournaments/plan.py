@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ __all__ = [
     "Unit",
     "UnitSource",
     "board_id",
+    "board_label",
     "derive_seed",
     "pair_games",
     "seatings3",
@@ -145,6 +147,25 @@ def seatings3(unit_index: int, replay: bool) -> list[tuple[int, int, int]]:
 def board_id(tournament_id: str, unit: str) -> str:
     """The id of the board a unit's games are dealt from, unique across tournaments."""
     return f"{tournament_id}/{unit}"
+
+
+_ROUND_UNIT = re.compile(r"x(\d+)-r(\d+)(?:-t(\d+))?")
+_SET_UNIT = re.compile(r"(.+)-([sp])(\d+)")
+
+
+def board_label(board: str) -> str:
+    """A board (`<tournament>/<unit>`, or a unit) for people: `round 3`, `round 3,
+    table 2`, `round 3 (pass 2)` for a round robin's units, `W2-1 set 1` (or `pair 1`,
+    under replay) for a bracket's."""
+    unit = board.rpartition("/")[2]
+    m = _ROUND_UNIT.fullmatch(unit)
+    if m:
+        text = f"round {m.group(2)}" + (f", table {m.group(3)}" if m.group(3) else "")
+        return text + (f" (pass {m.group(1)})" if m.group(1) != "1" else "")
+    m = _SET_UNIT.fullmatch(unit)
+    if m:
+        return f"{m.group(1)} {'set' if m.group(2) == 's' else 'pair'} {m.group(3)}"
+    return unit
 
 
 def pair_games(spec: TournamentSpec, unit: str, team0: tuple[str, str],
