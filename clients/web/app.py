@@ -29,6 +29,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -422,7 +423,7 @@ class Pages:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """The gRPC channel and the hub live as long as the server."""
-        self.api = PublicApi(self.target)
+        self.api = PublicApi(self.target, os.environ.get("MOONSHOT_WATCH_PASS") or None)
         self.hub = Hub(self.api, self.render_tournament, linger=self.linger)
         try:
             yield

@@ -141,8 +141,12 @@ class Feed:
             return None
         return [i for i in self.items if i.key > last]
 
-    async def retry_pause(self, failures: int) -> None:
-        """Back off before trying the upstream again."""
+    async def retry_pause(self, failures: int, exc: grpc.aio.AioRpcError | None = None) -> None:
+        """Back off before trying the upstream again; say why on the first failure of a
+        run of them (a referee out of watch slots, or gone), so an operator knows."""
+        if exc is not None and failures == 1:
+            log.warning("%s: live updates stopped: the referee answered %s (%s); retrying",
+                        self.key, exc.code().name, exc.details())
         await asyncio.sleep(min(0.25 * 2 ** failures, _BACKOFF_MAX_S))
 
 
@@ -220,7 +224,7 @@ class TournamentFeed(Feed):
                 if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
                     self.standings = None  # start again from the present
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
 
     def _apply(self, ev: tournament_pb2.WatchTournamentResponse) -> None:
         self.seq = ev.sequence
@@ -361,7 +365,7 @@ class MatchFeed(Feed):
                         {"message": exc.details() or "no such match"})))
                     return
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
 
 
 @dataclass(eq=False)
@@ -386,7 +390,7 @@ class StatusFeed(Feed):
                     self.publish(Item(n + 1, "gone", json.dumps({"message": exc.details()})))
                     return
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
                 continue
             failures = 0
             status = status_of_match(m.status)

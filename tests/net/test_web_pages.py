@@ -14,21 +14,23 @@ import os
 import re
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pytest
 from conftest import PoolBot
 from stack import Proc, Stack, env, moonshot
-from support import finished, transcript_of, wait_until
+from support import SourceProxy, finished, transcript_of, wait_until
 
 from clients.admin import Admin
 from clients.redisproc import free_port
 from clients.sdk import register
-from proto.moon.v1 import bot_pb2, match_pb2, rating_pb2, tournament_pb2
+from proto.moon.v1 import bot_pb2, match_pb2, rating_pb2, tournament_pb2, tournament_pb2_grpc
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -37,10 +39,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 def _start_web(stack: Stack, server: str, name: str = "web",
-               listen: str = "127.0.0.1:0") -> tuple[Proc, str]:
-    """`moonshot web` (on a free port), without the admin token anywhere in its environment."""
+               listen: str = "127.0.0.1:0", watch_pass: str = "") -> tuple[Proc, str]:
+    """`moonshot web` (on a free port), without the admin token anywhere in its environment
+    (with the watch pass, if given)."""
     child_env = env()
     child_env.pop("MOONSHOT_ADMIN_TOKEN", None)
+    if watch_pass:
+        child_env["MOONSHOT_WATCH_PASS"] = watch_pass
     stack.counter += 1
     log = stack.workdir / f"{stack.counter:03d}-{name}.log"
     with open(log, "wb") as fh:
@@ -760,6 +765,61 @@ def test_one_address_or_one_network_cannot_take_every_live_page(
         stack.bot("greedy", stack.address, late_token)  # the tournament may end now
         a = Admin(stack.address, None)
         try:  # and does, before the next tests
+            wait_until("the tournament to end", lambda: a.get_tournament(tid).status
+                       != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
+        finally:
+            a.close()
+
+
+def test_watch_streams_from_32_addresses_leave_the_live_page_working(
+        stack: Stack, pool: dict[str, PoolBot], admin_token: str) -> None:
+    """A client holding 32 addresses, each in a network of its own, opens every watch
+    stream the referee gives the public; a web server with the stack's watch pass still
+    follows a tournament live, from the slots kept in reserve."""
+    from server.lanes import WATCH_PER_PEER, WATCH_RESERVE, WATCH_TOTAL
+    from store.bots import watch_pass
+
+    tid, late_token = _stuck(stack, pool, "reserve")
+    proc, url = _start_web(stack, stack.address, "web-pass", watch_pass=watch_pass(admin_token))
+    req = tournament_pb2.WatchTournamentRequest(tournament_id=tid)
+    proxies: list[SourceProxy] = []
+    channels: list[grpc.Channel] = []
+    calls: list[Any] = []
+    sock: socket.socket | None = None
+    try:
+        for i in range(32):
+            proxies.append(SourceProxy(stack.address, f"127.3.{i}.2"))
+            channels.append(grpc.insecure_channel(proxies[-1].address))
+            stub = tournament_pb2_grpc.TournamentServiceStub(channels[-1])
+            calls += [stub.WatchTournament(req) for _ in range(WATCH_PER_PEER)]
+        time.sleep(2.0)
+        refused = [c for c in calls if c.done()]
+        assert all(c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for c in refused)
+        assert len(calls) - len(refused) >= WATCH_TOTAL - WATCH_RESERVE - 64  # the rest: others'
+        code, sock = _sse(int(url.rsplit(":", 1)[1]), f"/t/{tid}/events", "127.0.0.1")
+        assert code == 200
+        got = b""
+        end = time.monotonic() + 30
+        while b"event:" not in got and time.monotonic() < end:
+            got += sock.recv(4096)
+        assert b"event:" in got, got[-500:]
+        # Its first event is drawn from GetStandings; the watch stream behind the later
+        # ones was admitted too (a refused one says so in the web server's log).
+        time.sleep(3.0)
+        assert "live updates stopped" not in proc.text(), proc.text()[-2000:]
+    finally:
+        if sock is not None:
+            sock.close()
+        for c in calls:
+            c.cancel()
+        for ch in channels:
+            ch.close()
+        for p in proxies:
+            p.close()
+        proc.stop()
+        stack.bot("greedy", stack.address, late_token)
+        a = Admin(stack.address, None)
+        try:
             wait_until("the tournament to end", lambda: a.get_tournament(tid).status
                        != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
         finally:
