@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_CALL_LUA", "FENCED_SEND_LUA", "FENCED_WRITE_LUA",
-           "PRESENT_LUA", "RECORD_LUA", "RELEASE_LEASE_LUA", "RENEW_LEASE_LUA",
+           "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA",
            "REPLACE_PENDING_LUA"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
@@ -81,10 +81,11 @@ return redis.call(ARGV[2], KEYS[2], unpack(ARGV, 3))
 # partition) past its lease's lapse while another run took the match over can then write
 # nothing: not a second entry for an action the new run logged, not a result of its own.
 
-# KEYS: the match's lease. ARGV: run id, lease ms.
-# Extends the lease if this run holds it (1); otherwise changes nothing (0). A lapsed
-# lease is lost too: another run may have taken the match and already let go of it.
-RENEW_LEASE_LUA = """
+# KEYS: a lock (`store.locks.Lock`: a match lease, a scheduler's or a fit's lock).
+# ARGV: token, ttl ms. Extends the lock if this token holds it (1); otherwise changes
+# nothing (0). A lapsed lock is lost too: another holder may have taken it and already
+# let go of it.
+LOCK_EXTEND_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -92,8 +93,8 @@ end
 return 0
 """
 
-# KEYS: the match's lease. ARGV: run id. Drops the lease if this run holds it.
-RELEASE_LEASE_LUA = """
+# KEYS: a lock. ARGV: token. Drops the lock if this token holds it (1), else 0.
+LOCK_RELEASE_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end

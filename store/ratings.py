@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import redis
 
 from store import keys
+from store.locks import Lock
 
 __all__ = [
     "HISTORY_MAX",
@@ -24,6 +25,7 @@ __all__ = [
     "RatingRow",
     "RatingTable",
     "claim_queue",
+    "fit_lock",
     "fit_requested",
     "history",
     "load",
@@ -34,6 +36,7 @@ __all__ = [
     "save",
     "save_tournament",
     "take_request",
+    "unqueue",
 ]
 
 LOS_MAX_BOTS = 400  # the LOS matrix is kept for pools up to this many bots (~3 MB)
@@ -208,6 +211,16 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
     if tournament_ids:
         pipe.sadd(keys.ratings_tournaments(pool), *tournament_ids)
     pipe.execute()
+
+
+def fit_lock(pool: str, ttl_ms: int) -> Lock:
+    """A new fit job's lock on the pool (one job fits a pool at a time)."""
+    return Lock.fresh(keys.ratings_lock(pool), ttl_ms)
+
+
+def unqueue(r: redis.Redis, pool: str) -> None:
+    """A fit job of `pool` has started: requests from now on queue another one."""
+    r.delete(keys.ratings_queued(pool))
 
 
 def claim_queue(r: redis.Redis, pool: str) -> bool:

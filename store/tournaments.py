@@ -12,6 +12,7 @@ import redis
 
 from store import ids, keys
 from store.errors import FailedPrecondition, NotFound
+from store.locks import Lock
 from store.lua import RECORD_LUA
 from store.matches import read_rows
 from store.records import TournamentSpec
@@ -19,6 +20,7 @@ from store.status import TournamentStatus
 
 __all__ = [
     "SCHEDULE_CHUNK",
+    "ask_step",
     "create",
     "failed_games",
     "info",
@@ -32,6 +34,8 @@ __all__ = [
     "save_state",
     "schedule_size",
     "state",
+    "step_lock",
+    "take_step",
     "write_schedule",
 ]
 
@@ -79,6 +83,24 @@ def results(r: redis.Redis, tournament_id: str,
 def mark_released(r: redis.Redis, tournament_id: str, match_id: str, number: int) -> None:
     """Add a released game to the tournament's public list (its `number`-th)."""
     r.zadd(keys.tournament_released(tournament_id), {match_id: number}, nx=True)
+
+
+# ------------------------------------------------------------ scheduling
+
+
+def step_lock(tournament_id: str, ttl_ms: int) -> Lock:
+    """A new run's lock on the tournament's scheduling (one run advances it at a time)."""
+    return Lock.fresh(keys.tournament_lock(tournament_id), ttl_ms)
+
+
+def ask_step(r: redis.Redis, tournament_id: str) -> None:
+    """Note that the scheduler should look at the tournament again."""
+    r.set(keys.tournament_dirty(tournament_id), 1)
+
+
+def take_step(r: redis.Redis, tournament_id: str) -> bool:
+    """Clear the note (the scheduler's run looks now); True when there was one."""
+    return bool(r.delete(keys.tournament_dirty(tournament_id)))
 
 
 # ------------------------------------------------------------ recording

@@ -32,6 +32,7 @@ POINTS = {
     "match.after-result": "a match's result is stored; its bookkeeping is not done yet",
     "step.before-save": "a scheduling step created its games and events, but has not "
                         "saved the tournament's new state",
+    "fit.before-save": "a rating fit is computed; its tables are not stored yet",
 }
 
 ENV = "MOONSHOT_FAILPOINTS"

@@ -11,7 +11,6 @@ while a large pool is being fitted, GetRatings serves the provisional table.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,19 +18,18 @@ from typing import Any
 import redis
 
 from ratings import Fit, Game, RatingError, fit, games_from_rows, provisional_ratings
-from store import keys
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.ratings import RatingRow, RatingTable
-from workers import metrics
+from workers import failpoints, metrics
 
 __all__ = ["POOLS", "fit_table", "run_fits"]
 
 log = logging.getLogger("moonshot.ratings")
 
 POOLS = ("3p", "2v2")
-_LOCK_MS = 600_000
+LOCK_MS = 600_000  # extended after every fit; a dead job's lock lapses this soon
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
@@ -70,6 +68,7 @@ def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
     store_ratings.save(r, pool, _provisional(games, now))
     table, f = fit_table(games, now)
     los = f.los_matrix()[1].tolist() if len(f.ratings) <= store_ratings.LOS_MAX_BOTS else None
+    failpoints.reached("fit.before-save")
     store_ratings.save(r, pool, table, los)
     return table
 
@@ -81,12 +80,14 @@ def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
     store_ratings.save_tournament(r, tournament_id, table)
 
 
-def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
-    """The job: fit the pool (and the tournaments asked for) while requests keep coming."""
-    r.delete(keys.ratings_queued(pool))  # requests from now on queue another job
-    lock = keys.ratings_lock(pool)
-    token = secrets.token_hex(8)
-    if not r.set(lock, token, nx=True, px=_LOCK_MS):
+def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS) -> dict[str, Any]:
+    """The job: fit the pool (and the tournaments asked for) while requests keep coming.
+
+    A job that finds its lock lost after a fit (it stalled past `lock_ms`; another job
+    may be fitting now) stops there and leaves the rest to the holder."""
+    store_ratings.unqueue(r, pool)  # requests from now on queue another job
+    lock = store_ratings.fit_lock(pool, lock_ms)
+    if not lock.acquire(r):
         return {"pool": pool, "skipped": "another fit of this pool is running"}
     fits = 0
     games = 0
@@ -113,13 +114,14 @@ def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
                     failed.append(tid)
                 tids_owed.discard(tid)
             fits += 1
-            r.set(lock, token, xx=True, px=_LOCK_MS)
+            if not lock.extend(r):
+                log.warning("ratings %s: this fit's lock lapsed; another job goes on", pool)
+                break
     finally:
         if pool_owed or tids_owed or failed:
             store_ratings.restore_request(r, pool, sorted(tids_owed | set(failed)),
                                           pool_too=pool_owed)
-        if r.get(lock) == token:
-            r.delete(lock)
+        lock.release(r)
     if failed:
         raise RatingError(f"the fits of tournament(s) {', '.join(failed)} failed; asked again")
     log.info("ratings %s: %d fit(s), %d games", pool, fits, games)

@@ -38,13 +38,12 @@ from moon.transcript import transcript
 from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import tournaments as store_t
+from store.locks import Lock
 from store.lua import (
     FENCED_CALL_LUA,
     FENCED_SEND_LUA,
     FENCED_WRITE_LUA,
     PRESENT_LUA,
-    RELEASE_LEASE_LUA,
-    RENEW_LEASE_LUA,
     REPLACE_PENDING_LUA,
 )
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
@@ -116,10 +115,14 @@ class MatchHost:
     state: GameState = field(init=False)
     clocks: list[SeatClock] = field(init=False)
     faults: list[dict[str, Any]] = field(init=False)
+    lease: Lock = field(init=False)
     _lease_at: float = 0.0
     _first_decision: bool = True  # of this run: its request may repeat one a dead run sent
 
     # --------------------------------------------------------------- setup
+
+    def __post_init__(self) -> None:
+        self.lease = Lock(keys.lease(self.match_id), self.run_id, LEASE_MS)
 
     def load(self) -> None:
         """Read the spec and replay the log into a fresh state."""
@@ -164,13 +167,10 @@ class MatchHost:
 
     def acquire_lease(self, wait_s: float = 3 * LEASE_MS / 1000) -> bool:
         """Take the match's lease, waiting for a dead run's lease to lapse."""
-        key = keys.lease(self.match_id)
         end = time.monotonic() + wait_s
         while True:
-            if self.r.set(key, self.run_id, nx=True, px=LEASE_MS):
+            if self.lease.acquire(self.r):
                 self._lease_at = time.monotonic()
-                return True
-            if self.r.get(key) == self.run_id:
                 return True
             if time.monotonic() >= end:
                 return False
@@ -181,8 +181,7 @@ class MatchHost:
         now = time.monotonic()
         if now - self._lease_at < 1.0:
             return
-        if not self.r.eval(RENEW_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id,
-                           LEASE_MS):
+        if not self.lease.extend(self.r):
             raise self._lost()
         self._lease_at = now
 
@@ -210,7 +209,7 @@ class MatchHost:
 
     def release_lease(self) -> None:
         """Drop the lease if we still hold it."""
-        self.r.eval(RELEASE_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id)
+        self.lease.release(self.r)
 
     # ---------------------------------------------------------------- run
 
