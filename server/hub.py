@@ -456,6 +456,6 @@ def _request_order(rid: str) -> tuple[str, int]:
 
 def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str], list[str]]:
     """KEYS and ARGV of ACCEPT for a well-formed request id."""
-    reply = messages.encode(messages.Reply(request_id, action_id, bot_id))
+    reply = messages.unstamped(messages.Reply(request_id, action_id, bot_id))
     return [keys.pending(bot_id), keys.replies(ids.match_of_request(request_id))], [request_id,
                                                                                      reply]

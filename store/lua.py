@@ -6,16 +6,18 @@ __all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_CALL_LUA", "FENCED_SEND_LUA", "FENC
            "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA",
            "REPLACE_PENDING_LUA"]
 
-# KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
+# KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
+# without its "at_us" field (`store.messages.unstamped`).
 # The first answer to a request pending *for this bot* moves to the reply list, stamped
 # with Redis's clock (`"at_us"`, the moment the answer counts: the match job charges the
 # bot's clock up to it, not up to whenever a busy worker reads it); any other answer
-# changes nothing (returns 0).
+# changes nothing (returns 0). The stamp goes in as the object's first key: the JSON
+# the referee hands over has no such key, so the result has exactly one.
 ACCEPT_LUA = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
   local t = redis.call('TIME')
-  local stamped = string.sub(ARGV[2], 1, -2) .. ',"at_us":' .. t[1] ..
-      string.format('%06d', tonumber(t[2])) .. '}'
+  local stamped = '{"at_us":' .. t[1] .. string.format('%06d', tonumber(t[2])) .. ',' ..
+      string.sub(ARGV[2], 2)
   redis.call('RPUSH', KEYS[2], stamped)
   return 1
 end

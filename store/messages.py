@@ -60,6 +60,7 @@ __all__ = [
     "decode",
     "encode",
     "families",
+    "unstamped",
 ]
 
 VERSION = 1
@@ -387,6 +388,14 @@ def to_dict(msg: Message) -> dict[str, Any]:
 def encode(msg: Message) -> str:
     """The message as compact JSON."""
     return json.dumps(to_dict(msg), separators=(",", ":"))
+
+
+def unstamped(reply: Reply) -> str:
+    """A reply as the referee hands it to the ACCEPT script: without `at_us`, which the
+    script adds (on Redis's clock), so the stored JSON holds that key once."""
+    d = to_dict(reply)
+    del d["at_us"]
+    return json.dumps(d, separators=(",", ":"))
 
 
 def _legacy_log(d: dict[str, Any]) -> None:

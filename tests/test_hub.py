@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from clients.redisproc import RedisServer
 from server.bots import BotServicer
-from server.hub import Hub
+from server.hub import Hub, accept_args
 from server.lanes import lane
 from store import bots as store
+from store import keys, messages
+from store.lua import ACCEPT_LUA
 
 
 class Aborted(Exception):
@@ -75,3 +78,26 @@ def test_a_stream_whose_attach_fails_leaves_the_hub(url: str) -> None:
             await hub.stop()
 
     asyncio.run(scenario())
+
+
+def test_an_accepted_answer_is_stored_as_json_with_one_stamp(url: str) -> None:
+    r = store.connect(url)
+    rid = "m-0123456789ab/4"
+    r.hset(keys.pending("b-0123456789ab"), rid, "{}")
+    k, argv = accept_args("b-0123456789ab", rid, 17)
+    assert r.eval(ACCEPT_LUA, 2, *k, *argv) == 1
+    assert r.eval(ACCEPT_LUA, 2, *k, *argv) == 0  # answered already: nothing changes
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [name for name, _ in pairs]
+        assert len(names) == len(set(names)), f"duplicate keys in {names}"
+        return dict(pairs)
+
+    stored = r.lrange(keys.replies("m-0123456789ab"), 0, -1)
+    assert len(stored) == 1
+    as_sent = json.loads(stored[0], object_pairs_hook=no_duplicates)
+    sec, usec = r.time()
+    assert 0 < (int(sec) * 10**6 + int(usec)) - as_sent["at_us"] < 10 * 10**6
+    reply = messages.decode_as(stored[0], messages.REPLY, messages.Reply)
+    assert (reply.request_id, reply.action_id, reply.bot_id) == (rid, 17, "b-0123456789ab")
+    assert reply.at_us == as_sent["at_us"]
