@@ -134,8 +134,8 @@ def typical_sizes() -> Sizes:
     """Median sizes over the decisions of one instant-bot game, built as the product builds them."""
     from proto.moon.v1 import bot_pb2
     from server import wire
-    from server.hub import accept_args
     from store.messages import DecisionRequest, encode
+    from store.streams import accept_args
 
     st = GameState.new(Rules.make(3, RULES), 7)
     pb: list[int] = []

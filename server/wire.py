@@ -44,6 +44,7 @@ from store.messages import (
     DecisionRejected,
     DecisionRequest,
     LivenessPing,
+    Logged,
     MatchEnded,
     MatchStarted,
     Message,
@@ -406,10 +407,15 @@ def event_to_bytes(event: Message | Mapping[str, Any]) -> bytes:
 
 
 def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
-    """The PlayResponse for a bot event; MessageError for one that is not a bot event."""
+    """The PlayResponse for a bot event; MessageError for one that is not a bot event.
+    A logged event carries its id in the bot's event log (`event_id`)."""
     msg = _typed(event)
     if isinstance(msg, DecisionRequest):
         return bot_pb2.PlayResponse.FromString(_decision_bytes(msg))
+    if isinstance(msg, Logged):
+        pb = event_to_pb(msg.message())
+        pb.event_id = msg.event_id
+        return pb
     if isinstance(msg, MatchStarted):
         return _match_started(msg)
     if isinstance(msg, MatchEnded):
@@ -425,10 +431,12 @@ def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
     raise messages.MessageError(f"{msg.TYPE!r} is not sent to bots")
 
 
-def welcome_pb(bot_id: str, name: str, server_version: str) -> bot_pb2.PlayResponse:
+def welcome_pb(bot_id: str, name: str, server_version: str,
+               live_match_ids: Iterable[str] = ()) -> bot_pb2.PlayResponse:
     """The first message of every play stream."""
     return bot_pb2.PlayResponse(welcome=bot_pb2.PlayResponse.Welcome(
-        bot_id=bot_id, name=name, server_version=server_version))
+        bot_id=bot_id, name=name, server_version=server_version,
+        live_matches=bot_pb2.PlayResponse.LiveMatches(match_ids=sorted(live_match_ids))))
 
 
 # ------------------------------------------------------- service records

@@ -12,18 +12,21 @@ the fit's lock of a rating pool and the recovery pass's lock are all a `Lock`:
   the lock may lapse and be taken by another run, whose lock the DEL would drop).
 
 A write that must happen only while the lock is held checks the token in the same
-script as the write (`store.lua`'s fenced scripts take the lock key and token as
-their first KEYS and ARGV).
+script as the write: `batch` runs a list of commands that way (a match run's writes,
+`store.runs`), and the run's hot-path script (`store.lua.FENCED_SEND_LUA`) takes the
+lock's key and token as its first KEYS and ARGV too.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
-from store.lua import LOCK_EXTEND_LUA, LOCK_RELEASE_LUA
+from store.lua import FENCED_BATCH_LUA, LOCK_EXTEND_LUA, LOCK_RELEASE_LUA, Command, batch_args
 
 __all__ = ["Lock"]
 
@@ -57,3 +60,10 @@ class Lock:
     def release(self, r: redis.Redis) -> bool:
         """Drop the lock if this token holds it; True when it did."""
         return bool(r.eval(LOCK_RELEASE_LUA, 1, self.key, self.token))
+
+    def batch(self, r: redis.Redis, commands: Sequence[Command]) -> list[Any] | None:
+        """Run `commands` in order (`store.lua.FENCED_BATCH_LUA`) only while this token
+        holds the lock: their replies, or None when it does not (nothing is written)."""
+        k, argv = batch_args(self.key, self.token, commands)
+        out: Any = r.eval(FENCED_BATCH_LUA, len(k), *k, *argv)
+        return None if out == -1 else list(out)

@@ -1,4 +1,11 @@
-"""Matches as stored in Redis: create, read, list, and their result rows."""
+"""Matches as stored in Redis: create, read, list, and their result rows.
+
+Every field of a match's hash (`ms:match:{id}`) is written here: at creation; by a
+run that starts hosting it (`running`, fenced by the run's lease, see
+`store.runs`) or fails (`errored`, fenced too); by whichever run finds the result
+stored (`finish`, idempotent); when its board is released (`release`); and by
+recovery when no run can host it (`mark_failed`, under the match's lease).
+"""
 
 from __future__ import annotations
 
@@ -12,18 +19,27 @@ import redis
 
 from store import ids, keys
 from store.errors import InvalidArgument, NotFound
+from store.locks import Lock
+from store.lua import Command
 from store.records import MatchSpec
 from store.results import result_row
 from store.status import MatchStatus, TournamentStatus
 
 __all__ = [
     "MatchRecord",
+    "close",
     "create_match",
+    "errored",
+    "finish",
     "get_match",
     "ids_after",
+    "load_spec",
+    "mark_failed",
     "pool_results",
     "read_rows",
     "release",
+    "running",
+    "stored_result",
     "tournament_over",
 ]
 
@@ -98,6 +114,73 @@ def get_match(r: Redis, match_id: str) -> MatchRecord:
         transcript=done["transcript"] if done else None,
         released=bool(d.get("released")),
     )
+
+
+def load_spec(r: Redis, match_id: str) -> MatchSpec:
+    """A match's spec; LookupError when there is no such match."""
+    raw = r.hget(keys.match(match_id), "spec")
+    if raw is None:
+        raise LookupError(f"no match {match_id!r}")
+    return MatchSpec.from_json(str(raw))
+
+
+def running(match_id: str, now: float) -> list[Command]:
+    """A run starts hosting the match: running, first started now, one run more (the
+    resumes count). Commands for the run's fenced batch."""
+    key = keys.match(match_id)
+    return [Command("HSET", key, ("status", MatchStatus.RUNNING)),
+            Command("HSETNX", key, ("started_at", repr(now))),
+            Command("HINCRBY", key, ("runs", 1))]
+
+
+def errored(match_id: str, error: str) -> Command:
+    """A run ended with `error` (kept on the match). A command for the run's fenced batch."""
+    return Command("HSET", keys.match(match_id), ("error", error))
+
+
+def stored_result(r: Redis, match_id: str) -> dict[str, Any] | None:
+    """The written-once result and transcript ({"result", "transcript"}), or None."""
+    stored = r.get(keys.result(match_id))
+    return None if stored is None else dict(json.loads(str(stored)))
+
+
+def finish(r: Redis, match_id: str, bot_ids: Sequence[str], row: dict[str, Any],
+           now: float) -> None:
+    """The match's result is stored: finished, with its standings row. Idempotent (every
+    run that ends with the result does it again); the match stays open (see `close`)."""
+    key = keys.match(match_id)
+    pipe = r.pipeline(transaction=True)
+    pipe.hset(key, mapping={"status": MatchStatus.FINISHED,
+                            "row": json.dumps(row, separators=(",", ":"))})
+    pipe.hsetnx(key, "finished_at", repr(now))
+    for bot_id in sorted(set(bot_ids)):  # the run that stored the result did it already
+        pipe.srem(keys.bot_live(bot_id), match_id)
+    pipe.execute()
+
+
+def close(r: Redis, match_id: str) -> None:
+    """Everything owed after the match's result is done: recovery stops looking at it."""
+    r.srem(keys.OPEN_MATCHES, match_id)
+
+
+def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
+    """Mark a match that no run can host failed, with why, and close it: only if no run
+    holds its lease (this takes the lease for the write). Its spec, or None when a run
+    holds the lease (nothing is written then)."""
+    spec = load_spec(r, match_id)
+    lease = Lock.fresh(keys.lease(match_id), 5000)
+    if not lease.acquire(r):
+        return None
+    try:
+        key = keys.match(match_id)
+        done = lease.batch(r, [
+            Command("HSET", key, ("status", MatchStatus.FAILED, "error", error)),
+            Command("SREM", keys.OPEN_MATCHES, (match_id,)),
+            *(Command("SREM", keys.bot_live(b), (match_id,)) for b in sorted(set(spec.bot_ids))),
+        ])
+    finally:
+        lease.release(r)
+    return spec if done is not None else None
 
 
 def release(r: Redis, match_id: str, players: int, when: float) -> None:

@@ -17,9 +17,10 @@ import redis
 
 from clients.redisproc import RedisServer
 from moon import Rules
-from store import bots, keys
+from store import bots, keys, messages
 from store import tournaments as store_t
 from store.locks import Lock
+from store.lua import Command
 from store.records import TournamentSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,3 +126,34 @@ def test_the_lock_is_exclusive_and_only_its_holder_extends_or_releases_it(url: s
     assert r.get("ms:test:lock") == b.token
     assert b.extend(r) and b.release(r)
     assert not r.exists("ms:test:lock")
+
+
+def test_a_fenced_batch_runs_only_for_the_holder_and_stops_at_a_setnx_that_set_nothing(
+        url: str) -> None:
+    r = bots.connect(url)
+    lock, other = Lock.fresh("ms:test:lease", 5000), Lock.fresh("ms:test:lease", 5000)
+    assert lock.acquire(r)
+    batch = [Command("HSET", "ms:test:h", ("a", "1")),
+             Command("SETNX", "ms:test:once", ("first",)),
+             Command("RPUSH", "ms:test:after", ("x",))]
+    assert other.batch(r, batch) is None  # not the holder: nothing written
+    assert not r.exists("ms:test:h", "ms:test:once", "ms:test:after")
+    assert lock.batch(r, batch) == [1, 1, 1]
+    assert lock.batch(r, batch) == [0, 0]  # the SETNX set nothing: what follows is not owed
+    assert r.lrange("ms:test:after", 0, -1) == ["x"]
+    assert lock.batch(r, [Command("HSETXX", "ms:test:h", ("a", "2")),
+                          Command("HSETXX", "ms:test:h", ("b", "2"))]) == [1, 0]
+    assert r.hgetall("ms:test:h") == {"a": "2"}
+    sub = r.pubsub()
+    sub.subscribe("ms:test:channel")
+    assert sub.get_message(timeout=1) is not None  # the subscription's confirmation
+    event = messages.MatchEnded("m-000000000001", 2, {"end": "normal"})
+    [entry_id] = lock.batch(r, [Command("NOTIFY", "ms:test:inbox",
+                                        ("ms:test:channel", messages.encode(event), 60_000))])
+    assert r.xrange("ms:test:inbox") == [(entry_id, {"e": messages.encode(event)})]
+    assert 0 < int(r.pttl("ms:test:inbox")) <= 60_000  # type: ignore[arg-type]
+    published = sub.get_message(timeout=1)
+    assert published is not None
+    logged = messages.decode_as(published["data"], messages.BOT, messages.Logged)
+    assert logged.event_id == entry_id and logged.message() == event
+    sub.close()
