@@ -28,9 +28,8 @@ from server.edge import (
 from server.hub import MAX_ECHO, Hub, Stream
 from server.lanes import Lane
 from store import bots as store_bots
-from store import ids, keys, messages, streams
+from store import ids, messages, streams
 from store.errors import InvalidArgument, ServiceError, Unauthenticated
-from store.matches import ids_after
 
 __all__ = ["BotServicer", "serialize_play"]
 
@@ -82,7 +81,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         size = min(request.page_size or _PAGE, MAX_PAGE)
 
         def load(r: redis.Redis) -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
-            ids = ids_after(r, keys.BOTS, request.page_token, newest_first=False)
+            ids = store_bots.ids_after(r, request.page_token)
             return page_of(((store_bots.get_bot(r, b), store_bots.is_connected(r, b))
                             for b in ids), size)
 

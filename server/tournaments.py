@@ -52,7 +52,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self.gate = gate
 
     async def _load(self, tournament_id: str, lane: Lane | None = None
-                    ) -> tuple[TournamentSpec, dict[str, str]]:
+                    ) -> tuple[TournamentSpec, store_t.TournamentInfo]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
         use = lane or self.reads
@@ -64,9 +64,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         return events.ORGANISER if admin else events.PUBLIC
 
     @staticmethod
-    def _reveal(audience: str, info: Mapping[str, str]) -> bool:
+    def _reveal(audience: str, info: store_t.TournamentInfo) -> bool:
         """The seed fixes every deal: organisers see it, others once every game is over."""
-        return audience == events.ORGANISER or info.get("status") == TournamentStatus.FINISHED
+        return audience == events.ORGANISER or info.status == TournamentStatus.FINISHED
 
     @unary
     async def CreateTournament(
@@ -106,7 +106,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
-        def load(r: redis.Redis) -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
+        def load(r: redis.Redis
+                 ) -> tuple[list[tuple[TournamentSpec, store_t.TournamentInfo]], bool]:
             found = store_matches.ids_after(r, keys.TOURNAMENTS, request.page_token,
                                             newest_first=True)
             loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
@@ -161,7 +162,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             batch = await self.watch.run(events.read_after, tid, after, None, 200, audience)
             if not batch:
                 _, info = await self._load(tid, self.watch)
-                if TournamentStatus(info.get("status", "running")).over and (
+                if info.status.over and (
                         await self.watch.run(events.newest_seq, tid, audience) <= after):
                     return
                 await asyncio.sleep(_WATCH_POLL_S)
@@ -197,7 +198,7 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         pool, pool_pb = _pool(request.pool)
         table = await self.reads.run(pool_table, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
+        games = await self.reads.run(store_matches.pool_size, pool)
         los = None
         if request.los_matrix and table is not None:
             if table.provisional:

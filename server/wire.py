@@ -62,6 +62,7 @@ from store.records import (
     TournamentSpec,
 )
 from store.status import MatchStatus, TournamentStatus
+from store.tournaments import TournamentInfo
 from tournaments import formats
 from tournaments.view import StandingsView
 
@@ -621,20 +622,19 @@ def _option_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def tournament_to_pb(spec: TournamentSpec, info: Mapping[str, str],
+def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
                      reveal: bool) -> tournament_pb2.Tournament:
-    """A stored tournament (spec + status hash) as a message."""
+    """A stored tournament (spec + status) as a message."""
     pb = tournament_pb2.Tournament(
         tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
-        status=_T_STATUS.get(info.get("status", ""),
-                             tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
-        matches_total=int(info.get("total", 0)), matches_done=int(info.get("done", 0)),
-        error=info.get("error", ""), notes=formats.notes(spec),
+        status=_T_STATUS.get(info.status, tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
+        matches_total=info.total, matches_done=info.done,
+        error=info.error, notes=formats.notes(spec),
     )
-    if info.get("created_at"):
-        pb.created_at.CopyFrom(_timestamp(float(info["created_at"])))
-    if info.get("finished_at"):
-        pb.finished_at.CopyFrom(_timestamp(float(info["finished_at"])))
+    if info.created_at:
+        pb.created_at.CopyFrom(_timestamp(info.created_at))
+    if info.finished_at:
+        pb.finished_at.CopyFrom(_timestamp(info.finished_at))
     return pb
 
 

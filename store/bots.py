@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import redis
 
 from store import ids, keys
+from store import matches as store_matches
 from store.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -36,6 +37,7 @@ __all__ = [
     "ensure_admin_token",
     "find_bot",
     "get_bot",
+    "ids_after",
     "is_admin",
     "is_connected",
     "list_bots",
@@ -118,6 +120,11 @@ def find_bot(r: Redis, id_or_name: str) -> BotRecord:
     if bot_id is None:
         raise NotFound(f"no bot with id or name {id_or_name!r}")
     return get_bot(r, str(bot_id))
+
+
+def ids_after(r: Redis, after: str) -> list[str]:
+    """Bot ids in registration order after the id `after` ('' from the first)."""
+    return store_matches.ids_after(r, keys.BOTS, after, newest_first=False)
 
 
 def list_bots(r: Redis) -> list[BotRecord]:

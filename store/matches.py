@@ -23,7 +23,7 @@ from store.locks import Lock
 from store.lua import Command
 from store.records import MatchSpec
 from store.results import result_row
-from store.status import MatchStatus, TournamentStatus
+from store.status import MatchStatus
 
 __all__ = [
     "MatchRecord",
@@ -32,15 +32,20 @@ __all__ = [
     "errored",
     "finish",
     "get_match",
+    "hosted",
     "ids_after",
+    "index",
     "load_spec",
     "mark_failed",
+    "open_count",
+    "open_ids",
     "pool_results",
+    "pool_size",
+    "read_logs",
     "read_rows",
     "release",
     "running",
     "stored_result",
-    "tournament_over",
 ]
 
 Redis = redis.Redis
@@ -191,6 +196,24 @@ def release(r: Redis, match_id: str, players: int, when: float) -> None:
     pipe.execute()
 
 
+def index(tournament_id: str = "", bot_id: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: a tournament's, a
+    bot's, or every match's."""
+    return (keys.tournament_matches(tournament_id) if tournament_id
+            else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
+
+
+def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
+              ) -> tuple[list[str], list[str]]:
+    """The match's log entries from `log_from` and its connection entries from
+    `conn_from` (JSON), read in one snapshot."""
+    pipe = r.pipeline(transaction=True)
+    pipe.lrange(keys.match_log(match_id), log_from, -1)
+    pipe.lrange(keys.conn(match_id), conn_from, -1)
+    log, conn = pipe.execute()
+    return list(log), list(conn)
+
+
 def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
     """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
 
@@ -207,10 +230,20 @@ def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]
     return list(ids)  # type: ignore[arg-type]
 
 
-def tournament_over(r: Redis, tournament_id: str) -> bool:
-    """True once a tournament has finished (its seeds can no longer help anyone)."""
-    status = r.hget(keys.tournament(tournament_id), "status")
-    return status is not None and TournamentStatus(str(status)).over
+def open_ids(r: Redis) -> list[str]:
+    """Matches without everything owed after their result done yet (recovery's list)."""
+    found: Any = r.smembers(keys.OPEN_MATCHES)
+    return sorted(str(m) for m in found)
+
+
+def open_count(r: Redis) -> int:
+    """How many matches are open (see `open_ids`)."""
+    return int(r.scard(keys.OPEN_MATCHES))
+
+
+def hosted(r: Redis, match_id: str) -> bool:
+    """True while a run holds the match's lease."""
+    return bool(r.exists(keys.lease(match_id)))
 
 
 def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -242,6 +275,11 @@ def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, A
                 out[mid] = result_row(mid, record["bot_ids"], done["result"],
                                       record.get("board", ""), record.get("unit", ""))
     return out
+
+
+def pool_size(r: redis.Redis, pool: str) -> int:
+    """How many released matches a rating pool holds."""
+    return int(r.zcard(keys.results(pool)))
 
 
 def pool_results(r: redis.Redis, pool: str) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ __all__ = [
     "load_tournament",
     "los_matrix",
     "note_request",
+    "requests",
     "restore_request",
     "save",
     "save_tournament",
@@ -226,6 +227,17 @@ def unqueue(r: redis.Redis, pool: str) -> None:
 def claim_queue(r: redis.Redis, pool: str) -> bool:
     """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
     return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=3600))
+
+
+def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]]:
+    """For each pool: whether a fit is asked for, and how many tournaments wait for one of
+    their own games (one round trip)."""
+    pipe = r.pipeline(transaction=False)
+    for pool in pools:
+        pipe.exists(keys.ratings_dirty(pool))
+        pipe.scard(keys.ratings_tournaments(pool))
+    got = pipe.execute()
+    return {pool: (bool(got[2 * i]), int(got[2 * i + 1])) for i, pool in enumerate(pools)}
 
 
 def fit_requested(r: redis.Redis, pool: str) -> bool:

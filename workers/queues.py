@@ -37,6 +37,7 @@ __all__ = [
     "enqueue_advance",
     "enqueue_fit",
     "enqueue_match",
+    "in_queue",
     "queue",
     "request_fit",
     "rq_connection",
@@ -100,6 +101,11 @@ def rq_connection(url: str) -> redis.Redis:
 def queue(conn: redis.Redis, name: str) -> Queue:
     """One of the project's queues, with the JSON serializer."""
     return Queue(name, connection=conn, serializer=JSONSerializer, job_class=MoonshotJob)
+
+
+def in_queue(conn: redis.Redis, name: str, job_id: str) -> bool:
+    """True while the job waits in the RQ queue `name` (not merely marked queued)."""
+    return conn.lpos(queue(conn, name).key, job_id) is not None
 
 
 def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job:

@@ -18,7 +18,6 @@ worker's RQ maintenance takes the scheduler lock over, which takes minutes
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 import time
 from typing import Any
@@ -28,11 +27,13 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
-from store import ids, keys
+from store import ids
+from store import matches as store_matches
 from store import ratings as store_ratings
+from store import recovery as store_recovery
 from store import tournaments as store_t
-from store.status import MatchStatus, TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match
+from store.status import TournamentStatus
+from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match, in_queue
 
 __all__ = ["EVERY_S", "STALE_S", "recover", "start_recovery_thread"]
 
@@ -55,7 +56,7 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
         # maintenance pass, minutes later) or the push was lost: then queue it again.
-        if rq_conn.lpos(f"rq:queue:{job.origin}", job_id) is not None:
+        if in_queue(rq_conn, job.origin, job_id):
             return "wait", "queued"
         return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
@@ -75,11 +76,8 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
 def _stale(r: redis.Redis, mid: str, now: float) -> bool:
     """True once `mid` has been found with no live host for STALE_S, by Redis's clock:
     the machines' clocks may disagree, and RQ's timestamps are each worker's own."""
-    since = float(r.hget(keys.RECOVERY_SUSPECTS, mid) or 0)
-    if not since:
-        r.hset(keys.RECOVERY_SUSPECTS, mid, repr(now))
-        return False
-    return now - since > STALE_S
+    since = store_recovery.suspected_since(r, mid, now)
+    return since is not None and now - since > STALE_S
 
 
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
@@ -87,16 +85,14 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     requeued: list[str] = []
     failed: list[str] = []
     nudged: list[str] = []
-    open_ids: set[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
-    sec, usec = r.time()
-    now = float(sec) + float(usec) / 1e6
-    suspects: list[str] = r.hkeys(keys.RECOVERY_SUSPECTS)  # type: ignore[assignment]
-    cleared = [mid for mid in suspects if mid not in open_ids]
-    for mid in sorted(open_ids):
+    open_ids = store_matches.open_ids(r)
+    now = store_recovery.now(r)
+    cleared = [mid for mid in store_recovery.suspects(r) if mid not in set(open_ids)]
+    for mid in open_ids:
         # A match with a result is still open when the run that stored it died before its
         # bookkeeping was done (recorded in its tournament, released, ...): run it again,
         # and that run, finding the result, does what is missing.
-        if r.exists(keys.lease(mid)):
+        if store_matches.hosted(r, mid):
             cleared.append(mid)
             continue  # a live run hosts it
         what, detail = _job_state(rq_conn, ids.match_job_id(mid))
@@ -109,33 +105,31 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             enqueue_match(rq_conn, mid, resume=True)
             requeued.append(mid)
         elif what == "failed":
-            r.hset(keys.match(mid), mapping={"status": MatchStatus.FAILED, "error": detail})
-            r.srem(keys.OPEN_MATCHES, mid)
+            spec = store_matches.mark_failed(r, mid, detail)
+            if spec is None:
+                continue  # a run took it up meanwhile
             failed.append(mid)
-            tournament_id = r.hget(keys.match(mid), "tournament_id")
-            if tournament_id:
-                store_t.mark_failed_game(r, str(tournament_id), mid)
-                enqueue_advance(rq_conn, str(tournament_id))
-    if cleared:
-        r.hdel(keys.RECOVERY_SUSPECTS, *cleared)
-    for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
-        info = r.hgetall(keys.tournament(str(tid)))
-        if info.get("status") != TournamentStatus.RUNNING:
+            if spec.tournament_id:
+                store_t.mark_failed_game(r, spec.tournament_id, mid)
+                enqueue_advance(rq_conn, spec.tournament_id)
+    store_recovery.clear(r, cleared)
+    for tid in store_t.all_ids(r):
+        info = store_t.info(r, tid)
+        if info.status != TournamentStatus.RUNNING:
             continue
         # Games in flight advance the tournament as each one ends. Nudge it when nothing
         # is in flight (a scheduling step lost in a full restart), when a step was asked
         # for (dirty) but no run holds the lock (its run died mid-step), or when a game is
         # recorded that no step has counted and no step runs (the step queued after it
         # was lost: its worker killed, or Redis restarted on a file that missed it).
-        done = int(info.get("done", 0))
-        recorded = r.zcard(keys.tournament_recorded(str(tid)))
-        in_flight = r.zcard(keys.tournament_matches(str(tid))) > max(done, recorded)
-        idle = not r.exists(keys.tournament_lock(str(tid)))
-        lost = idle and bool(r.exists(keys.tournament_dirty(str(tid))))
-        owed = idle and recorded > done
+        steps = store_t.scheduling(r, tid)
+        in_flight = steps.games > max(info.done, steps.recorded)
+        idle = not steps.stepping
+        lost = idle and steps.asked
+        owed = idle and steps.recorded > info.done
         if not in_flight or lost or owed:
-            enqueue_advance(rq_conn, str(tid))
-            nudged.append(str(tid))
+            enqueue_advance(rq_conn, tid)
+            nudged.append(tid)
     for pool in ("3p", "2v2"):
         # A fit asked for with no job to do it: that job died, or failed and asked again.
         if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
@@ -151,11 +145,10 @@ def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
 def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
     r = redis.Redis.from_url(url, decode_responses=True)
     rq_conn = redis.Redis.from_url(url)
-    me = secrets.token_hex(6)
     while True:
         try:
             # Whoever takes the lock does this period's pass; it lapses before the next one.
-            if r.set(keys.RECOVERY_LOCK, me, nx=True, px=int(every * 900)):
+            if store_recovery.pass_lock(int(every * 900)).acquire(r):
                 recover(r, rq_conn)
         except redis.RedisError as exc:
             log.warning("recovery pass skipped: %s", exc)  # Redis away: try next period

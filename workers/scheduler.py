@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from store import events, keys, messages
+from store import events, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
@@ -104,7 +104,7 @@ def _first_step(r: redis.Redis, spec: TournamentSpec) -> Step:
 def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, Any]:
     spec = store_t.load_spec(r, tid)
     fmt = formats.get(spec.format)
-    status = store_t.info(r, tid).get("status")
+    status = store_t.info(r, tid).status
     stored = store_t.state(r, tid)
     fresh: list[tuple[str, dict[str, Any]]] = []
     if stored is None:
@@ -139,19 +139,16 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
     failpoints.reached("step.before-save")
     if changed and not store_t.save_state(r, tid, expected, new_state):
         return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
-    r.hset(keys.tournament(tid), mapping={"total": step.total, "done": cursor})
+    store_t.progress(r, tid, cursor, step.total)
     failed = store_t.failed_games(r, tid)
     if failed and status == TournamentStatus.RUNNING:
         mid, error = failed[0]
-        r.hset(keys.tournament(tid), mapping={
-            "status": TournamentStatus.FAILED, "finished_at": repr(time.time()),
-            "error": f"match {mid} cannot be played: {error}"})
+        store_t.end(r, tid, TournamentStatus.FAILED, f"match {mid} cannot be played: {error}")
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
         log.error("tournament %s failed: match %s: %s", tid, mid, error)
     elif step.finished and status == TournamentStatus.RUNNING:
-        r.hset(keys.tournament(tid), mapping={"status": TournamentStatus.FINISHED,
-                                              "finished_at": repr(time.time())})
+        store_t.end(r, tid, TournamentStatus.FINISHED)
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
         log.info("tournament %s finished", tid)
