@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("moon", "proto", "store", "tournaments", "ratings", "telemetry", "workers", "server",
          "clients")
-PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "records", "results",
-              "status")
+PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "rating_tables",
+              "records", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.
 SERVER_MAY_USE = {"workers.queues"}
 
@@ -134,3 +134,11 @@ def test_store_owns_every_read_and_write_of_the_workers_and_the_gateway() -> Non
     naming = [mod for mod, deps in GRAPH.items()
               if (_package(mod) == "workers" or mod == "server.hub") and "store.keys" in deps]
     assert not naming, naming
+
+
+
+def test_rating_methods_and_formats_use_only_the_pure_parts_of_the_store() -> None:
+    bad = [(mod, dep) for mod, deps in GRAPH.items()
+           if _package(mod) in ("tournaments", "ratings") for dep in deps
+           if _package(dep) == "store" and dep.split(".")[-1] not in PURE_STORE]
+    assert not bad, bad

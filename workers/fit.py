@@ -17,18 +17,20 @@ from typing import Any
 
 import redis
 
-from ratings import Fit, Game, RatingError, fit, games_from_rows, provisional_ratings
+from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
-from store.ratings import RatingRow, RatingTable
+from store.rating_tables import RatingTable
 from workers import failpoints, metrics
 
-__all__ = ["POOLS", "fit_table", "run_fits"]
+__all__ = ["OFFICIAL", "POOLS", "PROVISIONAL", "run_fits"]
 
 log = logging.getLogger("moonshot.ratings")
 
 POOLS = ("3p", "2v2")
+OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
+PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
 LOCK_MS = 600_000  # extended after every fit; a dead job's lock lapses this soon
 
 
@@ -44,39 +46,21 @@ def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
     return out
 
 
-def fit_table(games: list[Game], as_of: float) -> tuple[RatingTable, Fit]:
-    """The official table of a set of games, and the fit behind it."""
-    f = fit(games)
-    rows = tuple(RatingRow(x.bot_id, x.rating, x.games, x.ci_low, x.ci_high, x.los_next)
-                 for x in f.ratings)
-    return RatingTable(f.method, as_of, f.games, f.units, False, f.level, rows,
-                       None if f.dof == float("inf") else f.dof), f
-
-
-def _provisional(games: list[Game], as_of: float) -> RatingTable:
-    live = provisional_ratings(games)
-    units = len({g.unit or g.game_id for g in games})
-    rows = tuple(RatingRow(x.bot_id, x.rating, x.games) for x in live)
-    return RatingTable("provisional: Weng-Lin Plackett-Luce update in game-id order",
-                       as_of, len({g.game_id for g in games}), units, True, 0.95, rows)
-
-
 def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
-    """Fit a pool over its released results and store the tables."""
+    """Rate a pool over its released results, provisional table first, and store both."""
     now = time.time()
     games = _games(store_matches.pool_results(r, pool), pool)
-    store_ratings.save(r, pool, _provisional(games, now))
-    table, f = fit_table(games, now)
-    los = f.los_matrix()[1].tolist() if len(f.ratings) <= store_ratings.LOS_MAX_BOTS else None
+    store_ratings.save(r, pool, methods.get(PROVISIONAL).rate(games, now))
+    table = methods.get(OFFICIAL).rate(games, now)
     failpoints.reached("fit.before-save")
-    store_ratings.save(r, pool, table, los)
+    store_ratings.save(r, pool, table)
     return table
 
 
 def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
-    """Fit a tournament's own released games and store that table."""
+    """Rate a tournament's own released games and store that table."""
     rows = store_t.results(r, tournament_id, released_only=True).values()
-    table, _ = fit_table(_games(rows, tournament_id), time.time())
+    table = methods.get(OFFICIAL).rate(_games(rows, tournament_id), time.time())
     store_ratings.save_tournament(r, tournament_id, table)
 
 
