@@ -785,7 +785,7 @@ def rating_history_to_pb(pool: rating_pb2.RatingPool.ValueType, bot_id: str,
 
 _FAULT_KIND = {
     "late": match_pb2.WatchMatchResponse.Fault.KIND_LATE,
-    "illegal_action": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
+    "illegal": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
     "disconnected": match_pb2.WatchMatchResponse.Fault.KIND_DISCONNECTED,
     "reconnected": match_pb2.WatchMatchResponse.Fault.KIND_RECONNECTED,
 }

@@ -143,7 +143,9 @@ class MatchEnded(Message):
 
 @dataclass(frozen=True, slots=True)
 class DecisionRejected(Message):
-    """An answer was refused; `reason` is illegal_action, late, not_yours or unknown_request."""
+    """An answer was refused; `reason` is illegal_action, late, not_yours or unknown_request:
+    the wire's `DecisionRejected.Reason` names, lower case (the fault itself, in logs,
+    transcripts, metrics and watch events, is spelled `late` or `illegal`)."""
 
     TYPE: ClassVar[str] = "decision_rejected"
     REASONS: ClassVar[tuple[str, ...]] = ("illegal_action", "late", "not_yours",
