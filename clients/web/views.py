@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -123,7 +123,6 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "percent": _percent(done, total),
         "players": spec.players,
         "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
-        "is_bracket": spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
         "clock": clock,
@@ -392,11 +391,6 @@ def bot_results_chart(games: Sequence[Row]) -> list[Row]:
             out.append({"id": g["id"], "outcome": g["outcome"], "score": g["score"],
                         "place": g["place"], "players": g["players"]})
     return out
-
-
-def ids_in(rows: Iterable[Row]) -> list[str]:
-    """The ids of rows (for tests and links)."""
-    return [str(r["id"]) for r in rows]
 
 
 def _bid_text(bid: object) -> str:
