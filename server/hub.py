@@ -95,8 +95,8 @@ class Stream:
         self.after = ids.parse_event_id(event_id) or (0, 0)
 
     def hold(self) -> None:
-        """From now, what arrives on the channel waits (`release`): the stream is being
-        sent what it is owed, which is older."""
+        """From now, what arrives on the channel (requests, logged events) waits
+        (`release`): the stream is being sent what it is owed, which is older."""
         if self.held is None:
             self.held = []
 
@@ -107,9 +107,9 @@ class Stream:
             self.push(event)
 
     def deliver(self, event: Message) -> None:
-        """Queue an event for the bot (or hold it while the stream is sent what it is owed),
-        dropping a request or a logged event it was already sent."""
-        if self.held is not None:
+        """Queue an event for the bot (or hold a request or logged event while the stream is
+        sent what it is owed), dropping a request or a logged event it was already sent."""
+        if self.held is not None and isinstance(event, (DecisionRequest, Logged)):
             self.held.append(event)
             return
         self.push(event)
@@ -411,6 +411,8 @@ class Hub:
                 raise
             except Exception:  # a Redis hiccup must not end the hub
                 log.exception("pub/sub reconnect failed; retrying")
+                if self._sub is not None:  # owed things not sent: start over, streams held
+                    self._sub.close()
                 await asyncio.sleep(0.5)
 
     def _on_message(self, channel: bytes, data: bytes) -> None:

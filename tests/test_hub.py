@@ -179,3 +179,46 @@ def test_play_refuses_a_malformed_cursor_and_lists_the_matches_under_way(url: st
             await hub.stop()
 
     asyncio.run(scenario())
+
+
+def test_events_published_while_the_hub_lost_its_pub_sub_connection_still_arrive(
+        url: str) -> None:
+    r = store.connect(url)
+    record, _ = store.register_bot(r, "outagebot")
+    bot = record.bot_id
+    run = Run(r, "m-000000000001", "run-1")
+    assert run.acquire()
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        try:
+            stream = Stream(bot)
+            await hub.attach(stream)
+            gate = asyncio.Event()
+            subscribe = hub._subscribe_all
+
+            async def late_subscribe() -> Any:
+                await gate.wait()
+                return await subscribe()
+
+            hub._subscribe_all = late_subscribe  # type: ignore[method-assign]
+            assert r.client_kill_filter(_type="pubsub") >= 1  # the hub's connection
+            await asyncio.sleep(0.3)
+            assert stream.held is not None  # the hub is reconnecting: the stream waits
+            run.tell(bot, _started("m-000000000002"))  # nobody is subscribed now
+            stream.deliver(messages.LivenessPing(7))  # pings do not wait
+            assert isinstance(stream.outbox.get_nowait(), messages.LivenessPing)
+            gate.set()
+            got = await asyncio.wait_for(stream.outbox.get(), 5)
+            assert isinstance(got, messages.Logged)
+            assert got.message() == _started("m-000000000002")
+            for _ in range(50):  # then what waited goes out, and nothing waits any more
+                if stream.held is None:
+                    break
+                await asyncio.sleep(0.02)
+            assert stream.held is None and stream.outbox.empty()
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
