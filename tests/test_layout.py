@@ -142,3 +142,11 @@ def test_rating_methods_and_formats_use_only_the_pure_parts_of_the_store() -> No
            if _package(mod) in ("tournaments", "ratings") for dep in deps
            if _package(dep) == "store" and dep.split(".")[-1] not in PURE_STORE]
     assert not bad, bad
+
+
+def test_one_module_writes_what_reaches_a_bot() -> None:
+    """A bot's channel is written by store.runs (a match run's requests and events, fenced)
+    and store.streams (the hubs' announcements of a new stream) only."""
+    naming = sorted(mod for mod, path in MODULES.items()
+                    if "keys.events(" in path.read_text() or "keys.inbox(" in path.read_text())
+    assert naming == ["store.runs", "store.streams"], naming
