@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_BATCH_LUA", "FENCED_SEND_LUA", "LOCK_EXTEND_LUA",
-           "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA", "Command", "batch_args"]
+__all__ = ["ACCEPT_LUA", "AFTER_LUA", "EMIT_LUA", "FENCED_BATCH_LUA", "FENCED_SEND_LUA",
+           "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA", "Command",
+           "batch_args"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
 # without its "at_us" field (`store.messages.unstamped`).
@@ -40,6 +41,27 @@ if last[1] then
 end
 redis.call('XADD', KEYS[1], seq .. '-0', 'e', ARGV[2])
 return seq
+"""
+
+# KEYS: a zset (an index ordered by time). ARGV: a member, "1" for newest first.
+# The members after that one in that order, or false when it is not a member: one atomic
+# step, so an item added meanwhile cannot shift the position between the look-up and
+# the read (a page would then repeat the token's own item).
+AFTER_LUA = """
+local newest = ARGV[2] == '1'
+local rank
+if newest then
+  rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+else
+  rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+end
+if not rank then
+  return false
+end
+if newest then
+  return redis.call('ZREVRANGE', KEYS[1], rank + 1, -1)
+end
+return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
 """
 
 # KEYS: a tournament's `recorded` zset. ARGV: match id.

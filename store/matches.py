@@ -20,7 +20,7 @@ import redis
 from store import ids, keys
 from store.errors import InvalidArgument, NotFound
 from store.locks import Lock
-from store.lua import Command
+from store.lua import AFTER_LUA, Command
 from store.records import MatchSpec
 from store.results import result_row
 from store.status import MatchStatus
@@ -217,17 +217,17 @@ def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
 def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
     """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
 
-    The position of `after` is looked up now, so a page token stays right while new
-    items arrive: nothing repeats or goes missing between pages.
+    The position of `after` is looked up in the same atomic step as the read
+    (`store.lua.AFTER_LUA`), so a page token stays right while new items arrive: nothing
+    repeats or goes missing between pages.
     """
-    start = 0
-    if after:
-        rank = r.zrevrank(index, after) if newest_first else r.zrank(index, after)
-        if rank is None:
-            raise InvalidArgument("page_token: not a token this server issued")
-        start = int(rank) + 1  # type: ignore[arg-type]
-    ids = r.zrevrange(index, start, -1) if newest_first else r.zrange(index, start, -1)
-    return list(ids)  # type: ignore[arg-type]
+    if not after:
+        ids = r.zrevrange(index, 0, -1) if newest_first else r.zrange(index, 0, -1)
+        return list(ids)  # type: ignore[arg-type]
+    found: Any = r.eval(AFTER_LUA, 1, index, after, "1" if newest_first else "0")
+    if found is None:
+        raise InvalidArgument("page_token: not a token this server issued")
+    return [str(i) for i in found]
 
 
 def open_ids(r: Redis) -> list[str]:
