@@ -50,6 +50,7 @@ __all__ = [
     "Undecodable",
     "add_service",
     "bearer_token",
+    "metadata_value",
     "page_of",
     "status_of",
     "streaming",
@@ -226,15 +227,22 @@ def streaming(
     return wrapper
 
 
+def metadata_value(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str | None:
+    """The value of the first metadata entry named `name` (any case), if any."""
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == name:
+            return value.decode(errors="replace") if isinstance(value, bytes) else value
+    return None
+
+
 def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     """The token of an `authorization: Bearer <token>` metadata entry, if any."""
-    for key, value in context.invocation_metadata() or ():
-        if key.lower() == "authorization":
-            text = value.decode() if isinstance(value, bytes) else value
-            scheme, _, token = text.strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-            return None
+    text = metadata_value(context, "authorization")
+    if text is None:
+        return None
+    scheme, _, token = text.strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
     return None
 
 

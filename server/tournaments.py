@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -50,7 +50,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self.gate = gate
 
     async def _load(self, tournament_id: str, lane: Lane | None = None
-                    ) -> tuple[TournamentSpec, dict[str, str]]:
+                    ) -> tuple[TournamentSpec, store_t.TournamentInfo]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
         use = lane or self.reads
@@ -62,9 +62,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         return events.ORGANISER if admin else events.PUBLIC
 
     @staticmethod
-    def _reveal(audience: str, info: Mapping[str, str]) -> bool:
+    def _reveal(audience: str, info: store_t.TournamentInfo) -> bool:
         """The seed fixes every deal: organisers see it, others once every game is over."""
-        return audience == events.ORGANISER or info.get("status") == TournamentStatus.FINISHED
+        return audience == events.ORGANISER or info.status == TournamentStatus.FINISHED
 
     @unary
     async def CreateTournament(
@@ -110,7 +110,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
-        def load(r: redis.Redis) -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
+        def load(r: redis.Redis
+                 ) -> tuple[list[tuple[TournamentSpec, store_t.TournamentInfo]], bool]:
             found = store_matches.ids_after(r, keys.TOURNAMENTS, request.page_token,
                                             newest_first=True)
             loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
@@ -168,7 +169,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             batch = await self.watch.run(events.read_after, tid, after, None, 200, audience)
             if not batch:
                 _, info = await self._load(tid, self.watch)
-                if TournamentStatus(info.get("status", "running")).over and (
+                if info.status.over and (
                         await self.watch.run(events.newest_seq, tid, audience) <= after):
                     return
                 await asyncio.sleep(_WATCH_POLL_S)
@@ -204,7 +205,7 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         pool, pool_pb = _pool(request.pool)
         table = await self.reads.run(store_ratings.current, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
+        games = await self.reads.run(store_matches.pool_size, pool)
         los = None
         if request.los_matrix and table is not None:
             if table.provisional:

@@ -44,6 +44,7 @@ from store.messages import (
     DecisionRejected,
     DecisionRequest,
     LivenessPing,
+    Logged,
     MatchEnded,
     MatchStarted,
     Message,
@@ -61,6 +62,7 @@ from store.records import (
     TournamentSpec,
 )
 from store.status import MatchStatus, TournamentStatus
+from store.tournaments import TournamentInfo
 from tournaments import formats
 from tournaments.plan import board_id
 from tournaments.view import StandingsView
@@ -407,10 +409,15 @@ def event_to_bytes(event: Message | Mapping[str, Any]) -> bytes:
 
 
 def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
-    """The PlayResponse for a bot event; MessageError for one that is not a bot event."""
+    """The PlayResponse for a bot event; MessageError for one that is not a bot event.
+    A logged event carries its id in the bot's event log (`event_id`)."""
     msg = _typed(event)
     if isinstance(msg, DecisionRequest):
         return bot_pb2.PlayResponse.FromString(_decision_bytes(msg))
+    if isinstance(msg, Logged):
+        pb = event_to_pb(msg.message())
+        pb.event_id = msg.event_id
+        return pb
     if isinstance(msg, MatchStarted):
         return _match_started(msg)
     if isinstance(msg, MatchEnded):
@@ -426,10 +433,12 @@ def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
     raise messages.MessageError(f"{msg.TYPE!r} is not sent to bots")
 
 
-def welcome_pb(bot_id: str, name: str, server_version: str) -> bot_pb2.PlayResponse:
+def welcome_pb(bot_id: str, name: str, server_version: str,
+               live_match_ids: Iterable[str] = ()) -> bot_pb2.PlayResponse:
     """The first message of every play stream."""
     return bot_pb2.PlayResponse(welcome=bot_pb2.PlayResponse.Welcome(
-        bot_id=bot_id, name=name, server_version=server_version))
+        bot_id=bot_id, name=name, server_version=server_version,
+        live_matches=bot_pb2.PlayResponse.LiveMatches(match_ids=sorted(live_match_ids))))
 
 
 # ------------------------------------------------------- service records
@@ -615,20 +624,19 @@ def _option_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def tournament_to_pb(spec: TournamentSpec, info: Mapping[str, str],
+def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
                      reveal: bool) -> tournament_pb2.Tournament:
-    """A stored tournament (spec + status hash) as a message."""
+    """A stored tournament (spec + status) as a message."""
     pb = tournament_pb2.Tournament(
         tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
-        status=_T_STATUS.get(info.get("status", ""),
-                             tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
-        matches_total=int(info.get("total", 0)), matches_done=int(info.get("done", 0)),
-        error=info.get("error", ""), notes=formats.notes(spec),
+        status=_T_STATUS.get(info.status, tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
+        matches_total=info.total, matches_done=info.done,
+        error=info.error, notes=formats.notes(spec),
     )
-    if info.get("created_at"):
-        pb.created_at.CopyFrom(_timestamp(float(info["created_at"])))
-    if info.get("finished_at"):
-        pb.finished_at.CopyFrom(_timestamp(float(info["finished_at"])))
+    if info.created_at:
+        pb.created_at.CopyFrom(_timestamp(info.created_at))
+    if info.finished_at:
+        pb.finished_at.CopyFrom(_timestamp(info.finished_at))
     return pb
 
 
@@ -783,7 +791,7 @@ def rating_history_to_pb(pool: rating_pb2.RatingPool.ValueType, bot_id: str,
 
 _FAULT_KIND = {
     "late": match_pb2.WatchMatchResponse.Fault.KIND_LATE,
-    "illegal_action": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
+    "illegal": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
     "disconnected": match_pb2.WatchMatchResponse.Fault.KIND_DISCONNECTED,
     "reconnected": match_pb2.WatchMatchResponse.Fault.KIND_RECONNECTED,
 }

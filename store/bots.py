@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import redis
 
 from store import ids, keys
+from store import matches as store_matches
 from store.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -38,6 +39,7 @@ __all__ = [
     "ensure_admin_token",
     "find_bot",
     "get_bot",
+    "ids_after",
     "is_admin",
     "is_connected",
     "is_watch_pass",
@@ -142,6 +144,9 @@ def resolve(r: Redis, ids_or_names: Sequence[str], field: str = "bot_ids"
             raise InvalidArgument(f"{field}[{i}]: no bot with id or name {b[:100]!r}{hint}"
                                   ) from None
     return out
+def ids_after(r: Redis, after: str) -> list[str]:
+    """Bot ids in registration order after the id `after` ('' from the first)."""
+    return store_matches.ids_after(r, keys.BOTS, after, newest_first=False)
 
 
 def list_bots(r: Redis) -> list[BotRecord]:

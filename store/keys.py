@@ -9,6 +9,9 @@
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
+| ms:bot:{id}:inbox           | stream | the bot's events other than requests, the last hour |
+|                             |        | (what a reconnect replays after the bot's cursor)   |
+| ms:bot:{id}:live            | set    | matches under way with the bot in a seat            |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
 | ms:bot:{id}:matches         | zset   | the bot's match ids by creation time                |
 | ms:bot:{id}:deals           | hash   | every deal seed the bot was dealt -> its board id   |
@@ -88,6 +91,16 @@ def pending(bot_id: str) -> str:
 def events(bot_id: str) -> str:
     """Pub/sub channel that carries requests and events to the bot's streams."""
     return f"{P}bot:{bot_id}:events"
+
+
+def inbox(bot_id: str) -> str:
+    """The bot's event log: every event sent to it but decision requests, for a while."""
+    return f"{P}bot:{bot_id}:inbox"
+
+
+def bot_live(bot_id: str) -> str:
+    """Matches that started with the bot in a seat and have not ended."""
+    return f"{P}bot:{bot_id}:live"
 
 
 def presence(bot_id: str) -> str:

@@ -129,11 +129,6 @@ class Plan:
     series: dict[str, brk.SeriesState] = field(default_factory=dict)
     bracket_games: dict[str, list[str]] = field(default_factory=dict)  # in creation order
 
-    @property
-    def remaining_estimate(self) -> int:
-        """Games not in `games` yet that will probably be played."""
-        return self.total - len(self.games)
-
 
 _PERMS: tuple[tuple[int, int, int], ...] = tuple(
     (a, b, c) for a, b, c in itertools.permutations(range(3)))

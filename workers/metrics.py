@@ -54,10 +54,10 @@ DECISION_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
              10.0, 30.0, 60.0, 120.0),
     registry=REGISTRY)
-FAULT_KINDS = ("timeout", "illegal", "disconnect", "forfeit", "resumed", "redis_outage")
+FAULT_KINDS = ("late", "illegal", "disconnect", "forfeit", "resumed", "redis_outage")
 FAULTS = Counter(
     "moonshot_worker_faults",
-    "Faults met by this worker's matches, by kind: timeout and illegal (answers replaced, "
+    "Faults met by this worker's matches, by kind: late and illegal (answers replaced, "
     "each a strike), disconnect (a seat lost its stream while its match waited on it), "
     "forfeit (a match ended by one), resumed (a run took a match over from its log, after "
     "a crash or a hand-over), redis_outage (a hosted match lost Redis and waited).",
@@ -82,7 +82,7 @@ STEP_SECONDS = Histogram(
 # Children bound once (a label lookup takes a lock), and every series there from the start.
 _BY = {by: DECISIONS.labels(by) for by in ("bot", "late", "illegal")}
 _KIND = {kind: FAULTS.labels(kind) for kind in FAULT_KINDS}
-_STRIKE = {"late": _KIND["timeout"], "illegal": _KIND["illegal"]}
+_STRIKE = {"late": _KIND["late"], "illegal": _KIND["illegal"]}
 for _outcome in ("done", "skipped"):
     STEPS.labels(_outcome)
 for _pool in ("3p", "2v2"):

@@ -9,7 +9,7 @@ Every `moonshot worker` runs it at start and then every second, in a background
 thread of the worker process (`start_recovery_thread`); a lock in Redis that
 lapses after one period makes it about one pass per period across all workers
 (tournaments and fits are looked at every NUDGE_S only). The same thread keeps the
-worker's liveness key (`ms:worker:{instance}:alive`, ALIVE_MS) fresh, and every
+worker's liveness key (`store.recovery.keep_alive`, ALIVE_MS) fresh, and every
 match job a worker starts names that instance: a started match whose worker is
 gone is queued again at once (its next run waits for the dead run's lease to
 lapse), while one whose worker lives is left alone, however busy that worker is.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import threading
 import time
 from typing import Any
@@ -35,14 +34,16 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
-from store import ids, keys
+from store import ids
+from store import matches as store_matches
 from store import ratings as store_ratings
+from store import recovery as store_recovery
 from store import tournaments as store_t
-from store.status import MatchStatus, TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match
+from store.status import TournamentStatus
+from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match, waiting
 
-__all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "recover", "recover_matches",
-           "start_recovery_thread"]
+__all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
+           "recover_matches", "start_recovery_thread"]
 
 log = logging.getLogger("moonshot.recovery")
 
@@ -58,15 +59,13 @@ class _Queues:
 
     def __init__(self, rq_conn: redis.Redis) -> None:
         self.rq_conn = rq_conn
-        self.seen: dict[str, set[bytes]] = {}
+        self.seen: dict[str, set[str]] = {}
 
     def holds(self, queue_name: str, job_id: str) -> bool:
         """True when the job waits in the queue's list."""
         if queue_name not in self.seen:
-            waiting: list[bytes] = self.rq_conn.lrange(  # type: ignore[assignment]
-                f"rq:queue:{queue_name}", 0, -1)
-            self.seen[queue_name] = set(waiting)
-        return job_id.encode() in self.seen[queue_name]
+            self.seen[queue_name] = waiting(self.rq_conn, queue_name)
+        return job_id in self.seen[queue_name]
 
 
 def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
@@ -94,7 +93,7 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         # next run waits for the lease to lapse), or it is starting on a live worker (its
         # thread is about to take the lease, however loaded the worker is).
         instance = str(job.meta.get("instance", ""))
-        if instance and r.exists(keys.worker_alive(instance)):
+        if instance and store_recovery.is_alive(r, instance):
             return "hung", "started on a live worker, but no run holds its lease"
         return "requeue", "its worker is gone"
     if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
@@ -109,11 +108,8 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
 def _suspect_for(r: redis.Redis, mid: str, now: float, limit: float) -> bool:
     """True once `mid` has been found with no live host for `limit` s, by Redis's clock:
     the machines' clocks may disagree, and RQ's timestamps are each worker's own."""
-    since = float(r.hget(keys.RECOVERY_SUSPECTS, mid) or 0)
-    if not since:
-        r.hset(keys.RECOVERY_SUSPECTS, mid, repr(now))
-        return False
-    return now - since > limit
+    since = store_recovery.suspected_since(r, mid, now)
+    return since is not None and now - since > limit
 
 
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
@@ -127,18 +123,12 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     """Queue again every open match with no live host (and fail those RQ gave up on)."""
     requeued: list[str] = []
     failed: list[str] = []
-    open_ids = sorted(str(m) for m in r.smembers(keys.OPEN_MATCHES))
-    sec, usec = r.time()
-    now = float(sec) + float(usec) / 1e6
-    suspects: list[str] = r.hkeys(keys.RECOVERY_SUSPECTS)  # type: ignore[assignment]
+    open_ids = store_matches.open_ids(r)
+    now = store_recovery.now(r)
     live = set(open_ids)
-    cleared = [mid for mid in suspects if mid not in live]
-    pipe = r.pipeline(transaction=False)
-    for mid in open_ids:
-        pipe.exists(keys.lease(mid))
-    hosted = pipe.execute()
+    cleared = [mid for mid in store_recovery.suspects(r) if mid not in live]
     queues = _Queues(rq_conn)
-    for mid, held in zip(open_ids, hosted, strict=True):
+    for mid, held in zip(open_ids, store_matches.hosted_many(r, open_ids), strict=True):
         # A match with a result is still open when the run that stored it died before its
         # bookkeeping was done (recorded in its tournament, released, ...): run it again,
         # and that run, finding the result, does what is missing.
@@ -156,15 +146,14 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             enqueue_match(rq_conn, mid, resume=True)
             requeued.append(mid)
         elif what == "failed":
-            r.hset(keys.match(mid), mapping={"status": MatchStatus.FAILED, "error": detail})
-            r.srem(keys.OPEN_MATCHES, mid)
+            spec = store_matches.mark_failed(r, mid, detail)
+            if spec is None:
+                continue  # a run took it up meanwhile
             failed.append(mid)
-            tournament_id = r.hget(keys.match(mid), "tournament_id")
-            if tournament_id:
-                store_t.mark_failed_game(r, str(tournament_id), mid)
-                enqueue_advance(rq_conn, str(tournament_id))
-    if cleared:
-        r.hdel(keys.RECOVERY_SUSPECTS, *cleared)
+            if spec.tournament_id:
+                store_t.mark_failed_game(r, spec.tournament_id, mid)
+                enqueue_advance(rq_conn, spec.tournament_id)
+    store_recovery.clear(r, cleared)
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
@@ -176,24 +165,23 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
     """Queue a scheduling step of every running tournament that needs one, and a fit of
     every pool that was asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
-    for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
-        info = r.hgetall(keys.tournament(str(tid)))
-        if info.get("status") != TournamentStatus.RUNNING:
+    for tid in store_t.all_ids(r):
+        info = store_t.info(r, tid)
+        if info.status != TournamentStatus.RUNNING:
             continue
         # Games in flight advance the tournament as each one ends. Nudge it when nothing
         # is in flight (a scheduling step lost in a full restart), when a step was asked
         # for (dirty) but no run holds the lock (its run died mid-step), or when a game is
         # recorded that no step has counted and no step runs (the step queued after it
         # was lost: its worker killed, or Redis restarted on a file that missed it).
-        done = int(info.get("done", 0))
-        recorded = r.zcard(keys.tournament_recorded(str(tid)))
-        in_flight = r.zcard(keys.tournament_matches(str(tid))) > max(done, recorded)
-        idle = not r.exists(keys.tournament_lock(str(tid)))
-        lost = idle and bool(r.exists(keys.tournament_dirty(str(tid))))
-        owed = idle and recorded > done
+        steps = store_t.scheduling(r, tid)
+        in_flight = steps.games > max(info.done, steps.recorded)
+        idle = not steps.stepping
+        lost = idle and steps.asked
+        owed = idle and steps.recorded > info.done
         if not in_flight or lost or owed:
-            enqueue_advance(rq_conn, str(tid))
-            nudged.append(str(tid))
+            enqueue_advance(rq_conn, tid)
+            nudged.append(tid)
     for pool in ("3p", "2v2"):
         # A fit asked for with no job to do it: that job died, or failed and asked again.
         if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
@@ -205,13 +193,12 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
 def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
     r = redis.Redis.from_url(url, decode_responses=True)
     rq_conn = redis.Redis.from_url(url)
-    me = secrets.token_hex(6)
     while True:
         try:
             # Whoever takes a lock does that period's pass; it lapses before the next one.
-            if r.set(keys.RECOVERY_LOCK, me, nx=True, px=int(every * 900)):
+            if store_recovery.pass_lock(int(every * 900)).acquire(r):
                 recover_matches(r, rq_conn)
-            if r.set(keys.NUDGE_LOCK, me, nx=True, px=int(NUDGE_S * 900)):
+            if store_recovery.nudge_lock(int(NUDGE_S * 900)).acquire(r):
                 nudge(r, rq_conn)
         except redis.RedisError as exc:
             log.warning("recovery pass skipped: %s", exc)  # Redis away: try next period
@@ -227,12 +214,12 @@ def _alive_loop(url: str, instance: str, stop: threading.Event) -> None:
     r = redis.Redis.from_url(url, decode_responses=True)
     while True:
         try:
-            r.set(keys.worker_alive(instance), "1", px=ALIVE_MS)
+            store_recovery.keep_alive(r, instance, ALIVE_MS)
         except redis.RedisError as exc:
             log.warning("could not renew this worker's liveness: %s", exc)
         if stop.wait(ALIVE_MS / 3000):
             with contextlib.suppress(redis.RedisError):
-                r.delete(keys.worker_alive(instance))
+                store_recovery.keep_alive(r, instance, 0)
             return
 
 

@@ -129,7 +129,6 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "percent": _percent(done, total),
         "players": spec.players,
         "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
-        "is_bracket": spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
         "clock": clock,

@@ -178,7 +178,7 @@ def test_metrics_count_a_real_match_and_its_faults_and_every_log_line_is_json(
     assert value(work_m, "moonshot_worker_decision_seconds_count") == decisions
     assert value(work_m, "moonshot_worker_faults_total", kind="illegal") == 3
     assert value(work_m, "moonshot_worker_faults_total", kind="forfeit") == 1
-    assert value(work_m, "moonshot_worker_faults_total", kind="timeout") == 0
+    assert value(work_m, "moonshot_worker_faults_total", kind="late") == 0
     assert value(work_m, "moonshot_worker_faults_total", kind="resumed") == 0
     assert value(work_m, "moonshot_worker_matches_finished_total", end="forfeit") == 1
     assert value(work_m, "moonshot_worker_matches_finished_total",

@@ -574,9 +574,13 @@ class WatchMatchResponse(_message.Message):
             KIND_UNSPECIFIED: WatchMatchResponse.Fault._Kind.ValueType  # 0
             """Never sent; the zero value proto3 requires."""
             KIND_ILLEGAL_ACTION: WatchMatchResponse.Fault._Kind.ValueType  # 1
-            """An illegal answer, replaced; a strike."""
+            """An illegal answer, replaced; a strike (a transcript's fault kind
+            `illegal`).
+            """
             KIND_LATE: WatchMatchResponse.Fault._Kind.ValueType  # 2
-            """No answer in time, replaced; a strike."""
+            """No answer in time, replaced; a strike (a transcript's fault kind
+            `late`).
+            """
             KIND_DISCONNECTED: WatchMatchResponse.Fault._Kind.ValueType  # 3
             """The seat's bot lost its connection; the grace period runs."""
             KIND_RECONNECTED: WatchMatchResponse.Fault._Kind.ValueType  # 4
@@ -588,9 +592,13 @@ class WatchMatchResponse(_message.Message):
         KIND_UNSPECIFIED: WatchMatchResponse.Fault.Kind.ValueType  # 0
         """Never sent; the zero value proto3 requires."""
         KIND_ILLEGAL_ACTION: WatchMatchResponse.Fault.Kind.ValueType  # 1
-        """An illegal answer, replaced; a strike."""
+        """An illegal answer, replaced; a strike (a transcript's fault kind
+        `illegal`).
+        """
         KIND_LATE: WatchMatchResponse.Fault.Kind.ValueType  # 2
-        """No answer in time, replaced; a strike."""
+        """No answer in time, replaced; a strike (a transcript's fault kind
+        `late`).
+        """
         KIND_DISCONNECTED: WatchMatchResponse.Fault.Kind.ValueType  # 3
         """The seat's bot lost its connection; the grace period runs."""
         KIND_RECONNECTED: WatchMatchResponse.Fault.Kind.ValueType  # 4
