@@ -64,7 +64,7 @@ from store.records import (
 from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
-from tournaments.plan import board_id
+from tournaments.plan import board_id, redeal_notes
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -631,7 +631,7 @@ def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
         tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
         status=_T_STATUS.get(info.status, tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
         matches_total=info.total, matches_done=info.done,
-        error=info.error, notes=formats.notes(spec),
+        error=info.error, notes=formats.notes(spec) + redeal_notes(info.redealt),
     )
     if info.created_at:
         pb.created_at.CopyFrom(_timestamp(info.created_at))

@@ -86,8 +86,14 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     at = now if listed_at is None else listed_at
     if spec.tournament_id:
         pipe.zadd(keys.tournament_matches(spec.tournament_id), {spec.match_id: at}, nx=True)
+    board = str(spec.meta.get("board", "")) or spec.match_id
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
+        if not ids.is_house_bot(bot_id):
+            # Every deal a bot is dealt is on its record (store.deals): a tournament game's
+            # was claimed already; a single match's seed is the organiser's, noted here so
+            # that no later board deals it to the bot again.
+            pipe.hsetnx(keys.bot_deals(bot_id), str(spec.seed), board)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:

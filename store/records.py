@@ -305,3 +305,4 @@ class StandingsInputs:
     ratings: Mapping[str, float]
     own_ratings: Mapping[str, float] | None
     boards: Sequence[tuple[str, int, int, int]] = ()
+    redealt: int = 0  # boards dealt afresh (a bot had been dealt the planned deal)

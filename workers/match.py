@@ -38,7 +38,7 @@ import redis
 from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
-from moon.transcript import transcript
+from moon.transcript import actions_of, transcript
 from store import events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
@@ -434,7 +434,10 @@ class MatchHost:
         ended = [messages.MatchEnded(self.match_id, seat, result)
                  for seat in range(len(spec.bot_ids))]
         if self.run.write(entries, done, spec.bot_ids, ended):
-            metrics.finished(str(result["end"]), len(st.actions))
+            if not spec.tournament_id:
+                # Public as it ends. A tournament game is counted when its board is
+                # released (workers.scheduler): a scraper must not time a hidden game.
+                metrics.finished(str(result["end"]), len(st.actions))
             failpoints.reached("match.after-result")
         return self._stored_result()
 
@@ -452,7 +455,8 @@ class MatchHost:
         spec = self.spec
         now = time.time()
         row = result_row(self.match_id, spec.bot_ids, result, str(spec.meta.get("board", "")),
-                         str(spec.meta.get("unit", "")))
+                         str(spec.meta.get("unit", "")),
+                         len(actions_of(stored["transcript"])))
         store_matches.finish(self.r, self.match_id, spec.bot_ids, row, now)
         if not spec.tournament_id:
             # A single match shares its deal with no other game: public as it ends. A

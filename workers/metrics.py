@@ -37,10 +37,12 @@ LIVE_MATCHES = Gauge(
     "moonshot_worker_matches_live", "Matches this worker hosts now.", registry=REGISTRY)
 FINISHED = Counter(
     "moonshot_worker_matches_finished",
-    "Matches whose result this worker stored, by how they ended (the transcript's end).",
+    "Matches this worker counted finished, by how they ended (the transcript's end): a "
+    "tournament game when its board is released, a single match as it ends.",
     ["end"], registry=REGISTRY)
 MATCH_DECISIONS = Histogram(
-    "moonshot_worker_match_decisions", "Decisions (actions) of each match this worker finished.",
+    "moonshot_worker_match_decisions",
+    "Decisions (actions) of each match this worker counted finished (see matches_finished).",
     buckets=(10, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, math.inf), registry=REGISTRY)
 DECISIONS = Counter(
     "moonshot_worker_decisions",
