@@ -497,8 +497,11 @@ def match_status_name(status: int) -> str:
 
 def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:
     """A stored bot as a message (never its token hash)."""
-    return bot_pb2.Bot(bot_id=record.bot_id, name=record.name,
-                       created_at=_timestamp(record.created_at), connected=connected)
+    pb = bot_pb2.Bot(bot_id=record.bot_id, name=record.name, connected=connected,
+                     house=record.house)
+    if not record.house:  # a house bot was never registered
+        pb.created_at.CopyFrom(_timestamp(record.created_at))
+    return pb
 
 
 def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
