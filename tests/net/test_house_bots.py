@@ -146,3 +146,39 @@ def test_a_search_bot_thinking_does_not_delay_another_match(tmp_path: Path,
         print(f"\nround trip p50 alone {base:.0f} us, beside the search {loaded:.0f} us")
         # Searching on the match threads instead (one GIL) made it 4x here.
         assert loaded <= 2 * base + 1000, (base, loaded)
+
+
+def test_house_bots_are_marked_on_the_pages_and_rated(stack: Stack, admin: Admin,
+                                                      pool: dict[str, PoolBot]) -> None:
+    """A house bot's games are rated like any bot's; its page, the ratings and the game
+    pages name it with a house mark; its id, with its options, is one link."""
+    import urllib.parse
+    import urllib.request
+
+    from stack import moonshot
+    from support import wait_until as until
+
+    from proto.moon.v1 import rating_pb2
+
+    m = admin.create_match(3, [PIMC, pool["greedy2"].bot_id, pool["random2"].bot_id],
+                           seed=21, rules=SHORT)
+    done = finished(admin, m.match_id, timeout=120)
+    canonical = done.bot_ids[0]
+    rated = until("the house bot rated", lambda: next(
+        (x for x in admin.ratings.GetRatings(rating_pb2.GetRatingsRequest(
+            pool=rating_pb2.RATING_POOL_THREE_PLAYER), timeout=10).ratings
+         if x.bot_id == canonical), None), timeout=60)
+    assert rated.games >= 1
+    web = stack.start("web-house", moonshot("web", "--server", stack.address,
+                                            "--listen", "127.0.0.1:0"))
+    try:
+        url = web.wait_for(r"web pages on (http://\S+)", timeout=30).group(1)
+        link = f"/bot/{urllib.parse.quote(canonical, safe='')}"
+        for path in (link, "/ratings/3p", f"/game/{m.match_id}"):
+            with urllib.request.urlopen(url + path, timeout=30) as resp:
+                html = resp.read().decode()
+            assert resp.status == 200, path
+            assert 'class="badge house"' in html, path
+            assert f'href="{link}"' in html or path == link, path
+    finally:
+        web.stop()
