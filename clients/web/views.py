@@ -369,7 +369,7 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
             "provisional": r.provisional,
         })
     chart = [{"name": r["name"], "rating": r["rating"], "low": r["low"], "high": r["high"],
-              "href": f"/bot/{urllib.parse.quote(r['bot_id'], safe='')}"} for r in rows]
+              "href": f"/bot/{urllib.parse.quote(str(r['bot_id']), safe='')}"} for r in rows]
     covered = (f"{resp.fitted_games} of {plural(resp.games, 'game')}"
                if resp.fitted_games != resp.games else plural(resp.games, "game"))
     return {
