@@ -14,6 +14,8 @@ every `name: value unit` line they printed, by benchmark:
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
   (bench/ratings.py);
+- arena: matchmaking rules against bots of known strength, the step's time
+  (bench/arena.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py).
 
@@ -42,6 +44,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "hosting": ("hosting.py", [], ["--quick"]),
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
+    "arena": ("arena.py", [], ["--quick"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
 }

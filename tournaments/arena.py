@@ -130,7 +130,7 @@ class Settings:
     batch: float = 0.25  # deal once this share of the online bots is free ...
     max_wait_s: float = 10.0  # ... or once a free bot has waited this long
     max_tables: int = 64  # tables on one board (a board is released when all have finished)
-    objective: str = "information"  # or the benchmark's baselines "similar", "random"
+    objective: str = "variance"  # or "information"; the benchmark's baselines "similar", "random"
     rounds: int = 24  # most rounds of exchanges in the search
 
 
@@ -154,7 +154,8 @@ class Table:
     """One game: bot ids by seat (3p: seat s; 2v2: seat s plays for team s % 2)."""
 
     seats: tuple[str, ...]
-    gain: float  # the expected information of its result about the ratings, nats
+    variance_fall: float  # the expected fall of its bots' rating variances, Elo^2 (summed)
+    information: float  # the expected information of its result about the ratings, nats
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +378,9 @@ def step(req: Request) -> Step:
     counts = np.array([c.seats if c.seats else (0,) * k for c in seated], dtype=np.int64)
     tables = _seat(tables, counts)
     # Reported whatever the objective: what each game is expected to teach.
-    gains = scorer.information(tables[:, [0, 2, 1, 3]] if k == 4 else tables)
+    teams = tables[:, [0, 2, 1, 3]] if k == 4 else tables
+    falls = scorer.reduction(teams) * ELO_PER_NAT**2
+    gains = scorer.information(teams)
     # Tables are dealt to boards in turn by rating, so each board holds strong and weak tables.
     strength = scorer.mu[tables].mean(axis=1)
     by_strength = np.argsort(-strength, kind="stable")
@@ -394,7 +397,7 @@ def step(req: Request) -> Step:
                     raise FailedPrecondition(
                         f"board {board_id} was dealt to bot {bot_id} before: the arena's "
                         "board numbers must only grow")
-            out.append(Table(ids, float(gains[r])))
+            out.append(Table(ids, float(falls[r]), float(gains[r])))
         boards.append(Board(board_id, tuple(out)))
     waiting = tuple(bots[i].bot_id for i in order[t * k:])
     return Step(tuple(boards), waiting, req.next_board + n_boards, None, "")

@@ -262,6 +262,12 @@ class Scorer:
             return gain3(self.mu[tables], self.var[tables], self.covariances(tables))
         return self._team_gains(tables)[:, 0]
 
+    def reduction(self, tables: IntArray) -> FloatArray:
+        """The expected fall of each table's rating variances, 2v2 split (a, b) vs (c, d)."""
+        if tables.shape[1] == 3:
+            return reduction3(self.mu[tables], self.var[tables], self.covariances(tables))
+        return self._team_reductions(tables)[:, 0]
+
     def _team_gains(self, groups: IntArray) -> FloatArray:
         """(m, 3): 0.5 log(1 + p(1 - p) Var(team difference)) of each split of each group."""
         mu, var, cov = self.mu[groups], self.var[groups], self.covariances(groups)
