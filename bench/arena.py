@@ -12,7 +12,8 @@ finishes its live games. Games as in bench/ratings.py: a board gives each
 seat position a luck -log(2 Z^2), shared by every table of the board, and a
 table's finishing order is Plackett-Luce in 2 theta + luck (Bradley-Terry
 between team means in 2v2), so each game is marginally PL in the true
-strengths, the scale the fit reports.
+strengths, the scale the fit reports. `--world static` keeps all 100 bots
+online from start to end instead.
 
 The arena: the matchmaking step (`tournaments.arena.step`) runs after every
 event (a game's end, an arrival, a departure, its own retry time) with the
@@ -36,8 +37,10 @@ apart are the same for all:
   elsewhere;
 - `random_batched`, `similar_batched`: the same two dealt in the arena's
   batches, so that the grouping alone is compared;
-- `information` (not run by default): the arena with D-optimal tables (the
-  expected information, 0.5 log det(I + Sigma J)) instead of the variance.
+- not run by default: `information`, the arena with D-optimal tables (the
+  expected information, 0.5 log det(I + Sigma J)) instead of the variance;
+  `arena_sd`, the arena given each bot's standard error but not the fit's
+  covariance.
 
 Random draws are common to the rules of a repetition: each bot's n-th game
 has the same performance noise, the n-th board the same luck and the n-th
@@ -59,7 +62,7 @@ The step's time: 1,000 bots online with a fitted covariance (a 1,000 x
 1,000 matrix), recent table-mates, seat counts and dealt boards; all of them
 free (the arena's start: 333 tables) and 60 free (steady state); the median
 of 21 calls' CPU time (`time.process_time`: on a shared machine the wall
-clock also counts other processes' work).
+clock also counts other processes' work; `_wall` is the wall clock's).
 """
 
 from __future__ import annotations
@@ -100,14 +103,17 @@ from tournaments.arena import (
 )
 
 FloatArray = NDArray[np.float64]
-# name -> (the step's objective, dealt with the arena's batching or as soon as two tables can be)
+# name -> (the step's objective, dealt in the arena's batches (else as soon as two tables can
+# be), given the fit's covariance (else each bot's standard error alone))
 RULES = {
-    "arena": ("variance", True),
-    "random": ("random", False),
-    "similar": ("similar", False),
-    "random_batched": ("random", True),
-    "similar_batched": ("similar", True),
-    "information": ("information", True),  # not run by default: the arena with D-optimality
+    "arena": ("variance", True, True),
+    "random": ("random", False, True),
+    "similar": ("similar", False, True),
+    "random_batched": ("random", True, True),
+    "similar_batched": ("similar", True, True),
+    # Not run by default: the arena with D-optimal tables, and without the covariance.
+    "information": ("information", True, True),
+    "arena_sd": ("variance", True, False),
 }
 DEFAULT_RULES = ("arena", "random", "similar", "random_batched", "similar_batched")
 BOTS = 100
@@ -147,8 +153,8 @@ class World:
     length: FloatArray  # the n-th game's duration
 
 
-def make_world(rng: np.random.Generator, horizon: float) -> World:
-    """True strengths and online intervals (module doc)."""
+def make_world(rng: np.random.Generator, horizon: float, static: bool = False) -> World:
+    """True strengths and online intervals (module doc); `static`: all online throughout."""
     theta = rng.normal(0.0, SPREAD, BOTS) / ELO_PER_NAT
     schedules = []
     for i in range(BOTS):
@@ -158,7 +164,7 @@ def make_world(rng: np.random.Generator, horizon: float) -> World:
             end = t + float(rng.exponential(SESSION))
             spans.append((t, end))
             t = end + float(rng.exponential(ABSENCE))
-        schedules.append(spans)
+        schedules.append([(0.0, math.inf)] if static else spans)
     games = 1000  # a bot's games, far more than any plays
     noise = rng.gumbel(size=(BOTS, games))
     luck = -np.log(2.0 * rng.normal(size=(BOTS * games, 3)) ** 2)
@@ -182,8 +188,9 @@ class Arena:
     """One run of the arena under one rule (module doc)."""
 
     def __init__(self, world: World, pool: str, settings: Settings, refit: float,
-                 targets: Sequence[int]) -> None:
+                 targets: Sequence[int], covariance: bool = True) -> None:
         self.world, self.pool, self.settings, self.refit = world, pool, settings, refit
+        self.covariance = covariance
         self.k = POOLS[pool]
         self.bots = {f"bot{i:03d}": Bot(float(world.theta[i]), world.schedules[i],
                                         seats=[0] * self.k)
@@ -286,7 +293,7 @@ class Arena:
         if online < 2 * self.k:
             return
         cov = None
-        if self.fit is not None:
+        if self.fit is not None and self.covariance:
             cov = Covariance(tuple(r.bot_id for r in self.fit.ratings), self.fit.covariance)
         req = Request(self.pool, "arena", self.next_board, now, online, tuple(self._candidates()),
                       seed=self.next_board, settings=self.settings, covariance=cov)
@@ -344,10 +351,13 @@ class Arena:
                        np.array(placement), self.games_created / max(self.next_board, 1))
 
 
-def run_rule(world: World, pool: str, settings: Settings, refit: float,
+def run_rule(world: World, pool: str, rule: str, args: argparse.Namespace,
              targets: Sequence[int]) -> Outcome:
-    """One repetition of one rule."""
-    return Arena(world, pool, settings, refit, targets).run()
+    """One repetition of one rule (`RULES`)."""
+    objective, batched, covariance = RULES[rule]
+    settings = Settings(batch=args.batch if batched else 0.0,
+                        max_wait_s=args.max_wait if batched else 0.0, objective=objective)
+    return Arena(world, pool, settings, args.refit, targets, covariance).run()
 
 
 def scores(outcome: Outcome, target: int) -> tuple[float, float, float]:
@@ -371,8 +381,9 @@ def _mean_se(values: Sequence[float]) -> tuple[float, float]:
     return float(a.mean()), se
 
 
-def speed(pool: str, online: int, free: int, calls: int) -> float:
-    """Median milliseconds of one step with `online` bots of which `free` are free."""
+def speed(pool: str, online: int, free: int, calls: int) -> tuple[float, float]:
+    """Median milliseconds of one step with `online` bots of which `free` are free: CPU time
+    and wall-clock time."""
     rng = np.random.default_rng(7)
     k = POOLS[pool]
     ids = [f"b{i:04d}" for i in range(online)]
@@ -393,14 +404,15 @@ def speed(pool: str, online: int, free: int, calls: int) -> float:
             dealt=frozenset(f"arena/b{j}" for j in rng.integers(0, 5000, 100))))
     req = Request(pool, "arena", 5000, 200.0, online, tuple(bots), seed=1,
                   covariance=Covariance(tuple(ids), cov))
-    times = []
+    cpu, wall = [], []
     for c in range(calls):
         # CPU time of this process: on a shared machine the wall clock also counts other work.
-        start = time.process_time()
+        start, clock = time.process_time(), time.perf_counter()
         out = step(replace(req, seed=c))
-        times.append(time.process_time() - start)
+        cpu.append(time.process_time() - start)
+        wall.append(time.perf_counter() - clock)
         assert sum(len(b.tables) for b in out.boards) == free // k
-    return 1000.0 * float(np.median(times))
+    return 1000.0 * float(np.median(cpu)), 1000.0 * float(np.median(wall))
 
 
 def simulate(args: argparse.Namespace, rules: Sequence[str], targets: Sequence[int],
@@ -410,13 +422,9 @@ def simulate(args: argparse.Namespace, rules: Sequence[str], targets: Sequence[i
     results: dict[str, list[Outcome]] = {r: [] for r in rules}
     begin = time.perf_counter()
     for rep in range(reps):
-        world = make_world(rng, horizon=300.0)
+        world = make_world(rng, horizon=300.0, static=args.world == "static")
         for rule in rules:
-            objective, batched = RULES[rule]
-            settings = Settings(batch=args.batch if batched else 0.0,
-                                max_wait_s=args.max_wait if batched else 0.0,
-                                objective=objective)
-            results[rule].append(run_rule(world, args.pool, settings, args.refit, targets))
+            results[rule].append(run_rule(world, args.pool, rule, args, targets))
         print(f"# repetition {rep + 1} of {reps} done after {time.perf_counter() - begin:.0f} s",
               file=sys.stderr, flush=True)
     return results
@@ -454,7 +462,8 @@ def report_rates(results: dict[str, list[Outcome]]) -> None:
               "games_per_game_length")
         print(f"rate_cv_{rule}: {np.mean(cv):.3f} ratio")
         print(f"rate_p90_p10_{rule}: {np.mean(ratio):.3f} ratio")
-        print(f"placement_10_games_{rule}: {np.mean(place):.2f} game_lengths")
+        if place:
+            print(f"placement_10_games_{rule}: {np.mean(place):.2f} game_lengths")
         print(f"tables_per_board_{rule}: {np.mean([o.tables_per_board for o in outs]):.2f} "
               "tables")
 
@@ -467,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=0, help="repetitions (default 24, quick 4)")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--pool", choices=tuple(POOLS), default="3p")
+    parser.add_argument("--world", choices=("arrivals", "static"), default="arrivals",
+                        help="static: all 100 bots online from the start to the end")
     parser.add_argument("--rules", default=",".join(DEFAULT_RULES),
                         help=f"comma-separated, of {', '.join(RULES)}")
     parser.add_argument("--batch", type=float, default=Settings().batch)
@@ -493,8 +504,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             report_accuracy(results, target)
         report_rates(results)
     calls = 5 if args.quick else 21
-    print(f"step_1000_online_all_free: {speed(args.pool, 1000, 1000, calls):.1f} ms")
-    print(f"step_1000_online_60_free: {speed(args.pool, 1000, 60, calls):.1f} ms")
+    for name, free in (("all_free", 1000), ("60_free", 60)):
+        cpu, wall = speed(args.pool, 1000, free, calls)
+        print(f"step_1000_online_{name}: {cpu:.1f} ms")
+        print(f"step_1000_online_{name}_wall: {wall:.1f} ms")
     print(f"run_time: {time.perf_counter() - begin:.0f} s")
 
 

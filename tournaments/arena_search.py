@@ -5,6 +5,9 @@ of its bots that sat together recently (`REPEAT_COST` each, far above any
 objective, so the search first avoids repeats wherever it can, then weighs the
 objective). The objectives (`tournaments.arena` says why the first):
 
+- `variance` (the default): the expected fall of the sum of the table's
+  rating variances, tr(Sigma_T J_T (I + Sigma_T J_T)^-1 Sigma_T), natural-log
+  units squared (the A-optimal criterion, greedily, on the table's block).
 - `information`: the expected information the game gives about the ratings,
   0.5 log det(I + Sigma_T J_T) nats, with Sigma_T the table's block of the
   rating covariance and J_T the game's Fisher information at the current
@@ -23,9 +26,14 @@ fresh-deal models of `ratings.model`, luck integrated out, ties ignored):
 - 3p (Plackett-Luce): with p the softmax of the strengths, the first place
   gives diag(p) - p p^T, and the order of the other two, given who won, a
   Bradley-Terry term q(1 - q)(e_j - e_k)(e_j - e_k)^T weighted by p_i.
-- 2v2 (Bradley-Terry between team means): p(1 - p) w w^T, w = +1/2 on one team
-  and -1/2 on the other, so the gain is 0.5 log(1 + p(1 - p) Var(team difference)).
-  A group of four takes the best of its three splits into teams.
+- 2v2 (Bradley-Terry between team means): c w w^T, c = p(1 - p), w = +1/2 on
+  one team and -1/2 on the other, so the information is
+  0.5 log(1 + c Var(team difference)) and the variance fall
+  c |Sigma w|^2 / (1 + c w^T Sigma w).
+
+Both reduce to elementwise arithmetic on the table's block: 3p J has zero
+row sums, J = D K D^T with D the differences to the third bot, so the 3 x 3
+determinants and inverses become 2 x 2 ones (Sylvester, Woodbury).
 
 The search (`search`): from a random grouping (seeded), rounds of exchanges:
 each round pairs the tables (a round robin of the tables, so a cycle of
@@ -45,7 +53,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "OBJECTIVES", "PARTNER_COST", "REPEAT_COST", "Scorer", "fisher3", "gain3", "reduction3",
+    "OBJECTIVES",
+    "PARTNER_COST",
+    "REPEAT_COST",
+    "Scorer",
+    "fisher3",
+    "gain3",
+    "reduction3",
     "search",
 ]
 
