@@ -58,9 +58,10 @@ bots online for at least 10 units: their coefficient of variation and the
 ratio of the 90th to the 10th percentile. Placement: the time a bot that
 arrived after the start took for its first 10 games.
 
-The step's time: 1,000 bots online with a fitted covariance (a 1,000 x
-1,000 matrix), recent table-mates, seat counts and dealt boards; all of them
-free (the arena's start: 333 tables) and 60 free (steady state); the median
+The step's time, in both pools: 1,000 bots online with a fitted covariance
+(a 1,000 x 1,000 matrix), recent table-mates, seat counts and dealt boards;
+all of them free (the arena's start: 333 tables of 3 or 250 of 4) and 60
+free (steady state); the median
 of 21 calls' CPU time (`time.process_time`: on a shared machine the wall
 clock also counts other processes' work; `_wall` is the wall clock's).
 """
@@ -332,8 +333,10 @@ class Arena:
                 bot.dealt_games += 1
                 bot.seats[s] += 1
                 bot.free_since = now
-                for mate in reversed([m for m in seats if m != bot_id]):
-                    bot.recent.appendleft(mate)
+                # Newest first, a game's partner first in 2v2 (`Candidate.recent`).
+                others = (2, 1, 3) if self.k == 4 else (1, 2)
+                for d in reversed(others):
+                    bot.recent.appendleft(seats[(s + d) % self.k])
             self._push(now + float(self.world.length[self.games_created]), "end", f"{board}#{t}")
         self.pending[board] = list(games)
         self.played.setdefault(board, []).extend(games)
@@ -504,10 +507,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             report_accuracy(results, target)
         report_rates(results)
     calls = 5 if args.quick else 21
-    for name, free in (("all_free", 1000), ("60_free", 60)):
-        cpu, wall = speed(args.pool, 1000, free, calls)
-        print(f"step_1000_online_{name}: {cpu:.1f} ms")
-        print(f"step_1000_online_{name}_wall: {wall:.1f} ms")
+    for pool in POOLS:
+        for name, free in (("all_free", 1000), ("60_free", 60)):
+            cpu, wall = speed(pool, 1000, free, calls)
+            print(f"step_{pool}_1000_online_{name}: {cpu:.1f} ms")
+            print(f"step_{pool}_1000_online_{name}_wall: {wall:.1f} ms")
     print(f"run_time: {time.perf_counter() - begin:.0f} s")
 
 

@@ -388,7 +388,8 @@ def step(req: Request) -> Step:
         var=_variances(req, seated),
         recent=_recent(seated, k, s.avoid),
         partners=_partners(seated) if k == 4 else None,
-        matrix=None if req.covariance is None else req.covariance.matrix,
+        matrix=None if req.covariance is None else np.ascontiguousarray(
+            req.covariance.matrix, dtype=np.float64),
         row=_rows(req, seated),
         unit=ELO_PER_NAT**-2,
     )
