@@ -29,18 +29,20 @@ whether it waits for a batch of free bots (`Settings.batch`, `max_wait_s`);
 priority, boards of two tables or more, seats and keeping recent table-mates
 apart are the same for all:
 
-- `arena`: the arena's rule: tables of the largest expected fall of their
-  bots' rating variances, dealt in batches (the defaults: a quarter of the
-  online bots free, or one waiting a fifth of a game);
+- `arena`: the arena's rule, dealt in batches (the defaults: a quarter of
+  the online bots free, or one waiting a fifth of a game) and grouped as the
+  pool's default objective says: in 3p tables of the largest expected fall
+  of their bots' rating variances, in 2v2 at random (`tournaments.arena`
+  says why);
 - `random`, `similar`: random tables and tables of the most similar ratings
   (the Kaggle rule), dealt as soon as two tables can be, as those rules run
   elsewhere;
 - `random_batched`, `similar_batched`: the same two dealt in the arena's
   batches, so that the grouping alone is compared;
-- not run by default: `information`, the arena with D-optimal tables (the
-  expected information, 0.5 log det(I + Sigma J)) instead of the variance;
-  `arena_sd`, the arena given each bot's standard error but not the fit's
-  covariance.
+- not run by default: `variance`, the batches grouped by the variance fall
+  (in 3p the same as `arena`); `information`, D-optimal tables (the expected
+  information, 0.5 log det(I + Sigma J)); `arena_sd`, the variance fall given
+  each bot's standard error but not the fit's covariance.
 
 Random draws are common to the rules of a repetition: each bot's n-th game
 has the same performance noise, the n-th board the same luck and the n-th
@@ -50,8 +52,9 @@ differences between rules are measured with less noise).
 Figures at 10, 30 and 100 games a bot (released seats / 100), from a fit of
 every released game, over the bots rated by then: Spearman's rho with the
 truth, RMSE in Elo (both centred over those bots), coverage of the 95%
-intervals; each the mean over repetitions with its Monte-Carlo standard error
-(`_se`), and for RMSE the paired difference of each baseline from the
+intervals, and the slope of the ratings on the truth (1: the scale is right);
+each the mean over repetitions with its Monte-Carlo standard error (`_se`),
+and for RMSE the paired difference of each baseline from the
 arena's rule (`rmse_<n>_<rule>_minus_arena`, positive: the arena's rule is
 better). Game rates: each bot's games dealt per unit of time online, over
 bots online for at least 10 units: their coefficient of variation and the
@@ -59,7 +62,8 @@ ratio of the 90th to the 10th percentile. Placement: the time a bot that
 arrived after the start took for its first 10 games.
 
 The step's time, in both pools: 1,000 bots online with a fitted covariance
-(a 1,000 x 1,000 matrix), recent table-mates, seat counts and dealt boards;
+(a 1,000 x 1,000 matrix), recent table-mates, seat counts and dealt boards,
+grouped by the variance fall (the costliest objective);
 all of them free (the arena's start: 333 tables of 3 or 250 of 4) and 60
 free (steady state); the median
 of 21 calls' CPU time (`time.process_time`: on a shared machine the wall
@@ -94,6 +98,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ratings import ELO_PER_NAT, PRIOR_SD, Fit, Game, fit
 from tournaments.arena import (
+    POOL_OBJECTIVE,
     POOLS,
     Candidate,
     Covariance,
@@ -107,12 +112,14 @@ FloatArray = NDArray[np.float64]
 # name -> (the step's objective, dealt in the arena's batches (else as soon as two tables can
 # be), given the fit's covariance (else each bot's standard error alone))
 RULES = {
-    "arena": ("variance", True, True),
+    "arena": ("", True, True),  # the pool's own (3p: the variance fall; 2v2: random)
     "random": ("random", False, True),
     "similar": ("similar", False, True),
     "random_batched": ("random", True, True),
     "similar_batched": ("similar", True, True),
-    # Not run by default: the arena with D-optimal tables, and without the covariance.
+    # Not run by default: the variance fall (3p: the arena's), D-optimal tables, and the
+    # variance fall without the covariance.
+    "variance": ("variance", True, True),
     "information": ("information", True, True),
     "arena_sd": ("variance", True, False),
 }
@@ -192,6 +199,8 @@ class Arena:
                  targets: Sequence[int], covariance: bool = True) -> None:
         self.world, self.pool, self.settings, self.refit = world, pool, settings, refit
         self.covariance = covariance
+        # Random tables read no ratings: they are fitted only at the checkpoints.
+        self.needs_fit = (settings.objective or POOL_OBJECTIVE[pool]) != "random"
         self.k = POOLS[pool]
         self.bots = {f"bot{i:03d}": Bot(float(world.theta[i]), world.schedules[i],
                                         seats=[0] * self.k)
@@ -267,8 +276,7 @@ class Arena:
         while len(self.fits) < len(self.targets) and seats >= self.targets[len(self.fits)]:
             self.reached[self.targets[len(self.fits)]] = now
             self.fits[self.targets[len(self.fits)]] = fit(self.released)
-        if (self.settings.objective != "random"
-                and len(self.released) >= self.refit * max(self.fitted_games, 1)):
+        if self.needs_fit and len(self.released) >= self.refit * max(self.fitted_games, 1):
             self.fit, self.fitted_games = fit(self.released), len(self.released)
             self.rated = {r.bot_id: i for i, r in enumerate(self.fit.ratings)}
 
@@ -363,8 +371,8 @@ def run_rule(world: World, pool: str, rule: str, args: argparse.Namespace,
     return Arena(world, pool, settings, args.refit, targets, covariance).run()
 
 
-def scores(outcome: Outcome, target: int) -> tuple[float, float, float]:
-    """Spearman, RMSE (Elo) and coverage of the fit at `target` games a bot."""
+def scores(outcome: Outcome, target: int) -> tuple[float, float, float, float]:
+    """Spearman, RMSE (Elo), coverage and slope on the truth of the fit at `target` games."""
     result = outcome.fits[target]
     ids = [r.bot_id for r in result.ratings]
     truth = np.array([outcome.truth[int(b[3:])] for b in ids])
@@ -375,7 +383,8 @@ def scores(outcome: Outcome, target: int) -> tuple[float, float, float]:
     rho = float(spearmanr(est, truth)[0])
     rmse = math.sqrt(float(((est - truth) ** 2).mean()))
     cover = float(((low <= truth) & (truth <= high)).mean())
-    return rho, rmse, cover
+    slope = float((est * truth).sum() / (truth * truth).sum())
+    return rho, rmse, cover, slope
 
 
 def _mean_se(values: Sequence[float]) -> tuple[float, float]:
@@ -405,8 +414,10 @@ def speed(pool: str, online: int, free: int, calls: int) -> tuple[float, float]:
             free_since=float(rng.uniform(0.0, 100.0)), recent=recent,
             seats=tuple(int(x) for x in rng.integers(0, 50, k)),
             dealt=frozenset(f"arena/b{j}" for j in rng.integers(0, 5000, 100))))
+    # The variance fall, the costliest objective, in both pools (2v2 groups at random by
+    # default).
     req = Request(pool, "arena", 5000, 200.0, online, tuple(bots), seed=1,
-                  covariance=Covariance(tuple(ids), cov))
+                  settings=Settings(objective="variance"), covariance=Covariance(tuple(ids), cov))
     cpu, wall = [], []
     for c in range(calls):
         # CPU time of this process: on a shared machine the wall clock also counts other work.
@@ -438,7 +449,7 @@ def report_accuracy(results: dict[str, list[Outcome]], target: int) -> None:
     table = {r: [scores(o, target) for o in outs] for r, outs in results.items()}
     for rule, rows in table.items():
         for i, (name, unit) in enumerate((("spearman", "rho"), ("rmse", "elo"),
-                                          ("coverage", "fraction"))):
+                                          ("coverage", "fraction"), ("slope", "ratio"))):
             mean, se = _mean_se([row[i] for row in rows])
             print(f"{name}_{target}_{rule}: {mean:.3f} {unit}")
             print(f"{name}_{target}_{rule}_se: {se:.3f} {unit}")

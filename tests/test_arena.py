@@ -475,7 +475,20 @@ def test_2v2_teams_are_split_evenly() -> None:
     rating = {"s0": 400.0, "s1": 400.0, "w0": -400.0, "w1": -400.0,
               "m0": -10.0, "m1": 0.0, "m2": 5.0, "m3": 10.0}
     bots = tuple(Candidate(b, rating=r, sd=100.0, games=50) for b, r in rating.items())
+    settings = Settings(batch=0.0, objective="variance")  # 2v2's default groups at random
     for seed in range(5):
-        for seats in _tables(step(_request(bots, "2v2", seed=seed))):
+        for seats in _tables(step(_request(bots, "2v2", seed=seed, settings=settings))):
             gap = rating[seats[0]] + rating[seats[2]] - rating[seats[1]] - rating[seats[3]]
             assert abs(gap) <= 20.0, seats
+
+
+def test_each_pool_has_its_default_objective() -> None:
+    assert arena.POOL_OBJECTIVE == {"3p": "variance", "2v2": "random"}
+    bots = _bots(24)
+    for pool in ("3p", "2v2"):
+        default = step(_request(bots, pool))
+        chosen = step(_request(bots, pool, settings=Settings(
+            batch=0.0, objective=arena.POOL_OBJECTIVE[pool])))
+        assert default == chosen
+    assert step(_request(bots, "2v2")) != step(_request(bots, "2v2", settings=Settings(
+        batch=0.0, objective="variance")))
