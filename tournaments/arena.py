@@ -371,18 +371,10 @@ def _hold(bots: Sequence[Candidate], order: Sequence[int], next_board: int,
     return Step((), tuple(bots[i].bot_id for i in order), next_board, retry_at, reason)
 
 
-def step(req: Request) -> Step:
-    """One matchmaking step (module doc): InvalidArgument for bad input, FailedPrecondition
-    when the pool has too few bots online or a board number was dealt before."""
-    k = _players(req.pool)
-    bots = _check(req, k)
-    s = req.settings
-    if req.online < 2 * k:
-        raise FailedPrecondition(
-            f"the {req.pool} arena needs at least {2 * k} bots online to deal a board to two "
-            f"tables; {req.online} are online")
-    order = _priority(bots, s.placement)
-    free = len(bots)
+def _held(req: Request, bots: Sequence[Candidate], order: Sequence[int], k: int
+          ) -> Step | None:
+    """The step that deals nothing, when too few bots are free or the batch is not full."""
+    free, s = len(bots), req.settings
     if free < 2 * k:
         return _hold(bots, order, req.next_board, None,
                      f"{free} bots are free; a board needs two tables ({2 * k} bots)")
@@ -392,9 +384,13 @@ def step(req: Request) -> Step:
         return _hold(bots, order, req.next_board, oldest + s.max_wait_s,
                      f"{free} bots are free; holding for {enough} or until "
                      f"{oldest + s.max_wait_s:.3f}")
-    t = free // k
-    seated = [bots[i] for i in order[: t * k]]
-    scorer = Scorer(
+    return None
+
+
+def _scorer(req: Request, seated: Sequence[Candidate], k: int) -> Scorer:
+    """What values the tables of the seated bots (`tournaments.arena_search`)."""
+    s = req.settings
+    return Scorer(
         players=k,
         objective=s.objective or POOL_OBJECTIVE[req.pool],
         mu=np.array([c.rating for c in seated]) / ELO_PER_NAT,
@@ -406,37 +402,65 @@ def step(req: Request) -> Step:
         row=_rows(req, seated),
         unit=ELO_PER_NAT**-2,
     )
-    rng = np.random.default_rng(req.seed)
-    tables, _, splits = search(scorer, t * k, rng, s.rounds)
+
+
+def _tables(req: Request, seated: Sequence[Candidate], scorer: Scorer) -> IntArray:
+    """The seated bots (indices) grouped into tables, each in seat order."""
+    k = scorer.players
+    tables, _, splits = search(scorer, len(seated), np.random.default_rng(req.seed),
+                               req.settings.rounds)
     if k == 4:
         # Put each group's chosen teams first and second: (a, b) against (c, d).
         tables = np.take_along_axis(tables, _SPLIT_ORDER[splits], axis=1)
     counts = np.array([c.seats if c.seats else (0,) * k for c in seated], dtype=np.int64)
-    tables = _seat(tables, counts)
+    return _seat(tables, counts)
+
+
+def _boards(req: Request, seated: Sequence[Candidate], scorer: Scorer, tables: IntArray
+            ) -> tuple[Board, ...]:
+    """The tables on new boards of two to max_tables, refusing a board a bot was dealt."""
     # Reported whatever the objective: what each game is expected to teach.
-    teams = tables[:, [0, 2, 1, 3]] if k == 4 else tables
+    teams = tables[:, [0, 2, 1, 3]] if scorer.players == 4 else tables
     falls = scorer.reduction(teams) * ELO_PER_NAT**2
     gains = scorer.information(teams)
     # Tables are dealt to boards in turn by rating, so each board holds strong and weak tables.
-    strength = scorer.mu[tables].mean(axis=1)
-    by_strength = np.argsort(-strength, kind="stable")
-    n_boards = math.ceil(t / s.max_tables)
+    by_strength = np.argsort(-scorer.mu[tables].mean(axis=1), kind="stable")
+    n_boards = math.ceil(len(tables) / req.settings.max_tables)
     boards = []
     for b in range(n_boards):
         board_id = f"{req.arena}/b{req.next_board + b}"
-        rows = by_strength[b::n_boards]
         out = []
-        for r in rows:
-            ids = tuple(seated[i].bot_id for i in tables[r])
-            for bot_id, i in zip(ids, tables[r], strict=True):
+        for r in by_strength[b::n_boards]:
+            for i in tables[r]:
                 if board_id in seated[i].dealt:
                     raise FailedPrecondition(
-                        f"board {board_id} was dealt to bot {bot_id} before: the arena's "
-                        "board numbers must only grow")
+                        f"board {board_id} was dealt to bot {seated[i].bot_id} before: the "
+                        "arena's board numbers must only grow")
+            ids = tuple(seated[i].bot_id for i in tables[r])
             out.append(Table(ids, float(falls[r]), float(gains[r])))
         boards.append(Board(board_id, tuple(out)))
+    return tuple(boards)
+
+
+def step(req: Request) -> Step:
+    """One matchmaking step (module doc): InvalidArgument for bad input, FailedPrecondition
+    when the pool has too few bots online or a board number was dealt before."""
+    k = _players(req.pool)
+    bots = _check(req, k)
+    if req.online < 2 * k:
+        raise FailedPrecondition(
+            f"the {req.pool} arena needs at least {2 * k} bots online to deal a board to two "
+            f"tables; {req.online} are online")
+    order = _priority(bots, req.settings.placement)
+    held = _held(req, bots, order, k)
+    if held is not None:
+        return held
+    t = len(bots) // k
+    seated = [bots[i] for i in order[: t * k]]
+    scorer = _scorer(req, seated, k)
+    boards = _boards(req, seated, scorer, _tables(req, seated, scorer))
     waiting = tuple(bots[i].bot_id for i in order[t * k:])
-    return Step(tuple(boards), waiting, req.next_board + n_boards, None, "")
+    return Step(boards, waiting, req.next_board + len(boards), None, "")
 
 
 _SPLIT_ORDER = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]], dtype=np.int64)
