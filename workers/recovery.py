@@ -40,7 +40,14 @@ from store import ratings as store_ratings
 from store import recovery as store_recovery
 from store import tournaments as store_t
 from store.status import TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match, waiting
+from workers.queues import (
+    MoonshotJob,
+    enqueue_advance,
+    enqueue_fit,
+    enqueue_match,
+    taken,
+    waiting,
+)
 
 __all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
            "recover_matches", "start_recovery_thread"]
@@ -59,13 +66,16 @@ class _Queues:
 
     def __init__(self, rq_conn: redis.Redis) -> None:
         self.rq_conn = rq_conn
-        self.seen: dict[str, set[str]] = {}
+        self.seen: dict[str, tuple[set[str], set[str]]] = {}
 
-    def holds(self, queue_name: str, job_id: str) -> bool:
-        """True when the job waits in the queue's list."""
+    def where(self, queue_name: str, job_id: str) -> str:
+        """"waiting" in the queue's list, "taken" by a worker that has not started it yet
+        (RQ's intermediate list), or "" (in neither)."""
         if queue_name not in self.seen:
-            self.seen[queue_name] = waiting(self.rq_conn, queue_name)
-        return job_id in self.seen[queue_name]
+            self.seen[queue_name] = (waiting(self.rq_conn, queue_name),
+                                     taken(self.rq_conn, queue_name))
+        lists = self.seen[queue_name]
+        return "waiting" if job_id in lists[0] else "taken" if job_id in lists[1] else ""
 
 
 def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
@@ -83,8 +93,13 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
         # maintenance pass, minutes later) or the push was lost: then queue it again.
-        if queues.holds(job.origin, job_id):
+        found = queues.where(job.origin, job_id)
+        if found == "waiting":
             return "wait", "queued"
+        if found == "taken":
+            # A busy worker may take seconds between taking a job and starting it; one
+            # killed in between leaves it here.
+            return "hung", "taken by a worker, not started"
         return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
