@@ -158,8 +158,12 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             cleared.append(mid)
         if what == "requeue":
             cleared.append(mid)
+            # Looked at again just before: a run that ended (or began) since this pass
+            # read the open matches and their leases needs no second run.
+            if not store_matches.abandoned(r, mid):
+                continue
             enqueue_match(rq_conn, mid, resume=True)
-            requeued.append(mid)
+            requeued.append(f"{mid} ({detail})")
         elif what == "failed":
             spec = store_matches.mark_failed(r, mid, detail)
             if spec is None:
@@ -173,7 +177,8 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
         log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
-    return {"requeued": requeued, "failed": failed, "at": time.time()}
+    return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
+            "at": time.time()}
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
