@@ -88,7 +88,9 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
         status = job.get_status()
     except NoSuchJobError:
-        return "requeue", "no job"
+        # Created a moment ago and its job not queued yet (CreateMatch stores, then queues),
+        # or lost: looked at twice before it is queued again.
+        return "stale", "no job"
     if status == JobStatus.QUEUED:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
