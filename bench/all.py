@@ -14,6 +14,12 @@ every `name: value unit` line they printed, by benchmark:
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
   (bench/ratings.py);
+- sprt: the test of a change's error rates, games to a verdict, paired against unpaired,
+  and the fixed-games interval's coverage (bench/sprt.py);
+- swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
+  strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
+- arena: matchmaking rules against bots of known strength, the step's time
+  (bench/arena.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py);
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
@@ -44,6 +50,9 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "hosting": ("hosting.py", [], ["--quick"]),
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
+    "sprt": ("sprt.py", [], ["--quick"]),
+    "swiss": ("swiss.py", [], ["--quick"]),
+    "arena": ("arena.py", [], ["--quick"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
     "bots": ("bots.py", [], ["--quick"]),

@@ -21,7 +21,7 @@ bot processes, and prints one figure per line, `name: value unit`:
 - `decision p50/p99`: the product's round trip with an instant bot, a raw
   client on the generated stubs that answers `legal_actions[0]` at once. The
   match job measures it (the `us` field of each log entry): from sending the
-  request (the MULTI that logs the previous action, stores the request as
+  request (the script that logs the previous action, stores the request as
   pending and publishes it) to its BLPOP returning the answer. That covers
   Redis to the referee's hub, protobuf encoding, the Play stream to the bot
   and back, the ACCEPT script and the reply list.
@@ -139,8 +139,8 @@ def typical_sizes() -> Sizes:
     """Median sizes over the decisions of one instant-bot game, built as the product builds them."""
     from proto.moon.v1 import bot_pb2
     from server import wire
-    from server.hub import accept_args
     from store.messages import DecisionRequest, encode
+    from store.streams import accept_args
 
     st = GameState.new(Rules.make(3, RULES), 7)
     pb: list[int] = []

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from clients.channel import Target, target_of
 from proto.moon.v1 import (
+    bot_pb2,
+    bot_pb2_grpc,
     game_pb2,
     match_pb2,
     match_pb2_grpc,
@@ -28,6 +31,7 @@ class Admin:
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
         self.tournaments = tournament_pb2_grpc.TournamentServiceStub(self.channel)
         self.ratings = rating_pb2_grpc.RatingServiceStub(self.channel)
+        self.bots = bot_pb2_grpc.BotServiceStub(self.channel)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
@@ -114,18 +118,44 @@ class Admin:
             tournament_pb2.GetTournamentRequest(tournament_id=tournament_id),
             metadata=self.metadata, timeout=30).tournament
 
-    def standings(self, tournament_id: str) -> tournament_pb2.Standings:
-        """Standings, crosstable and bracket."""
+    def list_tournaments(self, status: tournament_pb2.TournamentStatus.ValueType =
+                         tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED,
+                         page_size: int = 200) -> Iterator[tournament_pb2.Tournament]:
+        """Every tournament (in `status`, if given), newest first, a page at a time."""
+        token = ""
+        while True:
+            resp = self.tournaments.ListTournaments(tournament_pb2.ListTournamentsRequest(
+                page_size=page_size, page_token=token, status=status),
+                metadata=self.metadata, timeout=60)
+            yield from resp.tournaments
+            token = resp.next_page_token
+            if not token:
+                return
+
+    def standings(self, tournament_id: str, organiser: bool = False
+                  ) -> tournament_pb2.Standings:
+        """Standings, crosstable and bracket, as the public sees them (released games);
+        `organiser`: with the token, over every recorded game."""
         return self.tournaments.GetStandings(
-            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id), timeout=60
-        ).standings
+            tournament_pb2.GetStandingsRequest(tournament_id=tournament_id),
+            metadata=self.metadata if organiser else (), timeout=60).standings
 
     def watch(self, tournament_id: str, after: int = 0
               ) -> Iterator[tournament_pb2.WatchTournamentResponse]:
-        """The tournament's events after sequence `after`, until it finishes."""
-        yield from self.tournaments.WatchTournament(
+        """The tournament's public events after sequence `after`, until it finishes."""
+        yield from self.watch_call(tournament_id, after)
+
+    def watch_call(self, tournament_id: str, after: int = 0, organiser: bool = False) -> Any:
+        """The WatchTournament call itself (an iterator of events that can be cancelled);
+        `organiser`: with the token, the organiser's stream (each result as recorded)."""
+        return self.tournaments.WatchTournament(
             tournament_pb2.WatchTournamentRequest(tournament_id=tournament_id,
-                                                  after_sequence=after))
+                                                  after_sequence=after),
+            metadata=self.metadata if organiser else ())
+
+    def get_bot(self, bot: str) -> bot_pb2.Bot:
+        """One bot, by id or name."""
+        return self.bots.GetBot(bot_pb2.GetBotRequest(bot_id=bot), timeout=30).bot
 
     def get_ratings(self, pool: str = "3p") -> rating_pb2.GetRatingsResponse:
         """Ratings of a pool: `3p` or `2v2`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -65,9 +66,9 @@ def load_bot(spec: str) -> type[Bot]:
         return BUILTIN[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(
-            f"unknown bot {spec!r}: use {', '.join(BUILTIN)} or MODULE:CLASS"
-        )
+        close = difflib.get_close_matches(spec, BUILTIN, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ValueError(f"unknown bot {spec!r}{hint}: use {', '.join(BUILTIN)} or MODULE:CLASS")
     # Like `python -m`, look in the current directory first: a bot author runs
     # `moonshot ... --bot mybot:MyBot` next to mybot.py.
     if os.getcwd() not in sys.path:
@@ -77,6 +78,13 @@ def load_bot(spec: str) -> type[Bot]:
     except ImportError as exc:
         raise ValueError(f"cannot import bot module {module_name!r}: {exc}") from exc
     cls = getattr(module, attr, None)
-    if not (isinstance(cls, type) and issubclass(cls, Bot)):
-        raise ValueError(f"{spec!r} is not a subclass of clients.bot.Bot")
-    return cls
+    if isinstance(cls, type) and issubclass(cls, Bot) and cls is not Bot:
+        return cls
+    bots = sorted(name for name, value in vars(module).items()
+                  if isinstance(value, type) and issubclass(value, Bot) and value is not Bot)
+    there = (f"its bot classes: {', '.join(bots)}" if bots
+             else "it has no subclass of clients.bot.Bot")
+    if cls is None:
+        raise ValueError(f"module {module_name!r} has no class {attr!r} ({there})")
+    what = "is the base class itself" if cls is Bot else "is not a subclass of clients.bot.Bot"
+    raise ValueError(f"{spec!r} {what} ({there})")

@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 
 from clients import flags
-from clients.channel import Target, target_of
+from clients.channel import Target, diagnose, not_answered, target_of
 from clients.parser import CommandError, Parser, UsageError
 from clients.redisproc import FSYNC
 from moon import MoonError, Rules
@@ -33,9 +33,12 @@ __all__ = [
     "check_redis",
     "check_token",
     "data_folder",
+    "optional_admin_token",
     "parse_duration_ms",
     "rules_options",
+    "save_web_address",
     "server_address",
+    "web_link",
 ]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
@@ -116,6 +119,56 @@ def admin_token(args: argparse.Namespace) -> str:
         "moonshot: this command needs the admin token: pass --admin-token, "
         "set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` saved moonshot-data/admin-token"
     )
+
+
+def optional_admin_token(args: argparse.Namespace) -> str | None:
+    """The admin token when one is given (--admin-token, $MOONSHOT_ADMIN_TOKEN) or saved
+    by `moonshot up` in the data folder; None without one (a public view, then)."""
+    given = (getattr(args, "admin_token", None) is not None
+             or bool(os.environ.get("MOONSHOT_ADMIN_TOKEN")))
+    if given:
+        return admin_token(args)  # a bad one given on purpose is an error
+    try:
+        return admin_token(args)
+    except UsageError:
+        return None
+
+
+WEB_FILE = "web.json"  # in the data folder: where `moonshot up` serves the pages, for whom
+
+
+def save_web_address(data: Path, web: str, referee: str) -> Path:
+    """Note where the web pages of the referee at `referee` are (`moonshot up` does)."""
+    path = data / WEB_FILE
+    path.write_text(json.dumps({"web": web, "referee": referee}) + "\n")
+    return path
+
+
+def web_link(args: argparse.Namespace, page: str) -> str | None:
+    """The address of a web page (`/t/<id>`, `/game/<id>`) when web pages of the referee
+    this command talks to are up: $MOONSHOT_WEB, else the ones `moonshot up` serves for
+    that referee (noted in its data folder). None when none answers."""
+    import socket
+    import urllib.parse
+
+    base = os.environ.get("MOONSHOT_WEB", "").strip().rstrip("/")
+    if not base:
+        try:
+            noted = json.loads((Path(os.environ.get("MOONSHOT_DATA", DATA_DIR))
+                                / WEB_FILE).read_text())
+            if noted.get("referee") != server_address(args):
+                return None
+            base = str(noted["web"]).rstrip("/")
+        except (OSError, ValueError, KeyError, AttributeError, UsageError):
+            return None
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:  # a page address only where something answers
+        socket.create_connection((parts.hostname, parts.port or 80), timeout=0.5).close()
+    except OSError:
+        return None
+    return base + page
 
 
 def check_redis(url: str, source: str, prog: str, wait_s: float = 0.0) -> None:
@@ -203,15 +256,17 @@ def rules_options(players: int, assignments: list[str], prog: str) -> dict[str, 
     return options
 
 
-def _rpc_error(exc: grpc.RpcError) -> CommandError:
+def _rpc_error(exc: grpc.RpcError, target: Target | None = None) -> CommandError:
+    """One line for a failed call: the referee's own message, or, when no referee
+    answered, why (`clients.channel.diagnose`: nothing there, TLS against plaintext)."""
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
     name = code.name if code is not None else "ERROR"
-    hint = ""
-    if code == grpc.StatusCode.UNAVAILABLE:
-        hint = ("\n  no referee answered: start one with `moonshot up`, or point at yours "
-                "with --server HOST:PORT or $MOONSHOT_SERVER")
-    return CommandError(f"{name}: {details}{hint}")
+    if code == grpc.StatusCode.UNAVAILABLE and not_answered(details or ""):
+        return CommandError(diagnose(target) if target is not None else
+                            "no referee answered: start one with `moonshot up`, or point "
+                            "--server or $MOONSHOT_SERVER at yours")
+    return CommandError(f"{name}: {details}")
 
 
 def _server_flag(p: argparse.ArgumentParser) -> None:
@@ -223,10 +278,10 @@ def _server_flag(p: argparse.ArgumentParser) -> None:
                    help="connect with TLS, trusting this CA ($MOONSHOT_CA_CERT)")
 
 
-def _admin_flag(p: argparse.ArgumentParser) -> None:
+def _admin_flag(p: argparse.ArgumentParser, what: str = "") -> None:
     p.add_argument("--admin-token", default=None,
                    help="organiser token (default $MOONSHOT_ADMIN_TOKEN, "
-                        "else moonshot-data/admin-token)")
+                        "else moonshot-data/admin-token)" + (f"; {what}" if what else ""))
 
 
 def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
@@ -311,10 +366,10 @@ def _run_worker(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         print(f"worker metrics listening on {host}:{port}", flush=True)
     worker = make_worker(conn, name=args.name, concurrency=args.concurrency)
-    if not args.burst:
-        # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
-        # one pass per period across them all (see workers.recovery for why not RQ's scheduler).
-        start_recovery_thread(args.redis)
+    # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
+    # one pass per period across them all (see workers.recovery for why not RQ's scheduler);
+    # a worker in burst mode only keeps its liveness, so its matches are left to it.
+    start_recovery_thread(args.redis, instance=worker.instance, recovery=not args.burst)
     try:
         worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
     except NameTaken as exc:
@@ -362,17 +417,24 @@ def _run_up(args: argparse.Namespace) -> int:
         stack.stop()  # nothing it started may outlive it
         raise
     token_file = Path(args.data) / "admin-token"
-    print(f"moonshot is up ({args.workers} workers); Ctrl-C stops everything")
-    print(f"  referee:     {stack.address}")
+    web_file = save_web_address(data, stack.web_address, stack.address) \
+        if stack.web_address else None
+    lines = [f"moonshot is up ({args.workers} workers); Ctrl-C stops everything",
+             f"  referee:     {stack.address}"]
     if stack.web_address:
-        print(f"  web pages:   {stack.web_address}")
-    for part, where in stack.metrics.items():
-        print(f"  metrics:     http://{where}/metrics ({part})")
-    print(f"  redis:       {shown(stack.redis_url or '')}")
-    print(f"  admin token: {stack.admin_token}")
-    print(f"  data:        {Path(args.data).resolve()} (logs in logs/, token in {token_file.name})")
-    print(f"  export MOONSHOT_SERVER={stack.address} MOONSHOT_ADMIN_TOKEN={stack.admin_token}",
-          flush=True)
+        lines.append(f"  web pages:   {stack.web_address}")
+    lines += [f"  metrics:     http://{where}/metrics ({part})"
+              for part, where in stack.metrics.items()]
+    web_env = f" MOONSHOT_WEB={stack.web_address}" if stack.web_address else ""
+    lines += [f"  redis:       {shown(stack.redis_url or '')}",
+              f"  admin token: {stack.admin_token}",
+              f"  data:        {Path(args.data).resolve()} (logs in logs/, token in "
+              f"{token_file.name})",
+              f"  export MOONSHOT_SERVER={stack.address} MOONSHOT_ADMIN_TOKEN="
+              f"{stack.admin_token}{web_env}"]
+    # One write: a reader that sees the first line sees them all.
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
     failed = False
     try:
         while not stopping:
@@ -393,6 +455,8 @@ def _run_up(args: argparse.Namespace) -> int:
             print("stopping ...", flush=True)
         finally:  # even with nowhere left to print to, stop what was started
             stack.stop()
+            if web_file is not None:
+                web_file.unlink(missing_ok=True)
     print("stopped", flush=True)
     return 1 if failed else 0
 
@@ -409,7 +473,7 @@ def _run_bot_register(args: argparse.Namespace) -> int:
     try:
         bot_id, secret = register(server_target(args), args.name, token)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
+        raise _rpc_error(exc, server_target(args)) from None
     if args.json:
         print(json.dumps({"bot_id": bot_id, "name": args.name, "token": secret}))
     else:
@@ -434,7 +498,8 @@ def _run_bot_run(args: argparse.Namespace) -> int:
     token = given_token(args.token, "--token", "MOONSHOT_BOT_TOKEN")
     if not token:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
-    runner = BotRunner(cls, server_target(args), token, threads=args.threads)
+    runner = BotRunner(cls, server_target(args), token, threads=args.threads,
+                       wait=args.wait)
     try:
         asyncio.run(runner.run())
     except FatalStreamError as exc:
@@ -465,9 +530,12 @@ def _run_match_play(args: argparse.Namespace) -> int:
         )
         print(f"match {match.match_id} queued: {', '.join(match.seat_names)} "
               f"(seed {match.seed})", flush=True)
+        page = web_link(args, f"/game/{match.match_id}")
+        if page:
+            print(f"web page: {page} (live while it plays, then its replay)", flush=True)
         final = admin.wait_match(match.match_id, timeout=args.timeout)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
+        raise _rpc_error(exc, server_target(args)) from None
     except TimeoutError:
         follow = f"moonshot match show {match.match_id}"
         if args.server is not None:
@@ -477,7 +545,16 @@ def _run_match_play(args: argparse.Namespace) -> int:
     return _print_match(final, args.out)
 
 
+def transcript_path(match_id: str, out: str | None) -> Path:
+    """Where a match's transcript goes: --out, else `<data folder>/transcripts/<id>.jsonl`
+    (beside what `moonshot up` keeps, out of the way of the current folder's files)."""
+    if out:
+        return Path(out)
+    return Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "transcripts" / f"{match_id}.jsonl"
+
+
 def _print_match(match: Any, out: str | None) -> int:
+    from clients.render import side_names
     from proto.moon.v1 import match_pb2
 
     if match.status == match_pb2.MATCH_STATUS_FAILED:
@@ -488,11 +565,21 @@ def _print_match(match: Any, out: str | None) -> int:
         side = seat % 2 if match.players == 4 else seat
         print(f"  seat {seat} {name:<20} score {res.final_scores[side]:>5}   "
               f"place {res.placement[seat]}")
+    sides = side_names(match.players, list(match.seat_names))
     if res.HasField("forfeit"):
-        print(f"  forfeit: seat {res.forfeit.seat}: {res.forfeit.reason}")
+        seat = res.forfeit.seat
+        print(f"  forfeit: seat {seat} ({match.seat_names[seat]}) lost by forfeit: "
+              f"{res.forfeit.reason}")
+    if res.HasField("winner") and 0 <= res.winner < len(sides):
+        print(f"  winner: {sides[res.winner]}")
+    else:
+        level = dict.fromkeys(sides[s % len(sides)] for s, p in enumerate(res.placement)
+                              if p == 1)
+        print(f"  no single winner: {' and '.join(level)} share first place")
     if match.transcript_json:
-        path = Path(out or f"{match.match_id}.jsonl")
+        path = transcript_path(match.match_id, out)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(match.transcript_json.strip() + "\n")
         except OSError as exc:
             raise CommandError(f"cannot write the transcript to {path}: "
@@ -509,7 +596,7 @@ def _run_match_show(args: argparse.Namespace) -> int:
     try:
         match = admin.get_match(args.match_id)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
+        raise _rpc_error(exc, server_target(args)) from None
     from proto.moon.v1 import match_pb2
 
     if match.status != match_pb2.MATCH_STATUS_FINISHED:
@@ -601,6 +688,10 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")
     p.add_argument("--threads", type=flags.int_in(*flags.THREADS), default=8,
                    help="decisions computed at once across matches; 0 decides inline")
+    p.add_argument("--wait", action="store_true",
+                   help="keep trying until a referee answers (without it, the bot stops at "
+                        "once when none answers at the start, saying why; once connected, "
+                        "it always reconnects)")
     _server_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_bot_run)
@@ -621,12 +712,14 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    default="30s", help="(default 30s)")
     p.add_argument("--timeout", type=flags.positive_seconds, default=3600.0,
                    help="seconds to wait for the end")
-    p.add_argument("--out", default=None, help="transcript file (default <match_id>.jsonl)")
+    p.add_argument("--out", default=None,
+                   help="transcript file (default moonshot-data/transcripts/<match_id>.jsonl)")
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_match_play)
     p = match.add_parser("show", help="print a match's status or result")
     p.add_argument("match_id")
-    p.add_argument("--out", default=None, help="transcript file (default <match_id>.jsonl)")
+    p.add_argument("--out", default=None,
+                   help="transcript file (default moonshot-data/transcripts/<match_id>.jsonl)")
     _server_flag(p)
     p.set_defaults(run=_run_match_show)

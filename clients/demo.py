@@ -41,6 +41,17 @@ _BOTS = (("greedy", "greedy"), ("greedy", "greedy"), ("greedy", "greedy"),
          ("random", "random"), ("random", "random"))
 
 
+NEXT_STEPS = """
+The demo's pages went with it. What next:
+  moonshot demo --keep      the same, then everything stays up (web pages, replays of
+                            every game) until Ctrl-C
+  examples/highest_bot.py   a whole bot in 20 lines; try yours against the built-ins:
+                            moonshot selfplay --bots examples.highest_bot:HighestBot,random,random
+  moonshot up               a referee, workers and web pages of your own, then
+                            moonshot bot register / bot run / tournament create
+                            (README.md: "Write a bot", "Run tournaments")"""
+
+
 def _say(text: str) -> None:
     print(text, flush=True)
 
@@ -72,6 +83,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
     """Run the demo; returns the exit code. With `keep`, everything keeps running at the
     end (the web pages replay the games) until Ctrl-C."""
     started = time.monotonic()
+    finished = False  # ran to the end without --keep: say what to do next
     temp = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="moonshot-demo-")) if temp else data_dir
     assert data is not None
@@ -110,8 +122,8 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
             seeding="given", seed=2026, rules={"max_hands": "30" if quick else "100"})
         if web:
             _say(f"watch it live: {web}/t/{rr.tournament_id}")
-        st = watch_tournament(admin, rr.tournament_id, "round robin")
-        _say(standings_table(st, f"standings ({st.matches_done} games)"))
+        st = watch_tournament(admin, rr.tournament_id, "round robin", organiser=True)
+        _say(standings_table(st, f"standings ({st.matches_done} games)", "3p"))
         _say("")
         _say(crosstable_text(st))
 
@@ -122,10 +134,10 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
             rules={"max_hands": "30" if quick else "100"})
         if web:
             _say(f"watch it live: {web}/t/{ko.tournament_id}")
-        st2 = watch_tournament(admin, ko.tournament_id, "knockout")
+        st2 = watch_tournament(admin, ko.tournament_id, "knockout", organiser=True)
         _say(bracket_text(st2))
         _say("")
-        _say(standings_table(st2, f"knockout standings ({st2.matches_done} games)"))
+        _say(standings_table(st2, f"knockout standings ({st2.matches_done} games)", "2v2"))
 
         _say("")
         _say(ratings_table(_fitted(admin, "3p"), "ratings, 3p pool"))
@@ -134,12 +146,19 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         admin.close()
         if keep:
             _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; --keep: everything "
-                 f"keeps running (referee {stack.address}"
-                 + (f", replays on {web}" if web else "") + "); Ctrl-C stops it")
+                 f"keeps running until Ctrl-C (referee {stack.address})")
+            if web:
+                _say(f"  the round robin:  {web}/t/{rr.tournament_id}\n"
+                     f"  the knockout:     {web}/t/{ko.tournament_id}\n"
+                     f"  ratings:          {web}/ratings/3p and {web}/ratings/2v2\n"
+                     f"  every game:       {web}/games (each one replays)")
+            _say(f"  from a shell: export MOONSHOT_SERVER={stack.address} "
+                 f"MOONSHOT_ADMIN_TOKEN={stack.admin_token}; moonshot tournament list")
             _wait_for_a_stop()
             _say("stopping ...")
             return 0
         _say(f"\ndemo finished in {time.monotonic() - started:.0f} s; stopping ...")
+        finished = True
         return 0
     except KeyboardInterrupt:
         print("interrupted; stopping ...", file=sys.stderr)
@@ -149,6 +168,8 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         if temp:
             shutil.rmtree(data, ignore_errors=True)
         _say("stopped")
+        if finished:
+            _say(NEXT_STEPS)
 
 
 def _run_demo(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
-"""Organiser commands: tournament create/watch/show, and ratings."""
+"""Organiser commands: tournament create/list/watch/show, and ratings."""
 
 from __future__ import annotations
 
 import argparse
-import time
+import difflib
+import itertools
+import sys
 from pathlib import Path
 
 import grpc
@@ -15,73 +17,55 @@ from clients.commands import (
     _rpc_error,
     _server_flag,
     admin_token,
+    optional_admin_token,
     rules_options,
     server_target,
+    web_link,
 )
+from clients.flags import format_ms
+from clients.follow import follow
 from clients.parser import CommandError, Parser, UsageError
-from clients.progress import Progress
-from clients.render import bracket_text, crosstable_text, ratings_table, standings_table
+from clients.render import (
+    bracket_text,
+    crosstable_text,
+    elo,
+    plural,
+    ratings_table,
+    standings_table,
+    tournament_list,
+)
 from proto.moon.v1 import rating_pb2, tournament_pb2
+from store import ids
 from store.records import DUPLICATE_MODES
 from tournaments import formats
+from tournaments.plan import board_label
 
-__all__ = ["add_organiser", "watch_tournament"]
+__all__ = ["add_organiser", "find_tournament", "watch_tournament"]
 
 # Every registered format as a flag value (`round-robin`), plus short aliases.
 _FORMATS = {name.replace("_", "-"): name for name in formats.names()}
 _FORMATS.update({"rr": "round_robin", "single": "single_elimination",
                  "double": "double_elimination"})
+_FORMAT_BY_PB = {tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{n.upper()}"): n
+                 for n in formats.names()}
 
 
 def watch_tournament(admin: Admin, tournament_id: str, label: str = "",
-                     quiet: bool = False) -> tournament_pb2.Standings:
-    """Follow a tournament to its end with a progress bar; return the final standings.
-
-    Reconnects after a dropped stream from the last event seen, so nothing is missed
-    or shown twice.
-    """
-    t = admin.get_tournament(tournament_id)
-    bar = Progress(max(t.matches_total, 1), label or t.spec.name, unit="games",
-                   enabled=None if not quiet else False, plain=not quiet)
-    bar.update(t.matches_done, total=max(t.matches_total, 1))
-    after = 0
-    final: tournament_pb2.Standings | None = None
-    failures = 0
-    while final is None:
-        try:
-            for ev in admin.watch(tournament_id, after):
-                after = ev.sequence
-                failures = 0
-                kind = ev.WhichOneof("event")
-                if kind == "match_finished":
-                    mf = ev.match_finished
-                    bar.update(mf.matches_done, total=max(mf.matches_total, 1))
-                elif kind == "tournament_finished":
-                    final = ev.tournament_finished.standings
-                    bar.update(final.matches_done, total=final.matches_done)
-            if final is None:
-                t = admin.get_tournament(tournament_id)
-                if t.status != tournament_pb2.TOURNAMENT_STATUS_RUNNING:
-                    final = admin.standings(tournament_id)
-        except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                            grpc.StatusCode.CANCELLED) or failures >= 30:
-                raise
-            failures += 1
-            time.sleep(min(0.2 * 2 ** failures, 5.0))
-    bar.close()
-    t = admin.get_tournament(tournament_id)
-    if t.status == tournament_pb2.TOURNAMENT_STATUS_FAILED:
-        raise CommandError(f"tournament {tournament_id} failed: {t.error}")
-    return final
+                     quiet: bool = False, organiser: bool = False) -> tournament_pb2.Standings:
+    """Follow a tournament to its end with a progress bar; return the final standings
+    (at once for one that is over). See `clients.follow`."""
+    return follow(admin, tournament_id, label, quiet, organiser)
 
 
 CROSSTABLE_MAX_BOTS = 16  # wider than that, a terminal table stops being readable
 
 
-def _print_standings(admin: Admin, st: tournament_pb2.Standings, title: str) -> None:
-    print(standings_table(st, title))
+def _pool(t: tournament_pb2.Tournament) -> str:
+    return "3p" if t.spec.players == 3 else "2v2"
+
+
+def _print_standings(st: tournament_pb2.Standings, title: str, pool: str) -> None:
+    print(standings_table(st, title, pool))
     text = bracket_text(st)
     if not text and len(st.rows) <= CROSSTABLE_MAX_BOTS:
         text = crosstable_text(st)
@@ -90,6 +74,49 @@ def _print_standings(admin: Admin, st: tournament_pb2.Standings, title: str) -> 
         print(text)
     for note in st.notes:
         print(f"note: {note}")
+
+
+def find_tournament(admin: Admin, text: str) -> tournament_pb2.Tournament:
+    """A tournament by id, or by name (ignoring case; the newest when several share it,
+    with a note on stderr); CommandError naming close names when none has it."""
+    if ids.is_tournament_id(text):
+        try:
+            return admin.get_tournament(text)
+        except grpc.RpcError as exc:
+            if not hasattr(exc, "code") or exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+    every = list(admin.list_tournaments())
+    named = [t for t in every if t.spec.name.casefold() == text.casefold()]
+    if not named:
+        names = {t.spec.name.casefold(): t.spec.name for t in every}
+        close = difflib.get_close_matches(text.casefold(), names, n=3, cutoff=0.6)
+        hint = f"; close: {', '.join(repr(names[c]) for c in close)}" if close else ""
+        raise CommandError(f"no tournament with id or name {text!r}{hint} "
+                           "(moonshot tournament list shows them)")
+    if len(named) > 1:
+        print(f"note: {len(named)} tournaments are named {text!r}: this is the newest, "
+              f"{named[0].tournament_id}; name another by its id", file=sys.stderr)
+    return named[0]
+
+
+def _seeding_note(t: tournament_pb2.Tournament, asked: str) -> str | None:
+    """What a bracket's seeding by rating came to, when no bot had a rating yet."""
+    fmt = _FORMAT_BY_PB.get(t.spec.format)
+    if (asked == "rating" and fmt is not None and formats.get(fmt).seeded
+            and t.spec.seeding == tournament_pb2.SEEDING_GIVEN_ORDER):
+        return (f"--seeding rating: no bot has a rating in the {_pool(t)} pool yet, so the "
+                "bracket is seeded in the --bots order")
+    return None
+
+
+def _offline(admin: Admin, bots: list[str]) -> list[str]:
+    """The names of the bots (ids or names) that have no live stream now."""
+    out = []
+    for b in bots:
+        bot = admin.get_bot(b)
+        if not bot.connected:
+            out.append(bot.name)
+    return out
 
 
 def _run_create(args: argparse.Namespace) -> int:
@@ -101,6 +128,12 @@ def _run_create(args: argparse.Namespace) -> int:
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     admin = Admin(server_target(args), admin_token(args))
     try:
+        if args.require_online:
+            away = _offline(admin, bots)
+            if away:
+                raise CommandError(f"--require-online: {plural(len(away), 'bot')} not "
+                                   f"connected now: {', '.join(away)}; nothing created "
+                                   "(start them with moonshot bot run)")
         t = admin.create_tournament(
             name=args.name, players=args.players, format=fmt, bot_ids=bots,
             rules=options, rounds=args.rounds,
@@ -111,44 +144,109 @@ def _run_create(args: argparse.Namespace) -> int:
             time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
             grace_ms=args.disconnect_grace,
         )
+        away = _offline(admin, list(t.spec.bot_ids))
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
+        raise _rpc_error(exc, server_target(args)) from None
     print(f"tournament {t.tournament_id} created: {args.name} "
           f"({len(t.spec.bot_ids)} bots, seed {t.spec.seed})")
     for note in t.notes:
         print(f"note: {note}")
+    seeding = _seeding_note(t, args.seeding)
+    if seeding:
+        print(f"note: {seeding}")
+    if away:
+        print(f"warning: {plural(len(away), 'bot')} not connected now: {', '.join(away)}: "
+              f"each game of theirs waits for them, and they forfeit it after "
+              f"--disconnect-grace ({format_ms(args.disconnect_grace)}) without a connection "
+              "(--require-online refuses to create such a tournament)", file=sys.stderr)
+    page = web_link(args, f"/t/{t.tournament_id}")
+    if page:
+        print(f"web page: {page}")
     if not args.watch:
         print(f"follow it with: moonshot tournament watch {t.tournament_id}")
         return 0
     try:
-        st = watch_tournament(admin, t.tournament_id, quiet=args.quiet)
+        st = watch_tournament(admin, t.tournament_id, quiet=args.quiet, organiser=True)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
-    _print_standings(admin, st, f"final standings of {args.name}")
+        raise _rpc_error(exc, server_target(args)) from None
+    _print_standings(st, f"final standings of {args.name}", _pool(t))
     return 0
 
 
 def _run_watch(args: argparse.Namespace) -> int:
-    admin = Admin(server_target(args), None)
+    token = optional_admin_token(args)
+    admin = Admin(server_target(args), token)
     try:
-        st = watch_tournament(admin, args.tournament_id, quiet=args.quiet)
+        t = find_tournament(admin, args.tournament)
+        page = web_link(args, f"/t/{t.tournament_id}")
+        if page:
+            print(f"web page: {page}")
+        if t.status == tournament_pb2.TOURNAMENT_STATUS_RUNNING:
+            print(f"following {t.spec.name} ({t.tournament_id}) to its end; Ctrl-C stops "
+                  "following (the tournament goes on)", flush=True)
+        st = watch_tournament(admin, t.tournament_id, quiet=args.quiet,
+                              organiser=token is not None)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
-    _print_standings(admin, st, "final standings")
+        raise _rpc_error(exc, server_target(args)) from None
+    _print_standings(st, f"final standings of {t.spec.name}", _pool(t))
     return 0
 
 
+def _progress_text(t: tournament_pb2.Tournament, st: tournament_pb2.Standings,
+                   organiser: bool) -> str:
+    """How far a tournament is: games played of the total, how many are public, boards
+    in play."""
+    status = tournament_pb2.TournamentStatus.Name(t.status).removeprefix(
+        "TOURNAMENT_STATUS_").lower()
+    total = max(t.matches_total, t.matches_done)
+    text = f"{status}, {t.matches_done} of {plural(total, 'game')} played"
+    if not organiser and st.matches_done < t.matches_done:
+        text += (f", {st.matches_done} public (a result is public once every table of its "
+                 "board has finished)")
+    boards = [b for b in st.boards_in_play if b.games_finished]
+    if boards:
+        shown = ", ".join(f"{board_label(b.board)} {b.games_finished} of {b.games}"
+                          for b in boards[:6])
+        more = f" and {len(boards) - 6} more" if len(boards) > 6 else ""
+        text += f"; boards in play (tables done): {shown}{more}"
+    return text
+
+
 def _run_show(args: argparse.Namespace) -> int:
-    admin = Admin(server_target(args), None)
+    token = optional_admin_token(args)
+    admin = Admin(server_target(args), token)
     try:
-        t = admin.get_tournament(args.tournament_id)
-        st = admin.standings(args.tournament_id)
+        t = find_tournament(admin, args.tournament)
+        st = admin.standings(t.tournament_id, organiser=token is not None)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
-    status = tournament_pb2.TournamentStatus.Name(t.status).removeprefix("TOURNAMENT_STATUS_")
-    print(f"{t.spec.name} ({t.tournament_id}): {status.lower()}, "
-          f"{st.matches_done}/{st.matches_total} games")
-    _print_standings(admin, st, "")
+        raise _rpc_error(exc, server_target(args)) from None
+    print(f"{t.spec.name} ({t.tournament_id}): {_progress_text(t, st, token is not None)}")
+    if t.status == tournament_pb2.TOURNAMENT_STATUS_FAILED:
+        print(f"failed: {t.error}")
+    page = web_link(args, f"/t/{t.tournament_id}")
+    if page:
+        print(f"web page: {page}")
+    _print_standings(st, "", _pool(t))
+    return 0
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    admin = Admin(server_target(args), None)
+    status = {"running": tournament_pb2.TOURNAMENT_STATUS_RUNNING,
+              "finished": tournament_pb2.TOURNAMENT_STATUS_FINISHED,
+              "failed": tournament_pb2.TOURNAMENT_STATUS_FAILED}.get(
+                  args.status or "", tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED)
+    try:
+        found = list(itertools.islice(admin.list_tournaments(status, page_size=args.limit + 1),
+                                      args.limit + 1))
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, server_target(args)) from None
+    if not found:
+        print("no tournaments yet" if not args.status else f"no {args.status} tournaments")
+        return 0
+    print(tournament_list(found[:args.limit]))
+    if len(found) > args.limit:
+        print(f"(newest {args.limit} shown: --limit N shows more)")
     return 0
 
 
@@ -159,26 +257,30 @@ def _history_table(resp: rating_pb2.GetRatingHistoryResponse, title: str) -> str
     lines = [title, f"{'when (UTC)':<19}  {'games':>5}  {'rating':>6}  95% interval"]
     for p in resp.points:
         at = p.as_of.ToDatetime().strftime("%Y-%m-%d %H:%M:%S")
-        interval = (f"[{p.ci_low:.0f}, {p.ci_high:.0f}]" if p.HasField("ci_low")
+        interval = (f"[{elo(p.ci_low)}, {elo(p.ci_high)}]" if p.HasField("ci_low")
                     and p.HasField("ci_high") else "")
-        lines.append(f"{at:<19}  {p.games:>5}  {p.rating:>6.0f}  {interval}")
+        lines.append(f"{at:<19}  {p.games:>5}  {elo(p.rating):>6}  {interval}")
     return "\n".join(lines)
 
 
 def _run_ratings(args: argparse.Namespace) -> int:
     admin = Admin(server_target(args), None)
     if args.bot:
-        try:
-            hist = admin.rating_history(args.bot, args.pool)
-        except grpc.RpcError as exc:
-            raise _rpc_error(exc) from None
-        print(_history_table(hist, f"rating history of {args.bot}, {args.pool} pool"))
+        blocks = []
+        for pool in [args.pool] if args.pool else ["3p", "2v2"]:
+            try:
+                hist = admin.rating_history(args.bot, pool)
+            except grpc.RpcError as exc:
+                raise _rpc_error(exc, server_target(args)) from None
+            blocks.append(_history_table(hist, f"rating history of {args.bot}, {pool} pool"))
+        print("\n\n".join(blocks))
         return 0
+    pool = args.pool or "3p"
     try:
-        resp = admin.get_ratings(args.pool)
+        resp = admin.get_ratings(pool)
     except grpc.RpcError as exc:
-        raise _rpc_error(exc) from None
-    print(ratings_table(resp, f"ratings, {args.pool} pool"))
+        raise _rpc_error(exc, server_target(args)) from None
+    print(ratings_table(resp, f"ratings, {pool} pool"))
     if args.chart:
         # matplotlib is loaded only to draw: every other command starts without it.
         from clients.chart import ratings_chart
@@ -188,7 +290,7 @@ def _run_ratings(args: argparse.Namespace) -> int:
                 [(x.name, x.rating, x.ci_low if x.HasField("ci_low") else x.rating,
                   x.ci_high if x.HasField("ci_high") else x.rating, x.games)
                  for x in resp.ratings], Path(args.chart),
-                f"{args.pool} ratings ({resp.games} games)")
+                f"{pool} ratings ({plural(resp.games, 'game')})")
         except OSError as exc:
             raise CommandError(f"cannot write --chart {args.chart}: {exc.strerror or exc}"
                                ) from None
@@ -225,7 +327,9 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--rotate-partners", action="store_true",
                    help="2v2 round robin: rotate partners for individual results")
     p.add_argument("--seeding", choices=("rating", "given"), default="rating",
-                   help="brackets: seed by current rating or in --bots order (default rating)")
+                   help="brackets only: seeds by pool rating now (the given order when no "
+                        "bot has one yet), or in --bots order; a round robin always seats "
+                        "its bots in --bots order (default rating)")
     p.add_argument("--all-triples", action="store_true",
                    help="3p round robin: every triple of bots, not a balanced design")
     p.add_argument("--time-per-move", type=flags.duration_ms(*flags.MOVE_TIME_MS), default="2s",
@@ -237,26 +341,44 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--disconnect-grace", type=flags.duration_ms(*flags.GRACE_MS),
                    default="30s",
                    help="how long a bot may stay disconnected before it forfeits (default 30s)")
+    p.add_argument("--require-online", action="store_true",
+                   help="create nothing unless every bot is connected now (without it, "
+                        "bots not connected are named in a warning)")
     p.add_argument("--watch", action="store_true", help="follow it to the end")
     p.add_argument("--quiet", action="store_true", help="with --watch: no progress bar")
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_create)
+    p = tour.add_parser("list", help="list tournaments, newest first")
+    p.add_argument("--status", choices=("running", "finished", "failed"), default=None,
+                   help="only tournaments in this status")
+    p.add_argument("--limit", type=flags.int_in(1, 1000), default=20,
+                   help="show at most this many (default 20)")
+    _server_flag(p)
+    p.set_defaults(run=_run_list)
     p = tour.add_parser("watch", help="follow a tournament live to its end")
-    p.add_argument("tournament_id")
+    p.add_argument("tournament", metavar="ID_OR_NAME",
+                   help="the tournament's id, or its name (the newest of that name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _server_flag(p)
+    _admin_flag(p, "with it, each result counts as it is recorded; without it, a board "
+                   "at a time")
     p.set_defaults(run=_run_watch)
     p = tour.add_parser("show", help="print a tournament's standings and bracket")
-    p.add_argument("tournament_id")
+    p.add_argument("tournament", metavar="ID_OR_NAME",
+                   help="the tournament's id, or its name (the newest of that name)")
     _server_flag(p)
+    _admin_flag(p, "with it, the standings count every game played; without it, the "
+                   "released ones")
     p.set_defaults(run=_run_show)
 
     p = sub.add_parser("ratings", help="print the ratings of a pool")
-    p.add_argument("--pool", choices=("3p", "2v2"), default="3p")
+    p.add_argument("--pool", choices=("3p", "2v2"), default=None,
+                   help="3p or 2v2 (default 3p; with --bot, both)")
     p.add_argument("--chart", default=None, metavar="FILE.png",
                    help="also draw the ratings with their intervals to this PNG file")
     p.add_argument("--bot", default=None, metavar="ID_OR_NAME",
-                   help="print this bot's rating history instead (one line per fit)")
+                   help="print this bot's rating history instead (one line per fit), in "
+                        "both pools unless --pool names one")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)

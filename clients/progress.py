@@ -34,6 +34,8 @@ class Progress:
         self._last = 0.0
         self.done = 0
         self.plain = plain  # off a terminal, print a plain line per tenth instead
+        self.note = ""  # shown after the counts: "12 in play"
+        self._base = 0  # done when counting began (`begin`): the rate counts from it
 
     def line(self, done: int) -> str:
         """The bar as text, for `done` of `total`."""
@@ -41,17 +43,38 @@ class Progress:
         frac = done / self.total if self.total else 1.0
         width = 30
         filled = int(width * frac)
-        rate = done / elapsed if elapsed > 0 else 0.0
+        # What was done before the first update (a tournament followed midway) is no
+        # part of the rate.
+        rate = (done - self._base) / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 else 0.0
         bar = "#" * filled + "-" * (width - filled)
         prefix = f"{self.label} " if self.label else ""
-        return (f"{prefix}[{bar}] {done}/{self.total} {self.unit} "
-                f"{rate:.1f}/s ETA {format_duration(eta)}")
+        note = f", {self.note}" if self.note else ""
+        timing = f"{rate:.1f}/s ETA {format_duration(eta)}" if rate > 0 else ""
+        return f"{prefix}[{bar}] {done}/{self.total} {self.unit}{note} {timing}".rstrip()
 
-    def update(self, done: int, force: bool = False, total: int | None = None) -> None:
+    def begin(self, done: int) -> None:
+        """Start counting from `done` (what was done before following began): the rate
+        and the time left count only what is done from now on."""
+        self._base = self.done = done
+        self.start = time.monotonic()
+
+    def show(self, note: str = "") -> None:
+        """Draw the bar now (off a terminal too, when `plain`): where following began."""
+        self.note = note
+        if self.enabled:
+            self.update(self.done, force=True)
+        elif self.plain:
+            self.stream.write(self.line(self.done) + "\n")
+            self.stream.flush()
+
+    def update(self, done: int, force: bool = False, total: int | None = None,
+               note: str | None = None) -> None:
         """Redraw, at most ten times a second; off a terminal, one line per tenth done."""
         if total is not None:
             self.total = max(total, done)
+        if note is not None:
+            self.note = note
         step = self.total // 10 or 1
         crossed = done // step > self.done // step or (done >= self.total > self.done)
         self.done = done

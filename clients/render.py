@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
-__all__ = ["bracket_text", "crosstable_text", "ratings_table", "standings_table"]
+__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ratings_table", "side_names",
+           "standings_table", "tournament_list"]
+
+
+def side_names(players: int, seats: Sequence[str]) -> list[str]:
+    """The scoring sides' names: the seats (3 players), or each team's two seats (`a & b`,
+    one name when a bot holds both seats of its team)."""
+    names = list(seats)
+    if players == 4 and len(names) == 4:
+        return [a if a == b else f"{a} & {b}" for a, b in ((names[0], names[2]),
+                                                          (names[1], names[3]))]
+    return names
+
+
+def plural(n: int, word: str, words: str = "") -> str:
+    """`1 game`, `2 games` (`words`: the plural when it is not word + s)."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
+def elo(value: float) -> str:
+    """A rating as a whole number of Elo points (`round` gives an int: never `-0`, which
+    formatting -0.4 with `.0f` prints)."""
+    return str(round(value))
 
 
 def _width(names: Iterable[str], least: int = 22) -> int:
@@ -15,17 +37,25 @@ def _width(names: Iterable[str], least: int = 22) -> int:
     return max([least, *(len(n) + 2 for n in names)])
 
 
-def standings_table(st: tournament_pb2.Standings, title: str = "") -> str:
-    """The standings as an aligned table."""
+def standings_table(st: tournament_pb2.Standings, title: str = "", pool: str = "") -> str:
+    """The standings as an aligned table, with a line saying which rating is which."""
     lines = [title] if title else []
     w = _width(row.name + " (out)" for row in st.rows)
+    own = any(row.HasField("tournament_rating") for row in st.rows)
     lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
-                 f"{'pts':>7}{'score':>8}{'rating':>8}{'ff':>4}")
+                 f"{'pts':>7}{'score':>8}{'pool':>7}{'event' if own else '':>7}{'ff':>4}")
     for row in st.rows:
         out = " (out)" if row.eliminated else ""
+        event = elo(row.tournament_rating) if row.HasField("tournament_rating") else ""
         lines.append(f"{row.rank:>3}  {row.name + out:<{w}}{row.games:>6}{row.wins:>5}"
                      f"{row.draws:>4}{row.losses:>5}{row.points:>7.1f}{row.score:>8}"
-                     f"{row.rating:>8.0f}{row.forfeits:>4}")
+                     f"{elo(row.rating):>7}{event:>7}{row.forfeits:>4}")
+    where = f"the {pool} pool" if pool else "its pool"
+    legend = f"pool: each bot's rating in {where} now"
+    if own:
+        legend += "; event: its rating over this tournament's games alone (final once it ends)"
+    lines.append(f"({legend}; D: first place shared, a draw or after another's forfeit; "
+                 "pts: 1 a win, 1/2 a D; ff: games lost by forfeit)")
     return "\n".join(lines)
 
 
@@ -94,16 +124,41 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>17}"
                  f"{'games':>7}{'LOS>next':>10}")
     for i, row in enumerate(resp.ratings, 1):
-        interval = (f"[{row.ci_low:>6.0f}, {row.ci_high:>6.0f}]"
+        interval = (f"[{elo(row.ci_low):>6}, {elo(row.ci_high):>6}]"
                     if row.HasField("ci_low") and row.HasField("ci_high") else "")
         los = f"{row.los_next:.1%}" if row.HasField("los_next") else ""
-        lines.append(f"{i:>3}  {row.name:<{w}}{row.rating:>8.0f}  {interval:>17}"
+        lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>17}"
                      f"{row.games:>7}{los:>10}")
     when = ""
     if resp.HasField("as_of"):
         when = time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(resp.as_of.seconds))
-    covered = (f"{resp.fitted_games} of {resp.games} games" if resp.fitted_games != resp.games
-               else f"{resp.games} games")
-    lines.append(f"({resp.method}; {covered}, {resp.boards} boards{when}"
+    covered = (f"{resp.fitted_games} of {plural(resp.games, 'game')}"
+               if resp.fitted_games != resp.games else plural(resp.games, "game"))
+    lines.append(f"({resp.method}; {covered}, {plural(resp.boards, 'board')}{when}"
                  f"{'; provisional until the next fit' if resp.provisional else ''})")
+    if resp.ratings:
+        lines.append("(Elo, pool mean 0; LOS>next: the chance that the bot is stronger "
+                     "than the one just below it)")
+    return "\n".join(lines)
+
+
+_STATUS = {tournament_pb2.TOURNAMENT_STATUS_RUNNING: "running",
+           tournament_pb2.TOURNAMENT_STATUS_FINISHED: "finished",
+           tournament_pb2.TOURNAMENT_STATUS_FAILED: "failed"}
+_FORMAT = {tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
+           tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elim.",
+           tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elim."}
+
+
+def tournament_list(ts: Iterable[tournament_pb2.Tournament]) -> str:
+    """Tournaments as a table: id, status, games played, format, bots, when, name."""
+    lines = [f"{'id':<14}{'status':<10}{'games':>11}  {'format':<17}{'bots':>5}  "
+             f"{'created (UTC)':<17}  name"]
+    for t in ts:
+        total = max(t.matches_total, t.matches_done)
+        kind = f"{'3p' if t.spec.players == 3 else '2v2'} {_FORMAT.get(t.spec.format, '?')}"
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created_at.seconds))
+        lines.append(f"{t.tournament_id:<14}{_STATUS.get(t.status, '?'):<10}"
+                     f"{f'{t.matches_done}/{total}':>11}  {kind:<17}{len(t.spec.bot_ids):>5}  "
+                     f"{when:<17}  {t.spec.name}")
     return "\n".join(lines)

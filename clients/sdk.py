@@ -8,7 +8,16 @@ One Play stream carries all of the bot's matches. Each (match, seat) gets its
 own Bot instance, seeded from the match id and seat; decisions of different
 matches run concurrently in a thread pool so a slow decision in one match does
 not hold up another. The stream reconnects with exponential backoff and jitter;
-the referee redelivers whatever was pending, so a reconnect loses nothing.
+the referee redelivers whatever was pending, and the events the runner missed
+after the last one it handled (it names that one's `event_id` when it reconnects),
+so a reconnect loses nothing: a match whose MatchEnded came while the stream was
+down still ends here. The referee's Welcome lists the matches under way, so even
+a runner that was away longer than the referee keeps events forgets the others.
+
+Until a referee has answered once, a failed connection is not retried (unless
+`wait`): `NoReferee` says why in one sentence (nothing listens there, or TLS
+against plaintext), since retrying a wrong address or a wrong `--tls` only hides
+the mistake behind a loop of reconnects.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import hashlib
 import logging
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,11 +37,11 @@ import grpc
 
 from clients import wire
 from clients.bot import Bot
-from clients.channel import Target, target_of
+from clients.channel import Target, diagnose, not_answered, target_of
 from moon import Action, Observation
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 
-__all__ = ["BotRunner", "FatalStreamError", "register", "run_bot"]
+__all__ = ["BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -43,10 +53,16 @@ _CHANNEL_OPTIONS = [
 
 
 _Call = grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse]
+LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: resume the events after this one
+_ENDED = 64  # bots of matches found over at a welcome, kept for a MatchEnded replayed next
 
 
 class FatalStreamError(Exception):
     """The referee refused the bot for good (bad token, or replaced by a newer stream)."""
+
+
+class NoReferee(FatalStreamError):
+    """No referee answered before the bot ever connected; the message says why."""
 
 
 def register(server: str | Target, name: str, admin_token: str | None = None,
@@ -74,8 +90,12 @@ class BotRunner:
     token: str
     threads: int = 8  # 0: decide inline on the event loop (for instant bots)
     max_backoff: float = 30.0
+    wait: bool = False  # keep trying when no referee answers before the first connection
+    connected: bool = False  # a referee has welcomed the bot (reconnects are retried)
     decisions: int = 0
-    bots: dict[tuple[str, int], Bot] = field(default_factory=dict)
+    bots: dict[tuple[str, int], Bot] = field(default_factory=dict)  # (match, seat) in play
+    last_event_id: str = ""  # of the newest kept event handled: where a reconnect resumes
+    _ended: OrderedDict[tuple[str, int], Bot] = field(default_factory=OrderedDict)
     _stop: asyncio.Event | None = None
     _pool: ThreadPoolExecutor | None = None
 
@@ -89,6 +109,7 @@ class BotRunner:
         self._stop = asyncio.Event()
         self._pool = ThreadPoolExecutor(self.threads) if self.threads else None
         backoff = 0.25
+        said = False  # the reason no referee answered was logged (with `wait`)
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
@@ -106,12 +127,22 @@ class BotRunner:
                         raise FatalStreamError(
                             f"stream closed by the referee: {exc.details()}") from None
                     reason = f"{code.name}: {exc.details()}"
+                    if (not self.connected and code == grpc.StatusCode.UNAVAILABLE
+                            and not_answered(exc.details() or "")):
+                        if not self.wait or not said:
+                            why = await asyncio.to_thread(diagnose, target_of(self.server))
+                            if not self.wait:
+                                raise NoReferee(why) from None
+                            log.warning("%s; waiting for a referee there (wait)", why)
+                            said = True
+                        reason = ""
                 if self._stop.is_set():
                     break
                 if time.monotonic() - started > 10:
                     backoff = 0.25  # the last session was healthy: start over gently
                 delay = backoff * random.uniform(0.5, 1.5)
-                log.warning("disconnected (%s); reconnecting in %.2fs", reason, delay)
+                if reason:
+                    log.warning("disconnected (%s); reconnecting in %.2fs", reason, delay)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
                 backoff = min(backoff * 2, self.max_backoff)
@@ -123,7 +154,10 @@ class BotRunner:
         assert self._stop is not None
         async with target_of(self.server).aio_channel(_CHANNEL_OPTIONS) as channel:
             stub = bot_pb2_grpc.BotServiceStub(channel)
-            call = stub.Play(metadata=(("authorization", f"Bearer {self.token}"),))
+            metadata = [("authorization", f"Bearer {self.token}")]
+            if self.last_event_id:
+                metadata.append((LAST_EVENT_ID, self.last_event_id))
+            call = stub.Play(metadata=tuple(metadata))
             # One task reads, one writes (grpc.aio allows one write at a time per call),
             # so neither a read nor a decision waits for a write to complete.
             outbox: asyncio.Queue[bot_pb2.PlayRequest] = asyncio.Queue()
@@ -155,6 +189,8 @@ class BotRunner:
                     pong=bot_pb2.PlayRequest.Pong(nonce=msg.ping.nonce)))
             elif kind != "decision_request":
                 self._note(kind, msg)
+                if msg.event_id:
+                    self.last_event_id = msg.event_id
             elif self._pool is None:  # instant bots: decide right here, no task
                 answer = self._decide(msg.decision_request)
                 if answer is not None:
@@ -176,23 +212,36 @@ class BotRunner:
 
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":
+            self.connected = True
             w = msg.welcome
             log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
                      w.bot_id)
+            if w.HasField("live_matches"):
+                self._forget_ended(set(w.live_matches.match_ids))
         elif kind == "match_started":
             ms = msg.match_started
             log.info("match %s started: seat %d of %s", ms.match_id, ms.seat, list(ms.seat_names))
         elif kind == "match_ended":
             me = msg.match_ended
-            bot = self.bots.pop((me.match_id, me.seat), None)
-            log.info("match %s ended: %s, placement %s", me.match_id, me.result.end,
-                     list(me.result.placement))
+            key = (me.match_id, me.seat)
+            bot = self.bots.pop(key, None) or self._ended.pop(key, None)
+            log.info("match %s ended: %s, placement %s (%d in play)", me.match_id,
+                     me.result.end, list(me.result.placement), len(self.bots))
             if bot is not None:
                 with contextlib.suppress(Exception):
                     bot.game_over(wire.result_from_pb(me.result))
         elif kind == "decision_rejected":
             d = msg.decision_rejected
             log.warning("decision %s rejected: %s", d.request_id, d.message)
+
+    def _forget_ended(self, live: set[str]) -> None:
+        """Drop the bots of matches no longer under way (their MatchEnded may still come,
+        replayed: the last few are kept for it)."""
+        for key in [k for k in self.bots if k[0] not in live]:
+            self._ended[key] = self.bots.pop(key)
+            log.info("match %s is over (its end came while away)", key[0])
+        while len(self._ended) > _ENDED:
+            self._ended.popitem(last=False)
 
     def _inputs(self, req: bot_pb2.PlayResponse.DecisionRequest
                 ) -> tuple[Bot, Observation, tuple[Action, ...]]:
@@ -234,8 +283,9 @@ class BotRunner:
 
 
 def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
-            threads: int = 8) -> None:
-    """Play until interrupted (blocking); raises FatalStreamError if refused for good."""
-    runner = BotRunner(factory, server, token, threads=threads)
+            threads: int = 8, wait: bool = False) -> None:
+    """Play until interrupted (blocking); raises FatalStreamError if refused for good, and
+    NoReferee if no referee answers at the start (unless `wait`: then it keeps trying)."""
+    runner = BotRunner(factory, server, token, threads=threads, wait=wait)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(runner.run())

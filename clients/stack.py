@@ -26,7 +26,7 @@ import redis
 
 from clients.flags import token_problem
 from clients.redisproc import RedisServer, free_port
-from store.bots import shown
+from store.bots import shown, watch_pass
 
 __all__ = ["LOCK_FILE", "Child", "LocalStack", "load_or_make_admin_token", "start_child"]
 
@@ -255,6 +255,8 @@ class LocalStack:
         admin token, so it shows what anyone may see. Returns its http:// address."""
         env = _python_env()
         env.pop("MOONSHOT_ADMIN_TOKEN", None)
+        # Not the token: the watch pass derived from it, for the watch slots kept in reserve.
+        env["MOONSHOT_WATCH_PASS"] = watch_pass(self.admin_token)
         web = self.spawn("web", ["web", "--server", self.address, "--listen", listen], env)
         url = web.wait_for(r"web pages on (http://\S+)").group(1)
         # A restarted web server takes the same port, so open pages find it again.

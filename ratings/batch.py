@@ -45,14 +45,16 @@ from ratings.los import los, los_matrix, los_pairs
 from ratings.luck import solve_with_luck
 from ratings.model import pack
 from ratings.optimize import solve
+from ratings.registry import Method
 from ratings.scale import ELO_PER_NAT, to_nat
+from store.rating_tables import LOS_MAX_BOTS, RatingRow, RatingTable, los_rows
 
-__all__ = ["LEVEL", "PRIOR_SD", "Fit", "Rating", "fit"]
+__all__ = ["LEVEL", "PRIOR_SD", "BatchFit", "Fit", "Rating", "fit"]
 
 FloatArray = NDArray[np.float64]
 
 PRIOR_SD = 400.0  # Elo; why this width: see the module doc
-LEVEL = 0.95
+LEVEL = 0.95  # of every interval a rating method gives
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +171,22 @@ def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEV
         luck_sd=solution.luck_sd,
         gain=solution.gain / solution.scale,
     )
+
+
+class BatchFit(Method):
+    """The official rating: `fit` over the pool's games, as a table (with the LOS matrix for
+    pools of up to LOS_MAX_BOTS bots)."""
+
+    name = "batch"
+    title = "batch fit"
+
+    def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
+        """The fit's table (module doc)."""
+        f = fit(games)
+        los = los_rows(f.los_matrix()[1].tolist()) if len(f.ratings) <= LOS_MAX_BOTS else None
+        return RatingTable(
+            method=f.method, as_of=as_of, games=f.games, boards=f.units, provisional=False,
+            level=f.level, dof=None if math.isinf(f.dof) else f.dof, los=los,
+            rows=tuple(RatingRow(bot_id=x.bot_id, rating=x.rating, games=x.games,
+                                 ci_low=x.ci_low, ci_high=x.ci_high, los_next=x.los_next)
+                       for x in f.ratings))

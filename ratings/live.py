@@ -25,11 +25,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ratings.batch import PRIOR_SD
+from ratings.batch import LEVEL, PRIOR_SD
 from ratings.games import Game, canonical, side_count
+from ratings.registry import Method
 from ratings.scale import ELO_PER_NAT, to_nat
+from store.rating_tables import RatingRow, RatingTable
 
-__all__ = ["ProvisionalRating", "provisional_ratings"]
+__all__ = ["Provisional", "ProvisionalRating", "provisional_ratings"]
 
 # A variance never shrinks below this fraction of itself in one game (Weng-Lin's kappa).
 _KAPPA = 1e-4
@@ -98,3 +100,20 @@ def provisional_ratings(games: Iterable[Game]) -> tuple[ProvisionalRating, ...]:
     ]
     rows.sort(key=lambda r: (-r.rating, r.bot_id))
     return tuple(rows)
+
+
+class Provisional(Method):
+    """The live figure as a table: no intervals (the update's sd is not one), provisional."""
+
+    name = "provisional"
+    title = "provisional figure"
+
+    def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
+        """`provisional_ratings` over the pool's games (module doc)."""
+        pool = canonical(games)
+        return RatingTable(
+            method="provisional: Weng-Lin Plackett-Luce update in game-id order",
+            as_of=as_of, games=len(pool), boards=len({g.unit or g.game_id for g in pool}),
+            provisional=True, level=LEVEL,
+            rows=tuple(RatingRow(bot_id=x.bot_id, rating=x.rating, games=x.games)
+                       for x in provisional_ratings(pool)))

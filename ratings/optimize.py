@@ -207,11 +207,6 @@ class Solution:
     iterations: int
     scale: float = 1.0  # the ratings are scale * theta (`ratings.luck`: the fresh-deal scale)
 
-    @property
-    def hessian(self) -> FloatArray:
-        """The Hessian of the negative log-posterior in the bots, the luck profiled out."""
-        return self.curvature.schur
-
 
 def _cross_rows(pool: Pool, ev: Evaluation, lay: LuckLayout) -> FloatArray:
     """B (the negative Hessian between bots and luck) by the layout's rows: (rows, sides)."""

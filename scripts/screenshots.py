@@ -88,6 +88,9 @@ class Shooter:
         over): with `tries`, `path` is asked again for each try and each size."""
         for size, page in self.pages.items():
             for attempt in range(tries):
+                # Leave the last page first: one caught in play reloads itself when its game
+                # turns public, which would abort this navigation.
+                page.goto("about:blank")
                 page.goto(self.base + (path() if callable(path) else path), wait_until="load")
                 try:
                     page.wait_for_selector(ready, timeout=20_000 if tries == 1 else 3_000)

@@ -15,13 +15,21 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import metrics, wire
-from server.edge import MAX_PAGE, Undecodable, bearer_token, fail, page_of, status_of, unary
+from server.edge import (
+    MAX_PAGE,
+    Undecodable,
+    bearer_token,
+    fail,
+    metadata_value,
+    page_of,
+    status_of,
+    unary,
+)
 from server.hub import MAX_ECHO, Hub, Stream
 from server.lanes import Lane
 from store import bots as store_bots
-from store import keys, messages
+from store import ids, messages, streams
 from store.errors import InvalidArgument, ServiceError, Unauthenticated
-from store.matches import ids_after
 
 __all__ = ["BotServicer", "serialize_play"]
 
@@ -29,6 +37,7 @@ log = logging.getLogger("moonshot.referee")
 
 VERSION = "moonshot/0.1"
 _PAGE = 100
+LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: the newest logged event the bot handled
 
 
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
@@ -72,7 +81,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         size = min(request.page_size or _PAGE, MAX_PAGE)
 
         def load(r: redis.Redis) -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
-            ids = ids_after(r, keys.BOTS, request.page_token, newest_first=False)
+            ids = store_bots.ids_after(r, request.page_token)
             return page_of(((store_bots.get_bot(r, b), store_bots.is_connected(r, b))
                             for b in ids), size)
 
@@ -95,24 +104,25 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                     "Play needs the bot token: send metadata 'authorization: Bearer <token>'"
                 )
             bot = await self.bots.run(store_bots.authenticate_bot, token)
+            after = metadata_value(context, LAST_EVENT_ID) or ""
+            if after and ids.parse_event_id(after) is None:
+                raise InvalidArgument(f"{LAST_EVENT_ID}: {after[:100]!r} is not an event_id "
+                                      "(send the event_id of the newest event handled)")
+            live = await streams.live_matches(self.hub.r, bot.bot_id)
         except Exception as exc:
             code, message = status_of(exc)
             await fail(context, code, message)
         stream = Stream(bot.bot_id)
         log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id,
                  extra={"bot_id": bot.bot_id})
-        yield bot_pb2.PlayResponse(
-            welcome=bot_pb2.PlayResponse.Welcome(
-                bot_id=bot.bot_id, name=bot.name, server_version=VERSION
-            )
-        )
+        yield wire.welcome_pb(bot.bot_id, bot.name, VERSION, live)
         reader: asyncio.Task[None] | None = None
         metrics.PLAY_STREAMS.inc()
         try:
             # Inside the try: a stream that joined the hub must leave it, even when attach
             # fails half-way or the RPC is cancelled during it (else it stays marked present).
             try:
-                await self.hub.attach(stream)
+                await self.hub.attach(stream, after)
             except Exception as exc:
                 code, message = status_of(exc)
                 await context.abort(code, message)

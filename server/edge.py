@@ -50,10 +50,12 @@ __all__ = [
     "Undecodable",
     "add_service",
     "bearer_token",
+    "metadata_value",
     "page_of",
     "status_of",
     "streaming",
     "unary",
+    "watch_pass",
 ]
 
 log = logging.getLogger("moonshot.referee")
@@ -225,15 +227,34 @@ def streaming(
     return wrapper
 
 
+def metadata_value(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str | None:
+    """The value of the first metadata entry named `name` (any case), if any."""
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == name:
+            return value.decode(errors="replace") if isinstance(value, bytes) else value
+    return None
+
+
 def bearer_token(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     """The token of an `authorization: Bearer <token>` metadata entry, if any."""
+    text = metadata_value(context, "authorization")
+    if text is None:
+        return None
+    scheme, _, token = text.strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+WATCH_PASS_HEADER = "x-moonshot-watch-pass"
+
+
+def watch_pass(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    """The watch pass a trusted watcher (a web server) sends, if any."""
     for key, value in context.invocation_metadata() or ():
-        if key.lower() == "authorization":
+        if key.lower() == WATCH_PASS_HEADER:
             text = value.decode() if isinstance(value, bytes) else value
-            scheme, _, token = text.strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-            return None
+            return text.strip()[:256] or None
     return None
 
 

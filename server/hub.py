@@ -4,12 +4,16 @@ One hub per referee process holds every bot stream connected to it. It keeps a
 single pub/sub connection subscribed to the channels of the bots it serves and
 fans each message out to that bot's streams; it keeps each stream's presence
 alive in Redis (match jobs pause a bot's clock while it has none); and on
-attach it delivers every request still pending for the bot, so a request is
-never lost to a referee crash or a reconnect. A stream drops duplicate copies
-of one sending of a request (it may arrive both from the pending hash and the
-channel), keyed by request id and deadline: a match job resumed after a crash
-sends its current request again, with a new deadline, and that sending must
-reach the bot, since the answer to the first one may have died with the old run.
+attach it delivers what the bot is owed: the events of its event log after the
+cursor the bot names (or from the stream's opening on), then every request
+still pending for it, so neither is lost to a referee crash or a reconnect.
+While it reads those, what arrives on the channel waits, so the bot gets
+everything in order. A stream drops duplicate copies of one sending of a request
+(it may arrive both from the pending hash and the channel), keyed by request id
+and deadline: a match job resumed after a crash sends its current request again,
+with a new deadline, and that sending must reach the bot, since the answer to the
+first one may have died with the old run. It drops events it has already sent by
+their id in the event log. Every Redis read and write is `store.streams`'s.
 """
 
 from __future__ import annotations
@@ -28,19 +32,20 @@ from redis.exceptions import ResponseError
 
 from server import metrics
 from server.resp import Reply, RespConnection
-from store import ids, keys, messages
+from store import ids, messages, streams
 from store.lua import ACCEPT_LUA
 from store.messages import (
     DecisionAccepted,
     DecisionRejected,
     DecisionRequest,
     LivenessPing,
+    Logged,
     Message,
     Superseded,
 )
-from store.records import MatchSpec
+from store.streams import accept_args
 
-__all__ = ["PRESENCE_TTL_S", "Hub", "Stream"]
+__all__ = ["PRESENCE_TTL_S", "Hub", "Stream", "accept_args"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -63,9 +68,9 @@ class Stream:
     next stream); the memory of sendings keeps only the newest MAX_SEEN.
     """
 
-    __slots__ = ("abort_code", "abort_reason", "answers_pings", "bot_id", "closed", "epoch",
-                 "frozen", "id", "outbox", "ping_at", "ping_nonce", "queued_bytes", "seen",
-                 "sent")
+    __slots__ = ("abort_code", "abort_reason", "after", "answers_pings", "bot_id", "closed",
+                 "epoch", "frozen", "held", "id", "outbox", "ping_at", "ping_nonce",
+                 "queued_bytes", "seen", "sent")
 
     def __init__(self, bot_id: str) -> None:
         self.bot_id = bot_id
@@ -82,12 +87,44 @@ class Stream:
         self.ping_at = 0.0
         self.answers_pings = False  # it has answered a ping: from now on it must
         self.frozen = False  # treated as disconnected: it left a ping unanswered
+        self.after = (0, 0)  # the id of the newest logged event it was sent (or owed after)
+        self.held: list[Message] | None = None  # what arrived while it is owed older things
+
+    def resume_after(self, event_id: str) -> None:
+        """The bot has had the logged events up to `event_id`."""
+        self.after = ids.parse_event_id(event_id) or (0, 0)
+
+    def hold(self) -> None:
+        """From now, what arrives on the channel (requests, logged events) waits
+        (`release`): the stream is being sent what it is owed, which is older."""
+        if self.held is None:
+            self.held = []
+
+    def release(self) -> None:
+        """Send what waited, in order (what the owed things repeated is dropped)."""
+        held, self.held = self.held or [], None
+        for event in held:
+            self.push(event)
 
     def deliver(self, event: Message) -> None:
-        """Queue an event for the bot, dropping a request it was already sent."""
+        """Queue an event for the bot (or hold a request or logged event while the stream is
+        sent what it is owed), dropping a request or a logged event it was already sent."""
+        if self.held is not None and isinstance(event, (DecisionRequest, Logged)):
+            self.held.append(event)
+            return
+        self.push(event)
+
+    def push(self, event: Message) -> None:
+        """Queue an event for the bot now, dropping a request or logged event it already
+        has."""
         if self.closed:
             return
-        if isinstance(event, DecisionRequest):
+        if isinstance(event, Logged):
+            at = ids.parse_event_id(event.event_id)
+            if at is None or at <= self.after:
+                return
+            self.after = at
+        elif isinstance(event, DecisionRequest):
             sending = (event.request_id, event.deadline_unix_ms)
             if sending in self.seen:
                 return
@@ -166,7 +203,7 @@ class Hub:
         self._sub_lock = asyncio.Lock()
         self._detaching: set[asyncio.Future[None]] = set()  # referenced until they finish
         self._cmd_lock = asyncio.Lock()
-        self.control_channel = f"{keys.P}referee:{secrets.token_hex(6)}"
+        self.control_channel = streams.control_channel()
 
     async def start(self) -> None:
         """Open the pub/sub connection and start the listener and presence tasks."""
@@ -178,8 +215,8 @@ class Hub:
 
     async def stop(self) -> None:
         """End every stream, withdraw presence, close pub/sub."""
-        for streams in list(self.streams.values()):
-            for s in list(streams):
+        for group in list(self.streams.values()):
+            for s in list(group):
                 s.close()
                 await self.detach(s)
         for t in self._tasks:
@@ -193,38 +230,46 @@ class Hub:
 
     # ----------------------------------------------------------- streams
 
-    async def attach(self, stream: Stream) -> None:
-        """Register a stream: subscribe, mark present, deliver what is pending."""
+    async def attach(self, stream: Stream, after: str = "") -> None:
+        """Register a stream: subscribe, mark present, send what the bot is owed (its logged
+        events after the id `after`, or from now on; then its pending requests)."""
         bot = stream.bot_id
         # Its epoch before anything can reach it: a stream must never judge a newer one
         # against an epoch it does not have yet.
-        stream.epoch = int(await self.r.incr(keys.bot_epoch(bot)))
+        stream.epoch = await streams.next_epoch(self.r, bot)
+        # Where its events start is read before it subscribes, so none falls between.
+        stream.resume_after(after or await streams.last_event_id(self.r, bot))
+        stream.hold()
         async with self._sub_lock:
             group = self.streams.setdefault(bot, set())
             if not group and self._sub is not None and self._sub.is_open:
                 # If the connection is down, `_listen` subscribes (every bot with a
-                # stream here) once it is back, then delivers what is pending again.
+                # stream here) once it is back, then delivers what is owed again.
                 with contextlib.suppress(RedisConnectionError):
-                    await self._sub.call("SUBSCRIBE", keys.events(bot))
+                    await self._sub.call("SUBSCRIBE", streams.channel(bot))
             group.add(stream)
-        now = await self._redis_now()
-        await self.r.zadd(keys.presence(bot), {stream.id: now + PRESENCE_TTL_S})
+        now = await streams.redis_now(self.r)
+        await streams.mark_present(self.r, bot, stream.id, now + PRESENCE_TTL_S)
         # A bot has one live stream, the newest: each stream takes the next epoch, and one
         # that sees a higher epoch ends, on this referee or another. Announced, then read
         # back: of two streams opened at once, whichever missed the other's announcement
         # still sees its higher epoch.
-        await self.r.publish(keys.events(bot), messages.encode(
-            Superseded(stream.id, stream.epoch)))
-        if int(await self.r.get(keys.bot_epoch(bot)) or 0) > stream.epoch:
+        await streams.announce(self.r, bot, stream.id, stream.epoch)
+        if await streams.epoch(self.r, bot) > stream.epoch:
             stream.close("a newer stream of this bot replaced this one")
             return
-        # Subscribed first, then read: a request published in between arrives twice
-        # and the stream drops the copy; none can fall between the two.
-        pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
-        now_ms = int(now * 1000)
-        for rid in sorted(pending, key=_request_order):
-            stream.deliver(messages.decode_as(pending[rid], messages.BOT,
-                                              DecisionRequest).resumed(now_ms))
+        await self._send_owed(stream, now)
+
+    async def _send_owed(self, stream: Stream, now: float) -> None:
+        """Send a holding stream its logged events after its cursor and its pending
+        requests, then what arrived meanwhile. Subscribed first, then read: what was
+        published in between arrives twice and the stream drops the copy."""
+        for event in await streams.events_after(self.r, stream.bot_id,
+                                                "{}-{}".format(*stream.after)):
+            stream.push(event)
+        for request in await streams.pending_requests(self.r, stream.bot_id, int(now * 1000)):
+            stream.push(request)
+        stream.release()
 
     async def detach(self, stream: Stream) -> None:
         """Unregister a stream; unsubscribe when it was the bot's last here.
@@ -250,24 +295,17 @@ class Hub:
                     del self.streams[bot]
                     if self._sub is not None and self._sub.is_open:
                         with contextlib.suppress(Exception):
-                            await self._sub.call("UNSUBSCRIBE", keys.events(bot))
+                            await self._sub.call("UNSUBSCRIBE", streams.channel(bot))
         with contextlib.suppress(Exception):
-            await self.r.zrem(keys.presence(bot), stream.id)
-
-    async def _redis_now(self) -> float:
-        """Redis's clock, in Unix seconds. Presence is scored on it and deadlines are
-        restarted on it: the referees and workers that read them may sit on machines whose
-        clocks disagree with this one's, and Redis's is the clock they all share."""
-        sec, usec = await self.r.time()
-        return int(sec) + int(usec) / 1e6
+            await streams.withdraw(self.r, [(bot, stream.id)])
 
     # ----------------------------------------------------------- answers
 
     async def pong(self, stream: Stream, nonce: int) -> None:
         """A bot answered a ping; a stream treated as frozen is live again."""
         if stream.ponged(nonce):
-            await self.r.zadd(keys.presence(stream.bot_id),
-                              {stream.id: await self._redis_now() + PRESENCE_TTL_S})
+            await streams.mark_present(self.r, stream.bot_id, stream.id,
+                                       await streams.redis_now(self.r) + PRESENCE_TTL_S)
             log.info("bot %s stream %s answers again", stream.bot_id, stream.id,
                      extra={"bot_id": stream.bot_id})
 
@@ -312,10 +350,9 @@ class Hub:
     async def _why_refused(self, bot_id: str, request_id: str, match_id: str) -> tuple[str, str]:
         if not match_id:
             return "unknown_request", f"no such request {request_id!r}"
-        raw = await self.r.hget(keys.match(match_id), "spec")
-        if raw is None:
+        bot_ids = await streams.match_bots(self.r, match_id)
+        if bot_ids is None:
             return "unknown_request", f"no such request {request_id!r}: unknown match"
-        bot_ids = list(MatchSpec.from_json(str(raw)).bot_ids)
         if bot_id not in bot_ids or await self._for_another_seat(
                 bot_id, bot_ids, match_id, request_id):
             return (
@@ -331,16 +368,11 @@ class Hub:
                                 request_id: str) -> bool:
         """True when the request is (or was) addressed to a seat of the match that another
         bot holds: a player of the match answering for another one is refused as such."""
-        seq = ids.seq_of_request(request_id)
-        logged = await self.r.lindex(keys.match_log(match_id), seq)  # entry i has seq i
-        entry = None if logged is None else messages.decode(logged, messages.LOG)
-        if isinstance(entry, messages.ActionEntry):
-            return bool(bot_ids[entry.seat] != bot_id)
-        pipe = self.r.pipeline(transaction=False)
-        others = sorted(set(bot_ids) - {bot_id})
-        for other in others:
-            pipe.hexists(keys.pending(other), request_id)
-        return any(await pipe.execute())
+        seat = await streams.seat_logged(self.r, match_id, ids.seq_of_request(request_id))
+        if seat is not None:
+            return bool(bot_ids[seat] != bot_id)
+        return await streams.pending_elsewhere(self.r, sorted(set(bot_ids) - {bot_id}),
+                                               request_id)
 
     # ------------------------------------------------------------- tasks
 
@@ -350,7 +382,7 @@ class Hub:
         try:
             await conn.call("SUBSCRIBE", self.control_channel)
             for bot in list(self.streams):
-                await conn.call("SUBSCRIBE", keys.events(bot))
+                await conn.call("SUBSCRIBE", streams.channel(bot))
         except BaseException:
             conn.close()
             raise
@@ -364,33 +396,35 @@ class Hub:
             metrics.REDIS_ERRORS.labels("pubsub").inc()
             log.warning("pub/sub connection to Redis lost; reconnecting")
             try:
+                every = [s for group in list(self.streams.values()) for s in group]
+                for s in every:
+                    s.hold()
                 async with self._sub_lock:
                     self._sub = None
                     self._sub = await self._subscribe_all()
-                # Requests published while we were away are still pending: send them again
-                # (each stream drops what it already has).
-                for bot, group in list(self.streams.items()):
-                    pending: dict[str, str] = await self.r.hgetall(keys.pending(bot))  # type: ignore[assignment]
-                    now_ms = int(await self._redis_now() * 1000)
-                    for rid in sorted(pending, key=_request_order):
-                        request = messages.decode_as(pending[rid], messages.BOT,
-                                                     DecisionRequest).resumed(now_ms)
-                        for s in list(group):
-                            s.deliver(request)
+                # What was published while we were away is still pending or in the bots'
+                # event logs: send it again (each stream drops what it already has).
+                now = await streams.redis_now(self.r)
+                for s in every:
+                    await self._send_owed(s, now)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a Redis hiccup must not end the hub
                 log.exception("pub/sub reconnect failed; retrying")
+                if self._sub is not None:  # owed things not sent: start over, streams held
+                    self._sub.close()
                 await asyncio.sleep(0.5)
 
     def _on_message(self, channel: bytes, data: bytes) -> None:
         """A pub/sub message: fan it out to the bot's streams (called as it is parsed)."""
-        bot = channel[len(keys.P) + 4 : -len(":events")].decode()
+        bot = streams.bot_of_channel(channel)
         group = self.streams.get(bot)
         if not group:
             return
         try:
             event = messages.decode(data, messages.BOT)
+            if isinstance(event, Logged):
+                event.message()  # the event inside must fit too
         except messages.MessageError:
             log.exception("bot %s: dropped a message that does not fit the schema", bot,
                           extra={"bot_id": bot})
@@ -411,29 +445,22 @@ class Hub:
         while True:
             await asyncio.sleep(_PRESENCE_EVERY_S)
             try:
-                now = await self._redis_now()
+                now = await streams.redis_now(self.r)
                 expiry = now + PRESENCE_TTL_S
-                pipe = self.r.pipeline(transaction=False)
                 refreshed = [s for group in list(self.streams.values()) for s in group]
                 frozen = [s for s in refreshed if s.check_alive(time.monotonic())]
-                for bot, group in list(self.streams.items()):
-                    live = {s.id: expiry for s in group if not s.frozen}
-                    if live:
-                        pipe.zadd(keys.presence(bot), live)
-                    pipe.zremrangebyscore(keys.presence(bot), "-inf", now)
+                live = {bot: {s.id: expiry for s in group if not s.frozen}
+                        for bot, group in list(self.streams.items())}
                 for s in frozen:  # counts as disconnected from now: clock stops, grace runs
                     log.warning("bot %s stream %s answers no ping: treated as disconnected",
                                 s.bot_id, s.id, extra={"bot_id": s.bot_id})
-                    pipe.zrem(keys.presence(s.bot_id), s.id)
-                await pipe.execute()
+                await streams.refresh_presence(self.r, live, now,
+                                               [(s.bot_id, s.id) for s in frozen])
                 # A stream detached while the refresh was on its way may have been
                 # written back after its removal: take it out again.
-                gone = [s for s in refreshed if s.closed]
+                gone = [(s.bot_id, s.id) for s in refreshed if s.closed]
                 if gone:
-                    pipe = self.r.pipeline(transaction=False)
-                    for s in gone:
-                        pipe.zrem(keys.presence(s.bot_id), s.id)
-                    await pipe.execute()
+                    await streams.withdraw(self.r, gone)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -445,17 +472,7 @@ def _size(event: Message) -> int:
     """Roughly the bytes an event holds in an outbox."""
     if isinstance(event, DecisionRequest):
         return 2048
+    if isinstance(event, Logged):
+        return 1024
     return 64 + sum(len(v) for v in (getattr(event, "request_id", ""),
                                      getattr(event, "message", "")))
-
-
-def _request_order(rid: str) -> tuple[str, int]:
-    """Pending requests in match order, oldest first."""
-    return ids.match_of_request(rid), ids.seq_of_request(rid)
-
-
-def accept_args(bot_id: str, request_id: str, action_id: int) -> tuple[list[str], list[str]]:
-    """KEYS and ARGV of ACCEPT for a well-formed request id."""
-    reply = messages.encode(messages.Reply(request_id, action_id, bot_id))
-    return [keys.pending(bot_id), keys.replies(ids.match_of_request(request_id))], [request_id,
-                                                                                     reply]

@@ -11,10 +11,10 @@ import redis
 
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
-from store import ids, keys
+from store import ids
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.errors import InvalidArgument, NotFound, OutOfRange
@@ -55,12 +55,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 f"bot_ids: a {players}-player match needs {players} bot ids, "
                 f"got {len(request.bot_ids)}"
             )
-        records = []
-        for i, bot_id in enumerate(request.bot_ids):
-            try:
-                records.append(await self.reads.run(store_bots.find_bot, bot_id))
-            except NotFound:
-                raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {bot_id!r}") from None
+        records = await self.reads.run(store_bots.resolve, list(request.bot_ids))
         spec = MatchSpec.build(
             match_id=ids.new_match_id(),
             players=players,
@@ -121,8 +116,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
         # The narrowest index that holds every match asked for (then filtered).
-        index = (keys.tournament_matches(request.tournament_id) if request.tournament_id
-                 else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
+        index = store_matches.index(request.tournament_id, bot_id)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)
@@ -150,7 +144,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         that it started, and the rest once the board is released."""
         if not request.match_id:
             raise InvalidArgument("match_id: required")
-        with self.gate.enter(context.peer()):
+        trusted = await self.watch.run(store_bots.trusted_watcher, bearer_token(context),
+                                       watch_pass(context))
+        with self.gate.enter(context.peer(), trusted):
             async for item in self._watch(request, context):
                 yield item
 
@@ -204,13 +200,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
 
 
 def _tournament_finished(r: redis.Redis, tournament_id: str) -> bool:
-    return store_t.info(r, tournament_id).get("status") == TournamentStatus.FINISHED
+    return store_t.info(r, tournament_id).status == TournamentStatus.FINISHED
 
 
 def _read_logs(r: redis.Redis, match_id: str, events: MatchEvents) -> tuple[list[str], list[str]]:
     """The log and connection entries past what `events` has read, in one snapshot."""
-    pipe = r.pipeline(transaction=True)
-    pipe.lrange(keys.match_log(match_id), events.consumed, -1)
-    pipe.lrange(keys.conn(match_id), events.conn_consumed, -1)
-    log, conn = pipe.execute()
-    return list(log), list(conn)
+    return store_matches.read_logs(r, match_id, events.consumed, events.conn_consumed)

@@ -9,6 +9,13 @@ asyncio.Protocol instead: replies are parsed where the bytes arrive
 (`data_received`), a pub/sub message is handed to a callback right there, with
 no task switch, and commands are pipelined, each answered by a future in order.
 Everything else the referee asks of Redis still goes through redis-py.
+
+Still worth its lines? `nice -n 15 python bench/resp_client.py` runs the hot path
+(a request published, its ACCEPT answer) on this client and on redis-py's asyncio
+client with the hiredis parser, in turns in one run (2 cores shared with other
+work, 3 rounds of 2,000 round trips each): this client's referee side used 111 us
+of CPU per round trip against redis-py's 318 us (2.9x), and the round trip's p50
+was 326 us against 623 us. So it stays.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -12,7 +12,7 @@ import redis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
@@ -21,15 +21,13 @@ from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import StandingsChanged, TournamentFinished
-from store.records import Clock, Faults, TournamentSpec
+from store.records import TournamentSpec
 from store.status import TournamentStatus
-from tournaments import formats
 from tournaments.spec import make_spec
-from tournaments.view import StandingsView, build_view
+from tournaments.view import standings
 from workers.queues import create_tournament
 
-__all__ = ["RatingServicer", "TournamentServicer", "build_spec", "pool_ratings",
-           "standings_view"]
+__all__ = ["RatingServicer", "TournamentServicer"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -52,7 +50,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self.gate = gate
 
     async def _load(self, tournament_id: str, lane: Lane | None = None
-                    ) -> tuple[TournamentSpec, dict[str, str]]:
+                    ) -> tuple[TournamentSpec, store_t.TournamentInfo]:
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
         use = lane or self.reads
@@ -64,9 +62,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         return events.ORGANISER if admin else events.PUBLIC
 
     @staticmethod
-    def _reveal(audience: str, info: Mapping[str, str]) -> bool:
+    def _reveal(audience: str, info: store_t.TournamentInfo) -> bool:
         """The seed fixes every deal: organisers see it, others once every game is over."""
-        return audience == events.ORGANISER or info.get("status") == TournamentStatus.FINISHED
+        return audience == events.ORGANISER or info.status == TournamentStatus.FINISHED
 
     @unary
     async def CreateTournament(
@@ -78,7 +76,13 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         if not request.HasField("spec"):
             raise InvalidArgument("spec: required")
         fields = wire.spec_request_from_pb(request.spec)
-        spec = await self.reads.run(lambda r: build_spec(r, **fields))
+        if fields["players"] not in (3, 4):  # before any bot is looked up for its pool
+            raise InvalidArgument(f"players: must be 3 or 4, got {fields['players']}")
+        bots = await self.reads.run(store_bots.resolve, fields.pop("bot_ids"))
+        ratings = await self.reads.run(store_ratings.current_ratings,
+                                       "3p" if fields["players"] == 3 else "2v2")
+        spec = make_spec(tournament_id=ids.new_tournament_id(),
+                         bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
         await self.reads.run(create_tournament, self.rq_conn, spec)
         _, info = await self._load(spec.tournament_id)
         return tournament_pb2.CreateTournamentResponse(
@@ -106,7 +110,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
-        def load(r: redis.Redis) -> tuple[list[tuple[TournamentSpec, dict[str, str]]], bool]:
+        def load(r: redis.Redis
+                 ) -> tuple[list[tuple[TournamentSpec, store_t.TournamentInfo]], bool]:
             found = store_matches.ids_after(r, keys.TOURNAMENTS, request.page_token,
                                             newest_first=True)
             loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
@@ -130,8 +135,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         """Standings, crosstable, bracket and progress, over what the caller may see."""
         spec, _ = await self._load(request.tournament_id)
         audience = await self._audience(context)
-        view = await self.reads.run(standings_view, spec, audience)
-        return tournament_pb2.GetStandingsResponse(standings=wire.standings_to_pb(view))
+        inputs = await self.reads.run(store_t.standings_inputs, spec, audience)
+        return tournament_pb2.GetStandingsResponse(
+            standings=wire.standings_to_pb(standings(spec, inputs)))
 
     @streaming
     async def WatchTournament(
@@ -139,7 +145,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
         """Every event after `after_sequence`, then live ones, until the tournament ends."""
-        with self.gate.enter(context.peer()):
+        trusted = await self.watch.run(store_bots.trusted_watcher, bearer_token(context),
+                                       watch_pass(context))
+        with self.gate.enter(context.peer(), trusted):
             async for item in self._watch(request, context):
                 yield item
 
@@ -161,7 +169,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             batch = await self.watch.run(events.read_after, tid, after, None, 200, audience)
             if not batch:
                 _, info = await self._load(tid, self.watch)
-                if TournamentStatus(info.get("status", "running")).over and (
+                if info.status.over and (
                         await self.watch.run(events.newest_seq, tid, audience) <= after):
                     return
                 await asyncio.sleep(_WATCH_POLL_S)
@@ -169,8 +177,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             extra: dict[str, Any] = {}
             if any(isinstance(e, (StandingsChanged, TournamentFinished)) for _, e in batch):
                 # One view per batch: a replayed StandingsChanged carries the current table.
-                view = await self.watch.run(standings_view, spec, audience)
-                extra["standings"] = wire.standings_to_pb(view)
+                inputs = await self.watch.run(store_t.standings_inputs, spec, audience)
+                extra["standings"] = wire.standings_to_pb(standings(spec, inputs))
             for seq, event in batch:
                 if isinstance(event, TournamentFinished):
                     _, info = await self._load(tid, self.watch)
@@ -195,9 +203,9 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         """Every rated bot of the pool, best first: the fit, or the provisional figure while
         newer results wait for the next fit."""
         pool, pool_pb = _pool(request.pool)
-        table = await self.reads.run(pool_table, pool)
+        table = await self.reads.run(store_ratings.current, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        games: int = await self.reads.run(lambda r: r.zcard(keys.results(pool)))
+        games = await self.reads.run(store_matches.pool_size, pool)
         los = None
         if request.los_matrix and table is not None:
             if table.provisional:
@@ -238,65 +246,3 @@ def _pool(value: int) -> tuple[str, rating_pb2.RatingPool.ValueType]:
     if value == rating_pb2.RATING_POOL_TWO_VS_TWO:
         return "2v2", rating_pb2.RATING_POOL_TWO_VS_TWO
     return "3p", rating_pb2.RATING_POOL_THREE_PLAYER
-
-
-# ----------------------------------------------------- reading and making
-
-
-def pool_table(r: redis.Redis, pool: str) -> store_ratings.RatingTable | None:
-    """What a pool's ratings are now: the fit, unless the provisional figure covers more
-    games (results arrived since the fit)."""
-    fitted = store_ratings.load(r, pool)
-    live = store_ratings.load(r, pool, "live")
-    if live is not None and (fitted is None or live.games > fitted.games):
-        return live
-    return fitted
-
-
-def pool_ratings(r: redis.Redis, pool: str) -> dict[str, float]:
-    """Each rated bot's current rating in a pool (Elo, pool mean 0)."""
-    table = pool_table(r, pool)
-    return {} if table is None else {row.bot_id: row.rating for row in table.rows}
-
-
-def build_spec(
-    r: redis.Redis, *, name: str, players: int, format: str, bot_ids: Sequence[str],
-    rules: Mapping[str, str], clock: Clock, faults: Faults, rounds: int, series_length: int,
-    seed: int | None, duplicate: str, rotate_partners: bool, seeding: str, all_triples: bool,
-) -> TournamentSpec:
-    """A checked spec from a request: bots resolved by id or name, seeded by pool rating."""
-    if players not in (3, 4):
-        raise InvalidArgument(f"players: must be 3 or 4, got {players}")
-    records = []
-    for i, b in enumerate(bot_ids):
-        try:
-            records.append(store_bots.find_bot(r, b))
-        except NotFound:
-            raise InvalidArgument(f"bot_ids[{i}]: no bot with id or name {b!r}") from None
-    ratings = None
-    if seeding == "rating" and records:
-        ratings = pool_ratings(r, "3p" if players == 3 else "2v2")
-    return make_spec(
-        tournament_id=ids.new_tournament_id(), name=name, players=players, format=format,
-        bots=[(rec.bot_id, rec.name) for rec in records], rules=rules, clock=clock,
-        faults=faults, rounds=rounds, series_length=series_length, seed=seed,
-        duplicate=duplicate, rotate_partners=rotate_partners, seeding=seeding,
-        all_triples=all_triples, ratings=ratings)
-
-
-def standings_view(r: redis.Redis, spec: TournamentSpec,
-                   audience: str = events.ORGANISER) -> StandingsView:
-    """The current view of a stored tournament for an audience: organisers over every
-    recorded result, the public over released ones; with the scheduler's bracket state."""
-    results = store_t.results(r, spec.tournament_id,
-                              released_only=audience != events.ORGANISER)
-    state = store_t.state(r, spec.tournament_id)
-    if state is None:  # before the first scheduling step: nothing planned yet
-        plan = formats.plan(spec, {})
-    else:
-        plan = formats.get(spec.format).bracket(spec, state["plan"])
-        plan.total = int(state["total"])
-    own = store_ratings.load_tournament(r, spec.tournament_id)
-    return build_view(spec, results, plan, events.newest_seq(r, spec.tournament_id, audience),
-                      pool_ratings(r, spec.pool),
-                      None if own is None else {x.bot_id: x.rating for x in own.rows})

@@ -44,6 +44,7 @@ from store.messages import (
     DecisionRejected,
     DecisionRequest,
     LivenessPing,
+    Logged,
     MatchEnded,
     MatchStarted,
     Message,
@@ -61,7 +62,9 @@ from store.records import (
     TournamentSpec,
 )
 from store.status import MatchStatus, TournamentStatus
+from store.tournaments import TournamentInfo
 from tournaments import formats
+from tournaments.plan import board_id, redeal_notes
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -406,10 +409,15 @@ def event_to_bytes(event: Message | Mapping[str, Any]) -> bytes:
 
 
 def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
-    """The PlayResponse for a bot event; MessageError for one that is not a bot event."""
+    """The PlayResponse for a bot event; MessageError for one that is not a bot event.
+    A logged event carries its id in the bot's event log (`event_id`)."""
     msg = _typed(event)
     if isinstance(msg, DecisionRequest):
         return bot_pb2.PlayResponse.FromString(_decision_bytes(msg))
+    if isinstance(msg, Logged):
+        pb = event_to_pb(msg.message())
+        pb.event_id = msg.event_id
+        return pb
     if isinstance(msg, MatchStarted):
         return _match_started(msg)
     if isinstance(msg, MatchEnded):
@@ -425,10 +433,12 @@ def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
     raise messages.MessageError(f"{msg.TYPE!r} is not sent to bots")
 
 
-def welcome_pb(bot_id: str, name: str, server_version: str) -> bot_pb2.PlayResponse:
+def welcome_pb(bot_id: str, name: str, server_version: str,
+               live_match_ids: Iterable[str] = ()) -> bot_pb2.PlayResponse:
     """The first message of every play stream."""
     return bot_pb2.PlayResponse(welcome=bot_pb2.PlayResponse.Welcome(
-        bot_id=bot_id, name=name, server_version=server_version))
+        bot_id=bot_id, name=name, server_version=server_version,
+        live_matches=bot_pb2.PlayResponse.LiveMatches(match_ids=sorted(live_match_ids))))
 
 
 # ------------------------------------------------------- service records
@@ -487,8 +497,11 @@ def match_status_name(status: int) -> str:
 
 def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:
     """A stored bot as a message (never its token hash)."""
-    return bot_pb2.Bot(bot_id=record.bot_id, name=record.name,
-                       created_at=_timestamp(record.created_at), connected=connected)
+    pb = bot_pb2.Bot(bot_id=record.bot_id, name=record.name, connected=connected,
+                     house=record.house)
+    if not record.house:  # a house bot was never registered
+        pb.created_at.CopyFrom(_timestamp(record.created_at))
+    return pb
 
 
 def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
@@ -512,6 +525,7 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
+        board=str(spec.meta.get("board", "")) if spec.tournament_id else "",
     )
     if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))
@@ -613,20 +627,19 @@ def _option_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def tournament_to_pb(spec: TournamentSpec, info: Mapping[str, str],
+def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
                      reveal: bool) -> tournament_pb2.Tournament:
-    """A stored tournament (spec + status hash) as a message."""
+    """A stored tournament (spec + status) as a message."""
     pb = tournament_pb2.Tournament(
         tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
-        status=_T_STATUS.get(info.get("status", ""),
-                             tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
-        matches_total=int(info.get("total", 0)), matches_done=int(info.get("done", 0)),
-        error=info.get("error", ""), notes=formats.notes(spec),
+        status=_T_STATUS.get(info.status, tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
+        matches_total=info.total, matches_done=info.done,
+        error=info.error, notes=formats.notes(spec) + redeal_notes(info.redealt),
     )
-    if info.get("created_at"):
-        pb.created_at.CopyFrom(_timestamp(float(info["created_at"])))
-    if info.get("finished_at"):
-        pb.finished_at.CopyFrom(_timestamp(float(info["finished_at"])))
+    if info.created_at:
+        pb.created_at.CopyFrom(_timestamp(info.created_at))
+    if info.finished_at:
+        pb.finished_at.CopyFrom(_timestamp(info.finished_at))
     return pb
 
 
@@ -652,6 +665,10 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
         ]))
     if view.bracket is not None:
         pb.bracket.CopyFrom(_bracket_to_pb(view))
+    pb.boards_in_play.extend(
+        tournament_pb2.BoardProgress(board=board_id(view.tournament_id, unit), games=games,
+                                     games_finished=done, games_running=running)
+        for unit, games, done, running in view.boards)
     return pb
 
 
@@ -777,7 +794,7 @@ def rating_history_to_pb(pool: rating_pb2.RatingPool.ValueType, bot_id: str,
 
 _FAULT_KIND = {
     "late": match_pb2.WatchMatchResponse.Fault.KIND_LATE,
-    "illegal_action": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
+    "illegal": match_pb2.WatchMatchResponse.Fault.KIND_ILLEGAL_ACTION,
     "disconnected": match_pb2.WatchMatchResponse.Fault.KIND_DISCONNECTED,
     "reconnected": match_pb2.WatchMatchResponse.Fault.KIND_RECONNECTED,
 }

@@ -11,6 +11,7 @@ becomes part of a Redis key, so no id can name another key (`<id>:log`, ...).
 | request       | `<match id>/<sequence>`                | `m-0a1b2c3d4e5f/17`  |
 | match job     | `match-<match id>`                     |                      |
 | scheduler job | `advance-<tournament id>`              |                      |
+| bot event     | `<ms>-<n>` (an entry of the bot's event log) | `1712345678901-0` |
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import re
 import secrets
 
 __all__ = [
+    "HOUSE_PREFIX",
     "MAX_SEQ_DIGITS",
     "advance_job_id",
     "bot_of_token",
     "fit_job_id",
     "is_bot_id",
+    "is_house_bot",
     "is_match_id",
     "is_tournament_id",
     "match_job_id",
@@ -31,6 +34,7 @@ __all__ = [
     "new_bot_id",
     "new_match_id",
     "new_tournament_id",
+    "parse_event_id",
     "request_id",
     "seq_of_request",
 ]
@@ -40,6 +44,7 @@ _TOURNAMENT = re.compile(r"t-[0-9a-z]{1,32}")
 _MATCH = re.compile(r"m-[0-9a-z]{1,32}|t-[0-9a-z]{1,32}-[A-Za-z0-9-]{1,96}")
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MAX_SEQ_DIGITS = 18  # a sequence must fit Redis's 64-bit list index
+_EVENT = re.compile(r"([0-9]{1,19})-([0-9]{1,19})")  # a stream entry id: two 64-bit numbers
 
 
 def new_bot_id() -> str:
@@ -60,6 +65,15 @@ def new_match_id() -> str:
 def is_bot_id(text: str) -> bool:
     """True when `text` has the form of a bot id."""
     return _BOT.fullmatch(text) is not None
+
+
+HOUSE_PREFIX = "house:"
+
+
+def is_house_bot(bot_id: str) -> bool:
+    """True for a house bot's id (`house:...`): the stack's own players, trusted to keep
+    nothing between games, so the rule that no bot is dealt a deal twice is not theirs."""
+    return bot_id.startswith(HOUSE_PREFIX)
 
 
 def is_tournament_id(text: str) -> bool:
@@ -112,3 +126,13 @@ def advance_job_id(tournament_id: str) -> str:
 def fit_job_id(pool: str) -> str:
     """The RQ job id of a pool's rating fit."""
     return f"fit-{pool}"
+
+
+def parse_event_id(text: str) -> tuple[int, int] | None:
+    """A bot event's id as (ms, n), in the order the bot's event log holds them; None for
+    anything else."""
+    m = _EVENT.fullmatch(text)
+    if m is None:
+        return None
+    ms, n = int(m[1]), int(m[2])
+    return (ms, n) if ms < 2**64 and n < 2**64 else None

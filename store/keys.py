@@ -3,13 +3,19 @@
 | key                         | type   | holds                                               |
 |-----------------------------|--------|-----------------------------------------------------|
 | ms:admin:token              | string | SHA-256 of the admin token                          |
+| ms:admin:watch              | string | SHA-256 of the watch pass (derived from the token)  |
 | ms:bots                     | zset   | bot ids by registration time                        |
 | ms:bot:{id}                 | hash   | name, token hash, created_at                        |
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
+| ms:bot:{id}:inbox           | stream | the bot's events other than requests, the last hour |
+|                             |        | (what a reconnect replays after the bot's cursor)   |
+| ms:bot:{id}:live            | set    | matches under way with the bot in a seat            |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
 | ms:bot:{id}:matches         | zset   | the bot's match ids by creation time                |
+| ms:bot:{id}:deals           | hash   | every deal seed the bot was dealt -> its board id   |
+| ms:admin:deals              | string | the secret that turns planned boards into deals     |
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
@@ -34,8 +40,11 @@
 | ms:tournament:{id}:state    | string | the scheduler's cached plan state and its cursor    |
 | ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
+| ms:tournament:{id}:redealt  | set    | its units dealt afresh (a bot had had the deal)     |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
+| ms:recovery:nudge_lock      | string | ... and this period's look at tournaments and fits  |
+| ms:worker:{instance}:alive  | string | set while a worker process lives (a short TTL)      |
 | ms:recovery:suspects        | hash   | open match -> when (Redis's clock) recovery first   |
 |                             |        | found it with no live host                          |
 | ms:ratings:{pool}           | string | the pool's fitted rating table (JSON)               |
@@ -55,10 +64,13 @@ from __future__ import annotations
 P = "ms:"
 
 ADMIN_TOKEN = P + "admin:token"
+WATCH_PASS = P + "admin:watch"
+DEAL_SECRET = P + "admin:deals"
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
 RECOVERY_LOCK = P + "recovery:lock"
+NUDGE_LOCK = P + "recovery:nudge_lock"
 RECOVERY_SUSPECTS = P + "recovery:suspects"
 
 
@@ -82,6 +94,16 @@ def events(bot_id: str) -> str:
     return f"{P}bot:{bot_id}:events"
 
 
+def inbox(bot_id: str) -> str:
+    """The bot's event log: every event sent to it but decision requests, for a while."""
+    return f"{P}bot:{bot_id}:inbox"
+
+
+def bot_live(bot_id: str) -> str:
+    """Matches that started with the bot in a seat and have not ended."""
+    return f"{P}bot:{bot_id}:live"
+
+
 def presence(bot_id: str) -> str:
     """Live stream ids of a bot, scored by expiry (unix seconds)."""
     return f"{P}bot:{bot_id}:presence"
@@ -92,9 +114,19 @@ def bot_matches(bot_id: str) -> str:
     return f"{P}bot:{bot_id}:matches"
 
 
+def bot_deals(bot_id: str) -> str:
+    """Every deal seed the bot was dealt, with the board each was dealt for."""
+    return f"{P}bot:{bot_id}:deals"
+
+
 def bot_epoch(bot_id: str) -> str:
     """Counter of the bot's streams: a stream ends when a newer one holds a higher epoch."""
     return f"{P}bot:{bot_id}:epoch"
+
+
+def worker_alive(instance: str) -> str:
+    """Present while the worker process `instance` lives (renewed every second)."""
+    return f"{P}worker:{instance}:alive"
 
 
 def match(match_id: str) -> str:
@@ -193,6 +225,11 @@ def tournament_state(tournament_id: str) -> str:
 def tournament_units(tournament_id: str) -> str:
     """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
     return f"{P}tournament:{tournament_id}:units"
+
+
+def tournament_redealt(tournament_id: str) -> str:
+    """Units of the tournament dealt afresh: a bot had been dealt the planned deal."""
+    return f"{P}tournament:{tournament_id}:redealt"
 
 
 def tournament_failed(tournament_id: str) -> str:

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["ACCEPT_LUA", "EMIT_LUA", "FENCED_CALL_LUA", "FENCED_SEND_LUA", "FENCED_WRITE_LUA",
-           "PRESENT_LUA", "RECORD_LUA", "RELEASE_LEASE_LUA", "RENEW_LEASE_LUA",
-           "REPLACE_PENDING_LUA"]
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-# KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON.
+__all__ = ["ACCEPT_LUA", "AFTER_LUA", "EMIT_LUA", "FENCED_BATCH_LUA", "FENCED_SEND_LUA",
+           "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA", "Command",
+           "batch_args"]
+
+# KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
+# without its "at_us" field (`store.messages.unstamped`).
 # The first answer to a request pending *for this bot* moves to the reply list, stamped
 # with Redis's clock (`"at_us"`, the moment the answer counts: the match job charges the
 # bot's clock up to it, not up to whenever a busy worker reads it); any other answer
-# changes nothing (returns 0).
+# changes nothing (returns 0). The stamp goes in as the object's first key: the JSON
+# the referee hands over has no such key, so the result has exactly one.
 ACCEPT_LUA = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
   local t = redis.call('TIME')
-  local stamped = string.sub(ARGV[2], 1, -2) .. ',"at_us":' .. t[1] ..
-      string.format('%06d', tonumber(t[2])) .. '}'
+  local stamped = '{"at_us":' .. t[1] .. string.format('%06d', tonumber(t[2])) .. ',' ..
+      string.sub(ARGV[2], 2)
   redis.call('RPUSH', KEYS[2], stamped)
   return 1
 end
@@ -38,6 +43,27 @@ redis.call('XADD', KEYS[1], seq .. '-0', 'e', ARGV[2])
 return seq
 """
 
+# KEYS: a zset (an index ordered by time). ARGV: a member, "1" for newest first.
+# The members after that one in that order, or false when it is not a member: one atomic
+# step, so an item added meanwhile cannot shift the position between the look-up and
+# the read (a page would then repeat the token's own item).
+AFTER_LUA = """
+local newest = ARGV[2] == '1'
+local rank
+if newest then
+  rank = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+else
+  rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+end
+if not rank then
+  return false
+end
+if newest then
+  return redis.call('ZREVRANGE', KEYS[1], rank + 1, -1)
+end
+return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
+"""
+
 # KEYS: a tournament's `recorded` zset. ARGV: match id.
 # Gives a finished game the next recording number, once; returns it (0 if it had one).
 RECORD_LUA = """
@@ -49,42 +75,16 @@ redis.call('ZADD', KEYS[1], n, ARGV[1])
 return n
 """
 
-# KEYS: the match's lease, a bot's pending hash. ARGV: run id, request id,
-# request JSON. Replaces a request only while this run holds the lease (-1
-# otherwise) and the request is still pending: an answer accepted in the
-# meantime must not be followed by a copy that looks pending again.
-REPLACE_PENDING_LUA = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return -1
-end
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
-  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-  return 1
-end
-return 0
-"""
-
-# KEYS: the match's lease, the key (or channel) one command touches. ARGV: run
-# id, the command (HDEL, RPUSH or PUBLISH), its other arguments. The command
-# runs only while this run holds the lease; -1 otherwise. Every write of a
-# match run outside its log goes through here, so a run that stalled past its
-# lease cannot touch what its successor now owns.
-FENCED_CALL_LUA = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return -1
-end
-return redis.call(ARGV[2], KEYS[2], unpack(ARGV, 3))
-"""
-
 # The writes of a match run are fenced by its lease: each checks, in the same atomic step,
 # that the run still holds it. A run that stalled (a frozen process, a long GC pause, a
 # partition) past its lease's lapse while another run took the match over can then write
 # nothing: not a second entry for an action the new run logged, not a result of its own.
 
-# KEYS: the match's lease. ARGV: run id, lease ms.
-# Extends the lease if this run holds it (1); otherwise changes nothing (0). A lapsed
-# lease is lost too: another run may have taken the match and already let go of it.
-RENEW_LEASE_LUA = """
+# KEYS: a lock (`store.locks.Lock`: a match lease, a scheduler's or a fit's lock).
+# ARGV: token, ttl ms. Extends the lock if this token holds it (1); otherwise changes
+# nothing (0). A lapsed lock is lost too: another holder may have taken it and already
+# let go of it.
+LOCK_EXTEND_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
@@ -92,8 +92,8 @@ end
 return 0
 """
 
-# KEYS: the match's lease. ARGV: run id. Drops the lease if this run holds it.
-RELEASE_LEASE_LUA = """
+# KEYS: a lock. ARGV: token. Drops the lock if this token holds it (1), else 0.
+LOCK_RELEASE_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -118,22 +118,74 @@ redis.call('PUBLISH', ARGV[6], ARGV[5])
 return redis.call('TIME')
 """
 
-# KEYS: the match's lease, its action log, its result. ARGV: run id, result JSON ('' for
-# none), log entries... If the run holds the lease: appends the entries, then stores the
-# result unless one is stored; returns 1 if it stored it, else 0. Without the lease it
-# writes nothing and returns -1.
-FENCED_WRITE_LUA = """
+# KEYS: a lock (a match's lease), then one key per command. ARGV: the lock's token, then
+# for each command its verb, the number of its arguments, and those arguments (built by
+# `Command`). If the token holds the lock, runs the commands in order and returns their
+# replies; otherwise writes nothing and returns -1. A verb is a Redis command on its
+# key (HSET, HSETNX, HINCRBY, HDEL, RPUSH, SADD, SREM, ...) or one of:
+#   SETNX value                  SET NX; when it sets nothing, the batch stops there
+#                                (what follows is owed only by the write that set it)
+#   HSETXX field value           HSET over a field that is there only (1), else 0
+#   NOTIFY channel event ms      a bot event, durable: appended to the bot's event log
+#                                (the key: a stream trimmed to its last `ms`, and
+#                                lapsing `ms` after its last event) and published on the
+#                                bot's channel as {"type":"logged","event_id":...,
+#                                "event":<the event>}; replies the entry id
+FENCED_BATCH_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return -1
 end
-for i = 3, #ARGV do
-  redis.call('RPUSH', KEYS[2], ARGV[i])
+local out = {}
+local a = 2
+for k = 2, #KEYS do
+  local verb, n = ARGV[a], tonumber(ARGV[a + 1])
+  local args = {unpack(ARGV, a + 2, a + 1 + n)}
+  a = a + 2 + n
+  local reply
+  if verb == 'NOTIFY' then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    reply = redis.call('XADD', KEYS[k], 'MINID', '~', now - tonumber(args[3]), '*',
+                       'e', args[2])
+    redis.call('PEXPIRE', KEYS[k], args[3])
+    redis.call('PUBLISH', args[1], '{"v":1,"type":"logged","event_id":"' .. reply ..
+               '","event":' .. args[2] .. '}')
+  elseif verb == 'SETNX' then
+    reply = redis.call('SET', KEYS[k], args[1], 'NX') and 1 or 0
+  elseif verb == 'HSETXX' then
+    reply = redis.call('HEXISTS', KEYS[k], args[1])
+    if reply == 1 then
+      redis.call('HSET', KEYS[k], args[1], args[2])
+    end
+  else
+    reply = redis.call(verb, KEYS[k], unpack(args))
+  end
+  out[#out + 1] = reply
+  if verb == 'SETNX' and reply == 0 then
+    break
+  end
 end
-if ARGV[2] ~= '' and redis.call('SET', KEYS[3], ARGV[2], 'NX') then
-  return 1
-end
-return 0
+return out
 """
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command of a fenced batch (FENCED_BATCH_LUA): a verb, its key, its arguments."""
+
+    verb: str
+    key: str
+    args: tuple[str | int, ...] = ()
+
+
+def batch_args(lock_key: str, token: str, commands: Sequence[Command]
+               ) -> tuple[list[str], list[str | int]]:
+    """KEYS and ARGV of FENCED_BATCH_LUA for these commands under this lock."""
+    argv: list[str | int] = [token]
+    for c in commands:
+        argv += [c.verb, len(c.args), *c.args]
+    return [lock_key, *(c.key for c in commands)], argv
+
 
 # KEYS: a bot's presence zset (stream ids scored by their expiry, on Redis's clock).
 # Returns how many of its streams have not expired yet, read on Redis's clock too: the

@@ -96,7 +96,7 @@ class ActionTaken(WatchEvent):
 
 @dataclass(frozen=True, slots=True)
 class Fault(WatchEvent):
-    """A strike (`late`, `illegal_action`) or a connection change (`disconnected`,
+    """A strike (`late`, `illegal`) or a connection change (`disconnected`,
     `reconnected`) of a seat's bot; `replacement` is the action played instead."""
 
     seat: int
@@ -176,7 +176,7 @@ class MatchEvents:
             if e.by != "bot":
                 self.strikes[seat] += 1
                 self.events.append(Fault(when, seat,
-                                         "late" if e.by == "late" else "illegal_action",
+                                         "late" if e.by == "late" else "illegal",
                                          action.id, self.strikes[seat], e.note))
             hand = st.hand_index
             st.apply_id(action.id)

@@ -1,4 +1,11 @@
-"""Matches as stored in Redis: create, read, list, and their result rows."""
+"""Matches as stored in Redis: create, read, list, and their result rows.
+
+Every field of a match's hash (`ms:match:{id}`) is written here: at creation; by a
+run that starts hosting it (`running`, fenced by the run's lease, see
+`store.runs`) or fails (`errored`, fenced too); by whichever run finds the result
+stored (`finish`, idempotent); when its board is released (`release`); and by
+recovery when no run can host it (`mark_failed`, under the match's lease).
+"""
 
 from __future__ import annotations
 
@@ -12,19 +19,33 @@ import redis
 
 from store import ids, keys
 from store.errors import InvalidArgument, NotFound
+from store.locks import Lock
+from store.lua import AFTER_LUA, Command
 from store.records import MatchSpec
 from store.results import result_row
-from store.status import MatchStatus, TournamentStatus
+from store.status import MatchStatus
 
 __all__ = [
     "MatchRecord",
+    "close",
     "create_match",
+    "errored",
+    "finish",
     "get_match",
+    "hosted",
     "ids_after",
+    "index",
+    "load_spec",
+    "mark_failed",
+    "open_count",
+    "open_ids",
     "pool_results",
+    "pool_size",
+    "read_logs",
     "read_rows",
     "release",
-    "tournament_over",
+    "running",
+    "stored_result",
 ]
 
 Redis = redis.Redis
@@ -65,8 +86,14 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     at = now if listed_at is None else listed_at
     if spec.tournament_id:
         pipe.zadd(keys.tournament_matches(spec.tournament_id), {spec.match_id: at}, nx=True)
+    board = str(spec.meta.get("board", "")) or spec.match_id
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
+        if not ids.is_house_bot(bot_id):
+            # Every deal a bot is dealt is on its record (store.deals): a tournament game's
+            # was claimed already; a single match's seed is the organiser's, noted here so
+            # that no later board deals it to the bot again.
+            pipe.hsetnx(keys.bot_deals(bot_id), str(spec.seed), board)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:
@@ -100,6 +127,73 @@ def get_match(r: Redis, match_id: str) -> MatchRecord:
     )
 
 
+def load_spec(r: Redis, match_id: str) -> MatchSpec:
+    """A match's spec; LookupError when there is no such match."""
+    raw = r.hget(keys.match(match_id), "spec")
+    if raw is None:
+        raise LookupError(f"no match {match_id!r}")
+    return MatchSpec.from_json(str(raw))
+
+
+def running(match_id: str, now: float) -> list[Command]:
+    """A run starts hosting the match: running, first started now, one run more (the
+    resumes count). Commands for the run's fenced batch."""
+    key = keys.match(match_id)
+    return [Command("HSET", key, ("status", MatchStatus.RUNNING)),
+            Command("HSETNX", key, ("started_at", repr(now))),
+            Command("HINCRBY", key, ("runs", 1))]
+
+
+def errored(match_id: str, error: str) -> Command:
+    """A run ended with `error` (kept on the match). A command for the run's fenced batch."""
+    return Command("HSET", keys.match(match_id), ("error", error))
+
+
+def stored_result(r: Redis, match_id: str) -> dict[str, Any] | None:
+    """The written-once result and transcript ({"result", "transcript"}), or None."""
+    stored = r.get(keys.result(match_id))
+    return None if stored is None else dict(json.loads(str(stored)))
+
+
+def finish(r: Redis, match_id: str, bot_ids: Sequence[str], row: dict[str, Any],
+           now: float) -> None:
+    """The match's result is stored: finished, with its standings row. Idempotent (every
+    run that ends with the result does it again); the match stays open (see `close`)."""
+    key = keys.match(match_id)
+    pipe = r.pipeline(transaction=True)
+    pipe.hset(key, mapping={"status": MatchStatus.FINISHED,
+                            "row": json.dumps(row, separators=(",", ":"))})
+    pipe.hsetnx(key, "finished_at", repr(now))
+    for bot_id in sorted(set(bot_ids)):  # the run that stored the result did it already
+        pipe.srem(keys.bot_live(bot_id), match_id)
+    pipe.execute()
+
+
+def close(r: Redis, match_id: str) -> None:
+    """Everything owed after the match's result is done: recovery stops looking at it."""
+    r.srem(keys.OPEN_MATCHES, match_id)
+
+
+def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
+    """Mark a match that no run can host failed, with why, and close it: only if no run
+    holds its lease (this takes the lease for the write). Its spec, or None when a run
+    holds the lease (nothing is written then)."""
+    spec = load_spec(r, match_id)
+    lease = Lock.fresh(keys.lease(match_id), 5000)
+    if not lease.acquire(r):
+        return None
+    try:
+        key = keys.match(match_id)
+        done = lease.batch(r, [
+            Command("HSET", key, ("status", MatchStatus.FAILED, "error", error)),
+            Command("SREM", keys.OPEN_MATCHES, (match_id,)),
+            *(Command("SREM", keys.bot_live(b), (match_id,)) for b in sorted(set(spec.bot_ids))),
+        ])
+    finally:
+        lease.release(r)
+    return spec if done is not None else None
+
+
 def release(r: Redis, match_id: str, players: int, when: float) -> None:
     """Make a finished game public: its plays may be watched, and it counts in ratings."""
     pipe = r.pipeline(transaction=True)
@@ -108,26 +202,71 @@ def release(r: Redis, match_id: str, players: int, when: float) -> None:
     pipe.execute()
 
 
+def index(tournament_id: str = "", bot_id: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: a tournament's, a
+    bot's, or every match's."""
+    return (keys.tournament_matches(tournament_id) if tournament_id
+            else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
+
+
+def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
+              ) -> tuple[list[str], list[str]]:
+    """The match's log entries from `log_from` and its connection entries from
+    `conn_from` (JSON), read in one snapshot."""
+    pipe = r.pipeline(transaction=True)
+    pipe.lrange(keys.match_log(match_id), log_from, -1)
+    pipe.lrange(keys.conn(match_id), conn_from, -1)
+    log, conn = pipe.execute()
+    return list(log), list(conn)
+
+
 def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
     """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
 
-    The position of `after` is looked up now, so a page token stays right while new
-    items arrive: nothing repeats or goes missing between pages.
+    The position of `after` is looked up in the same atomic step as the read
+    (`store.lua.AFTER_LUA`), so a page token stays right while new items arrive: nothing
+    repeats or goes missing between pages.
     """
-    start = 0
-    if after:
-        rank = r.zrevrank(index, after) if newest_first else r.zrank(index, after)
-        if rank is None:
-            raise InvalidArgument("page_token: not a token this server issued")
-        start = int(rank) + 1  # type: ignore[arg-type]
-    ids = r.zrevrange(index, start, -1) if newest_first else r.zrange(index, start, -1)
-    return list(ids)  # type: ignore[arg-type]
+    if not after:
+        ids = r.zrevrange(index, 0, -1) if newest_first else r.zrange(index, 0, -1)
+        return list(ids)  # type: ignore[arg-type]
+    found: Any = r.eval(AFTER_LUA, 1, index, after, "1" if newest_first else "0")
+    if found is None:
+        raise InvalidArgument("page_token: not a token this server issued")
+    return [str(i) for i in found]
 
 
-def tournament_over(r: Redis, tournament_id: str) -> bool:
-    """True once a tournament has finished (its seeds can no longer help anyone)."""
-    status = r.hget(keys.tournament(tournament_id), "status")
-    return status is not None and TournamentStatus(str(status)).over
+def open_ids(r: Redis) -> list[str]:
+    """Matches without everything owed after their result done yet (recovery's list)."""
+    found: Any = r.smembers(keys.OPEN_MATCHES)
+    return sorted(str(m) for m in found)
+
+
+def open_count(r: Redis) -> int:
+    """How many matches are open (see `open_ids`)."""
+    return int(r.scard(keys.OPEN_MATCHES))
+
+
+def hosted(r: Redis, match_id: str) -> bool:
+    """True while a run holds the match's lease."""
+    return bool(r.exists(keys.lease(match_id)))
+
+
+def abandoned(r: Redis, match_id: str) -> bool:
+    """True while the match is open and no run holds its lease (read in one step)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.sismember(keys.OPEN_MATCHES, match_id)
+    pipe.exists(keys.lease(match_id))
+    is_open, held = pipe.execute()
+    return bool(is_open) and not held
+
+
+def hosted_many(r: Redis, match_ids: Sequence[str]) -> list[bool]:
+    """`hosted` of each match, in one round trip."""
+    pipe = r.pipeline(transaction=False)
+    for m in match_ids:
+        pipe.exists(keys.lease(m))
+    return [bool(x) for x in pipe.execute()]
 
 
 def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -159,6 +298,11 @@ def read_rows(r: redis.Redis, match_ids: Sequence[str]) -> dict[str, dict[str, A
                 out[mid] = result_row(mid, record["bot_ids"], done["result"],
                                       record.get("board", ""), record.get("unit", ""))
     return out
+
+
+def pool_size(r: redis.Redis, pool: str) -> int:
+    """How many released matches a rating pool holds."""
+    return int(r.zcard(keys.results(pool)))
 
 
 def pool_results(r: redis.Redis, pool: str) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ Four families travel through Redis, each with its own key:
 
 | family       | where                         | writer -> reader              |
 |--------------|-------------------------------|-------------------------------|
-| `BOT`        | `ms:bot:{id}:events` (pub/sub), `ms:bot:{id}:pending` | match job -> referee |
+| `BOT`        | `ms:bot:{id}:events` (pub/sub), `:pending`, `:inbox` | match job -> referee |
 | `REPLY`      | `ms:match:{id}:replies`       | referee -> match job          |
 | `LOG`        | `ms:match:{id}:log`, `ms:match:{id}:conn` | match job -> job runs, watchers |
 | `TOURNAMENT` | `ms:tournament:{id}:events`   | match job, scheduler -> watchers |
@@ -46,6 +46,7 @@ __all__ = [
     "DecisionRequest",
     "ForfeitEntry",
     "LivenessPing",
+    "Logged",
     "MatchEnded",
     "MatchStarted",
     "Message",
@@ -60,6 +61,7 @@ __all__ = [
     "decode",
     "encode",
     "families",
+    "unstamped",
 ]
 
 VERSION = 1
@@ -141,7 +143,9 @@ class MatchEnded(Message):
 
 @dataclass(frozen=True, slots=True)
 class DecisionRejected(Message):
-    """An answer was refused; `reason` is illegal_action, late, not_yours or unknown_request."""
+    """An answer was refused; `reason` is illegal_action, late, not_yours or unknown_request:
+    the wire's `DecisionRejected.Reason` names, lower case (the fault itself, in logs,
+    transcripts, metrics and watch events, is spelled `late` or `illegal`)."""
 
     TYPE: ClassVar[str] = "decision_rejected"
     REASONS: ClassVar[tuple[str, ...]] = ("illegal_action", "late", "not_yours",
@@ -152,6 +156,11 @@ class DecisionRejected(Message):
     message: str
     replacement_action_id: int | None = None
     strikes: int = 0
+
+    @staticmethod
+    def reason_of(fault: str) -> str:
+        """The reason that a strike of this fault (`late` or `illegal`) is sent with."""
+        return {"late": "late", "illegal": "illegal_action"}[fault]
 
     def __post_init__(self) -> None:
         if self.reason not in self.REASONS:
@@ -166,6 +175,24 @@ class DecisionAccepted(Message):
     TYPE: ClassVar[str] = "decision_accepted"
     request_id: str
     match_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Logged(Message):
+    """A bot event kept in the bot's event log, as its channel carries it: the log entry's
+    id (what the bot resumes after) and the event (a MatchStarted, a MatchEnded or a
+    DecisionRejected for a strike). Written by the fenced batch script's NOTIFY."""
+
+    TYPE: ClassVar[str] = "logged"
+    event_id: str
+    event: Mapping[str, Any]
+
+    def message(self) -> Message:
+        """The event, typed; MessageError when it is not one a log keeps."""
+        msg = from_dict(self.event, BOT)
+        if not isinstance(msg, (MatchStarted, MatchEnded, DecisionRejected)):
+            raise MessageError(f"logged: a {msg.TYPE!r} is not kept in a bot's event log")
+        return msg
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +342,7 @@ TOURNAMENT = "tournament"
 
 _FAMILIES: dict[str, tuple[type[Message], ...]] = {
     BOT: (DecisionRequest, MatchStarted, MatchEnded, DecisionRejected, DecisionAccepted,
-          Superseded, Pong, LivenessPing),
+          Superseded, Pong, LivenessPing, Logged),
     REPLY: (Reply,),
     LOG: (ActionEntry, ForfeitEntry, ConnectionEntry),
     TOURNAMENT: (TournamentMatchStarted, TournamentMatchFinished, StandingsChanged,
@@ -387,6 +414,14 @@ def to_dict(msg: Message) -> dict[str, Any]:
 def encode(msg: Message) -> str:
     """The message as compact JSON."""
     return json.dumps(to_dict(msg), separators=(",", ":"))
+
+
+def unstamped(reply: Reply) -> str:
+    """A reply as the referee hands it to the ACCEPT script: without `at_us`, which the
+    script adds (on Redis's clock), so the stored JSON holds that key once."""
+    d = to_dict(reply)
+    del d["at_us"]
+    return json.dumps(d, separators=(",", ":"))
 
 
 def _legacy_log(d: dict[str, Any]) -> None:

@@ -2,20 +2,20 @@
 up to LOS_MAX_BOTS bots), the provisional table, a tournament's own table, each bot's
 rating history, and the coalescing of fit requests.
 
-The fit job writes; the referee reads. A table is a typed record, one JSON value:
-how it was made (`method`), when (`as_of`), what it covers (`games`, `boards`),
-whether it is the provisional figure, and one row per bot, best first.
+The fit job writes; the referee reads. A table is a typed record
+(`store.rating_tables.RatingTable`, what every rating method returns), one JSON value.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 
 import redis
 
 from store import keys
+from store.locks import Lock
+from store.rating_tables import LOS_MAX_BOTS, RatingPoint, RatingRow, RatingTable
 
 __all__ = [
     "HISTORY_MAX",
@@ -24,97 +24,33 @@ __all__ = [
     "RatingRow",
     "RatingTable",
     "claim_queue",
+    "current",
+    "current_ratings",
+    "fit_lock",
     "fit_requested",
     "history",
     "load",
     "load_tournament",
     "los_matrix",
     "note_request",
+    "requests",
     "restore_request",
     "save",
     "save_tournament",
     "take_request",
+    "unqueue",
 ]
 
-LOS_MAX_BOTS = 400  # the LOS matrix is kept for pools up to this many bots (~3 MB)
 HISTORY_MAX = 1000  # points of rating history kept per bot and pool, the newest
-
-
-@dataclass(frozen=True, slots=True)
-class RatingRow:
-    """One bot's rating (Elo, pool mean 0); interval and LOS when the method gives them."""
-
-    bot_id: str
-    rating: float
-    games: int
-    ci_low: float | None = None
-    ci_high: float | None = None
-    los_next: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RatingTable:
-    """A pool's (or a tournament's) ratings at one moment, best first."""
-
-    method: str
-    as_of: float
-    games: int
-    boards: int
-    provisional: bool
-    level: float
-    rows: tuple[RatingRow, ...] = field(default_factory=tuple)
-    dof: float | None = None  # Student-t degrees of freedom of intervals and LOS
-
-    def to_json(self) -> str:
-        """The table as stored."""
-        d = asdict(self)
-        d["v"] = 1
-        return json.dumps(d, separators=(",", ":"))
-
-    @staticmethod
-    def from_json(text: str) -> RatingTable:
-        """Inverse of `to_json`."""
-        d = json.loads(text)
-        d.pop("v", None)
-        rows = tuple(RatingRow(**row) for row in d.pop("rows"))
-        return RatingTable(rows=rows, **d)
-
-    def by_bot(self) -> dict[str, RatingRow]:
-        """Rows by bot id."""
-        return {row.bot_id: row for row in self.rows}
-
-
-@dataclass(frozen=True, slots=True)
-class RatingPoint:
-    """A bot's official rating as one fit left it."""
-
-    as_of: float
-    rating: float
-    ci_low: float | None
-    ci_high: float | None
-    games: int  # the bot's rated games then
-    pool_games: int  # games the fit covered
-
-    def to_json(self) -> str:
-        """The point as stored: a compact array, since a bot may keep a thousand."""
-        return json.dumps([self.as_of, self.rating, self.ci_low, self.ci_high, self.games,
-                           self.pool_games], separators=(",", ":"))
-
-    @staticmethod
-    def from_json(text: str) -> RatingPoint:
-        """Inverse of `to_json`."""
-        as_of, rating, lo, hi, games, pool_games = json.loads(text)
-        return RatingPoint(float(as_of), float(rating), lo, hi, int(games), int(pool_games))
 
 
 def _key(pool: str, kind: str) -> str:
     return {"fit": keys.ratings(pool), "live": keys.ratings_live(pool)}[kind]
 
 
-def save(r: redis.Redis, pool: str, table: RatingTable,
-         los: Sequence[Sequence[float]] | None = None) -> None:
-    """Store a pool's fit (with its LOS matrix, in the table's order, if small enough) or
-    its provisional table.
+def save(r: redis.Redis, pool: str, table: RatingTable) -> None:
+    """Store a pool's fit (with its LOS matrix, if it has one, in the table's order) or its
+    provisional table.
 
     A fit also adds a point to the history of every bot whose games it counts and the
     fit before did not (the fit job is the only writer of a pool: it holds the pool's
@@ -134,9 +70,8 @@ def save(r: redis.Redis, pool: str, table: RatingTable,
             key = keys.rating_history(pool, row.bot_id)
             pipe.rpush(key, point.to_json())
             pipe.ltrim(key, -HISTORY_MAX, -1)
-        if los is not None and len(los) <= LOS_MAX_BOTS:
-            pipe.set(keys.ratings_los(pool), json.dumps(
-                [[round(float(x), 6) for x in row] for row in los]))
+        if table.los is not None and len(table.los) <= LOS_MAX_BOTS:
+            pipe.set(keys.ratings_los(pool), json.dumps(table.los))
         else:
             pipe.delete(keys.ratings_los(pool))
     pipe.execute()
@@ -210,9 +145,30 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
     pipe.execute()
 
 
+def fit_lock(pool: str, ttl_ms: int) -> Lock:
+    """A new fit job's lock on the pool (one job fits a pool at a time)."""
+    return Lock.fresh(keys.ratings_lock(pool), ttl_ms)
+
+
+def unqueue(r: redis.Redis, pool: str) -> None:
+    """A fit job of `pool` has started: requests from now on queue another one."""
+    r.delete(keys.ratings_queued(pool))
+
+
 def claim_queue(r: redis.Redis, pool: str) -> bool:
     """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
     return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=3600))
+
+
+def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]]:
+    """For each pool: whether a fit is asked for, and how many tournaments wait for one of
+    their own games (one round trip)."""
+    pipe = r.pipeline(transaction=False)
+    for pool in pools:
+        pipe.exists(keys.ratings_dirty(pool))
+        pipe.scard(keys.ratings_tournaments(pool))
+    got = pipe.execute()
+    return {pool: (bool(got[2 * i]), int(got[2 * i + 1])) for i, pool in enumerate(pools)}
 
 
 def fit_requested(r: redis.Redis, pool: str) -> bool:
@@ -220,3 +176,19 @@ def fit_requested(r: redis.Redis, pool: str) -> bool:
     asked = r.exists(keys.ratings_dirty(pool)) or r.scard(keys.ratings_tournaments(pool))
     return bool(asked) and not r.exists(keys.ratings_queued(pool)) and not r.exists(
         keys.ratings_lock(pool))
+
+
+def current(r: redis.Redis, pool: str) -> RatingTable | None:
+    """What a pool's ratings are now: the fit, unless the provisional figure covers more
+    games (results arrived since the fit)."""
+    fitted = load(r, pool)
+    live = load(r, pool, "live")
+    if live is not None and (fitted is None or live.games > fitted.games):
+        return live
+    return fitted
+
+
+def current_ratings(r: redis.Redis, pool: str) -> dict[str, float]:
+    """Each rated bot's current rating in a pool (Elo, pool mean 0)."""
+    table = current(r, pool)
+    return {} if table is None else {row.bot_id: row.rating for row in table.rows}

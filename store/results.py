@@ -1,4 +1,5 @@
-"""How a finished match ranks its seats, and the small row standings and ratings read.
+"""How a finished match ranks its seats, what a seat scores (the game score a test of a
+change counts), and the small row standings and ratings read.
 
 Pure functions, tested on their own.
 """
@@ -8,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["forfeit_winner", "placement", "result_of", "result_row"]
+from store.errors import InvalidArgument
+
+__all__ = ["forfeit_winner", "game_quarters", "pair_eighths", "placement", "result_of",
+           "result_row"]
 
 
 def _rank(values: Sequence[float]) -> list[int]:
@@ -64,7 +68,7 @@ def forfeit_winner(players: int, final: Sequence[int], forfeit_seat: int) -> int
 
 
 def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],
-               board: str = "", unit: str = "") -> dict[str, Any]:
+               board: str = "", unit: str = "", actions: int = 0) -> dict[str, Any]:
     """A finished match as a small standings row (what standings and ratings read).
 
     `board` names the deal the game was played on (games that share it share their
@@ -76,5 +80,44 @@ def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],
         "final": result["final"], "winner": result["winner"],
         "placement": result["placement"], "end": result["end"],
         "forfeit": result.get("forfeit"), "seats": result["seats"],
-        "board": board, "unit": unit,
+        "board": board, "unit": unit, "actions": actions,
     }
+
+
+def game_quarters(players: int, placement: Sequence[int], seat: int) -> int:
+    """The game score of `seat` in quarters: 4 first (a 2v2 win), 2 second (a draw), 0 last;
+    tied sides share the places they cover (3p places 1, 2, 2 score 4, 1, 1).
+
+    It is (sides beaten + sides tied / 2) / (sides - 1): a 3p seat against the two
+    others, a 2v2 seat's team against the other team. A forfeit counts as `placement`
+    ranks it. InvalidArgument for a placement that is not a competition ranking of the
+    sides.
+    """
+    if isinstance(players, bool) or players not in (3, 4):
+        raise InvalidArgument(f"players must be 3 or 4, got {players!r}")
+    places = [int(p) for p in placement]
+    if len(places) != players:
+        raise InvalidArgument(f"placement: {players} players need {players} places, "
+                              f"got {places}")
+    if isinstance(seat, bool) or not 0 <= seat < players:
+        raise InvalidArgument(f"seat must be from 0 to {players - 1}, got {seat!r}")
+    if players == 4:
+        if places[0] != places[2] or places[1] != places[3]:
+            raise InvalidArgument(f"placement {places}: partners (seats 0/2, 1/3) differ")
+        places, seat = places[:2], seat % 2
+    if places != [1 + sum(q < p for q in places) for p in places]:
+        raise InvalidArgument(f"placement {places} is not a competition ranking (1 best)")
+    mine = places[seat]
+    others = places[:seat] + places[seat + 1:]
+    worse = sum(p > mine for p in others)
+    tied = sum(p == mine for p in others)
+    # Exact in quarters for two and three sides.
+    return (4 * worse + 2 * tied) // len(others)
+
+
+def pair_eighths(players: int, c_placement: Sequence[int], b_placement: Sequence[int],
+                 seat: int) -> int:
+    """A pair's score in eighths, 8 (1 + s_C - s_B) / 2 (0 to 8), from the placements of C's
+    game and B's game on one board, both held at `seat`."""
+    return 4 + game_quarters(players, c_placement, seat) - game_quarters(players, b_placement,
+                                                                         seat)

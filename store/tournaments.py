@@ -1,37 +1,53 @@
 """Tournaments as stored in Redis: the spec and status, the fixed schedule, the games
-recorded so far (in recording order), and the scheduler's state."""
+recorded so far (in recording order), and the scheduler's state.
+
+Every field of a tournament's hash (`ms:tournament:{id}`) is written here and read
+back as a `TournamentInfo`."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from store import ids, keys
+from store import events, ids, keys
+from store import ratings as store_ratings
 from store.errors import FailedPrecondition, NotFound
+from store.locks import Lock
 from store.lua import RECORD_LUA
 from store.matches import read_rows
-from store.records import TournamentSpec
-from store.status import TournamentStatus
+from store.records import StandingsInputs, TournamentSpec
+from store.status import MatchStatus, TournamentStatus
 
 __all__ = [
     "SCHEDULE_CHUNK",
+    "Scheduling",
+    "TournamentInfo",
+    "all_ids",
+    "ask_step",
     "create",
+    "end",
     "failed_games",
     "info",
     "load_spec",
     "mark_failed_game",
     "mark_released",
+    "progress",
     "read_schedule",
     "record",
     "recorded_after",
     "results",
     "save_state",
     "schedule_size",
+    "scheduling",
+    "standings_inputs",
     "state",
+    "step_lock",
+    "take_step",
     "write_schedule",
 ]
 
@@ -48,9 +64,54 @@ def load_spec(r: redis.Redis, tournament_id: str) -> TournamentSpec:
     return TournamentSpec.from_json(str(raw))
 
 
-def info(r: redis.Redis, tournament_id: str) -> dict[str, str]:
-    """The tournament's status hash (status, done, total, timestamps, error, ...)."""
-    return r.hgetall(keys.tournament(tournament_id))  # type: ignore[return-value]
+@dataclass(frozen=True, slots=True)
+class TournamentInfo:
+    """A tournament's status as stored: where it is, its progress, when, and why it failed."""
+
+    status: TournamentStatus
+    created_at: float | None
+    finished_at: float | None
+    done: int  # games recorded
+    total: int  # games the format plans so far (0 before the first step)
+    error: str
+    redealt: int = 0  # boards dealt afresh: a bot had been dealt the planned deal
+
+    @staticmethod
+    def from_hash(d: dict[str, str], redealt: int = 0) -> TournamentInfo:
+        """From the tournament's hash (a missing one reads as a running tournament)."""
+        return TournamentInfo(
+            status=TournamentStatus(d.get("status", TournamentStatus.RUNNING)),
+            created_at=float(d["created_at"]) if d.get("created_at") else None,
+            finished_at=float(d["finished_at"]) if d.get("finished_at") else None,
+            done=int(d.get("done", 0)), total=int(d.get("total", 0)), error=d.get("error", ""),
+            redealt=redealt)
+
+
+def info(r: redis.Redis, tournament_id: str) -> TournamentInfo:
+    """The tournament's status (status, progress, timestamps, error, boards dealt afresh)."""
+    pipe = r.pipeline(transaction=False)
+    pipe.hgetall(keys.tournament(tournament_id))
+    pipe.scard(keys.tournament_redealt(tournament_id))
+    d, redealt = pipe.execute()
+    return TournamentInfo.from_hash(d, int(redealt))
+
+
+def all_ids(r: redis.Redis) -> list[str]:
+    """Every tournament id, oldest first."""
+    found: Any = r.zrange(keys.TOURNAMENTS, 0, -1)
+    return [str(t) for t in found]
+
+
+def progress(r: redis.Redis, tournament_id: str, done: int, total: int) -> None:
+    """Games recorded so far, of the total the format plans now."""
+    r.hset(keys.tournament(tournament_id), mapping={"total": total, "done": done})
+
+
+def end(r: redis.Redis, tournament_id: str, status: TournamentStatus, error: str = "",
+        when: float | None = None) -> None:
+    """The tournament is over: finished, or failed with `error`."""
+    r.hset(keys.tournament(tournament_id), mapping={
+        "status": status, "finished_at": repr(when or time.time()), "error": error})
 
 
 def create(r: redis.Redis, spec: TournamentSpec) -> None:
@@ -76,9 +137,53 @@ def results(r: redis.Redis, tournament_id: str,
     return read_rows(r, match_ids)
 
 
+def note_redealt(r: redis.Redis, tournament_id: str, unit: str) -> None:
+    """Unit `unit` was dealt afresh: one of its bots had been dealt the planned deal."""
+    r.sadd(keys.tournament_redealt(tournament_id), unit)
+
+
 def mark_released(r: redis.Redis, tournament_id: str, match_id: str, number: int) -> None:
     """Add a released game to the tournament's public list (its `number`-th)."""
     r.zadd(keys.tournament_released(tournament_id), {match_id: number}, nx=True)
+
+
+# ------------------------------------------------------------ scheduling
+
+
+def step_lock(tournament_id: str, ttl_ms: int) -> Lock:
+    """A new run's lock on the tournament's scheduling (one run advances it at a time)."""
+    return Lock.fresh(keys.tournament_lock(tournament_id), ttl_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """What recovery reads to judge whether a tournament's scheduler is owed a step."""
+
+    games: int  # games created
+    recorded: int  # games recorded
+    stepping: bool  # a scheduler run holds the lock
+    asked: bool  # a step was asked for and has not been taken
+
+
+def scheduling(r: redis.Redis, tournament_id: str) -> Scheduling:
+    """The tournament's scheduling, in one round trip."""
+    pipe = r.pipeline(transaction=False)
+    pipe.zcard(keys.tournament_matches(tournament_id))
+    pipe.zcard(keys.tournament_recorded(tournament_id))
+    pipe.exists(keys.tournament_lock(tournament_id))
+    pipe.exists(keys.tournament_dirty(tournament_id))
+    games, recorded, locked, dirty = pipe.execute()
+    return Scheduling(int(games), int(recorded), bool(locked), bool(dirty))
+
+
+def ask_step(r: redis.Redis, tournament_id: str) -> None:
+    """Note that the scheduler should look at the tournament again."""
+    r.set(keys.tournament_dirty(tournament_id), 1)
+
+
+def take_step(r: redis.Redis, tournament_id: str) -> bool:
+    """Clear the note (the scheduler's run looks now); True when there was one."""
+    return bool(r.delete(keys.tournament_dirty(tournament_id)))
 
 
 # ------------------------------------------------------------ recording
@@ -181,3 +286,34 @@ def save_state(r: redis.Redis, tournament_id: str, expected_cursor: int | None,
         except redis.WatchError:
             return False
     return True
+
+
+# ------------------------------------------------------------ standings
+
+
+def standings_inputs(r: redis.Redis, spec: TournamentSpec,
+                     audience: str = events.ORGANISER) -> StandingsInputs:
+    """Everything a standings view of the tournament reads, for an audience: organisers
+    over every recorded result, the public over released ones. The boards in play are
+    counts only (games, finished, running), which the public may see: the status of every
+    game is public, its result is not until its board is released."""
+    tid = spec.tournament_id
+    stored = state(r, tid)
+    own = store_ratings.load_tournament(r, tid)
+    opened = dict(stored.get("open", {})) if stored is not None else {}
+    pipe = r.pipeline(transaction=False)
+    for b in opened.values():
+        for mid in b[2]:
+            pipe.hget(keys.match(mid), "status")
+    statuses = iter(pipe.execute())
+    running = {unit: sum(1 for _ in b[2] if next(statuses) == MatchStatus.RUNNING)
+               for unit, b in opened.items()}
+    return StandingsInputs(
+        results=results(r, tid, released_only=audience != events.ORGANISER),
+        state=stored,
+        sequence=events.newest_seq(r, tid, audience),
+        ratings=store_ratings.current_ratings(r, spec.pool),
+        own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
+        boards=[(unit, int(b[0]), int(b[1]), running[unit]) for unit, b in opened.items()],
+        redealt=int(r.scard(keys.tournament_redealt(tid))),
+    )

@@ -178,6 +178,22 @@ CASES: dict[str, Case] = {
                    ("--games", "1 to 1000000000")),
     "seed past the end": (["selfplay", "--seed", str(MAX_SEED), "--games", "2"], {}, "", 2,
                           ("--seed", "--games", str(MAX_SEED - 1))),
+    # 14: a bot class that is not there; typos get the nearest flag or command
+    "bot class missing": (["bot", "run", "--bot", "examples.highest_bot:Nope", "--token", "t"],
+                          {}, "", 2, ("has no class 'Nope'", "its bot classes: HighestBot")),
+    "flag typo": ([*TC, "--tiem-per-move", "2s"], {}, "", 2, ("--tiem-per-move",
+                                                              "did you mean --time-per-move?")),
+    "command typo": (["tournamnet", "list"], {}, "", 2, ("did you mean tournament?",)),
+    # 15: no referee where one is looked for: one line saying so, from every command; a bot
+    # that never connected stops instead of retrying in silence
+    "bot run no referee": ([*BR, "--server", "127.0.0.1:1"], {}, "", 1,
+                           ("no referee at 127.0.0.1:1", "moonshot up")),
+    "ratings no referee": (["ratings", "--server", "127.0.0.1:1"], {}, "", 1,
+                           ("no referee at 127.0.0.1:1",)),
+    "show no referee": (["tournament", "show", "cup", "--server", "127.0.0.1:1"], {}, "", 1,
+                        ("no referee at 127.0.0.1:1",)),
+    "register no referee": (["bot", "register", "x", "--server", "127.0.0.1:1"], {}, "", 1,
+                            ("no referee at 127.0.0.1:1",)),
     # 13: bots that break the interface (seat 1; game seed 7; every seat bids in hand 1)
     "bot returns None": ([*SP, "--bots", "greedy,badbots:ReturnsNone,greedy"], {}, "", 1,
                          ("bot 'badbots:ReturnsNone' in seat 1 (game seed 7, hand 1) "
@@ -237,7 +253,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def results(work: Path) -> dict[str, tuple[int, str, str]]:
     procs = {name: _start(argv, work / cwd, **env)
              for name, (argv, env, cwd, _, _) in CASES.items()}
-    end = time.monotonic() + 120
+    # Some 80 processes start at once, each paying the CLI's import time, on 2 cores
+    # that other work may share.
+    end = time.monotonic() + 300
     return {name: _finish(p, max(1.0, end - time.monotonic())) for name, p in procs.items()}
 
 

@@ -156,7 +156,7 @@ EVENTS: list[WatchEvent] = [
     ActionTaken(1.0, 0, 1, ActionKind.DISCARD, DISCARD, 9),
     ActionTaken(1.0, 1, 1, ActionKind.PLAY, PLAY, 10),
     Fault(1.0, 0, "late", DISCARD, 1, "no answer"),
-    Fault(1.0, 0, "illegal_action", PLAY, 2, "bad"),
+    Fault(1.0, 0, "illegal", PLAY, 2, "bad"),
     Fault(1.0, 2, "disconnected", None, 0, "away"),
     Fault(1.0, 2, "reconnected", None, 0, "back"),
     HandEnded(1.0, 1, 0, 5, "6", True, [5, 1, 1], [5, 1, 1], [5, 1, 1]),

@@ -12,7 +12,6 @@ import redis
 
 import ratings
 from clients.redisproc import RedisServer
-from server.tournaments import pool_table
 from store import bots, keys
 from store import ratings as store_ratings
 from workers.fit import run_fits
@@ -46,7 +45,7 @@ def test_many_requests_make_one_fit_and_its_table_reads_back(r: redis.Redis) -> 
     done = run_fits(r, "3p")
     assert done["fits"] == 1 and done["games"] == 12
     assert store_ratings.note_request(r, "3p")  # after the job started, a new one is asked
-    table = pool_table(r, "3p")
+    table = store_ratings.current(r, "3p")
     assert table is not None and not table.provisional and table.games == 12
     assert table.boards == 6 and "Plackett-Luce" in table.method
     want = ratings.fit(ratings.games_from_rows(
@@ -61,16 +60,16 @@ def test_the_provisional_figure_stands_in_until_the_fit_catches_up(r: redis.Redi
     _release(r, 6)
     store_ratings.note_request(r, "3p")
     run_fits(r, "3p")
-    fitted = pool_table(r, "3p")
+    fitted = store_ratings.current(r, "3p")
     assert fitted is not None and not fitted.provisional
     # More results arrive; the provisional figure covering them is stored first.
     live = store_ratings.RatingTable("provisional", 2.0, 8, 4, True, 0.95, fitted.rows)
     store_ratings.save(r, "3p", live)
-    assert pool_table(r, "3p") == live
+    assert store_ratings.current(r, "3p") == live
     _release(r, 8)
     store_ratings.note_request(r, "3p")
     run_fits(r, "3p")
-    final = pool_table(r, "3p")
+    final = store_ratings.current(r, "3p")
     assert final is not None and not final.provisional and final.games == 8
 
 
@@ -93,7 +92,7 @@ def test_each_fit_adds_a_point_for_the_bots_it_has_new_games_of(r: redis.Redis) 
     store_ratings.note_request(r, "3p")
     run_fits(r, "3p")
     first = {b: store_ratings.history(r, "3p", b) for b in ("b0", "b3")}
-    table = pool_table(r, "3p")
+    table = store_ratings.current(r, "3p")
     assert table is not None
     rows = table.by_bot()
     for b, points in first.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from clients.redisproc import RedisServer
 from server.bots import BotServicer
-from server.hub import Hub
+from server.hub import Hub, Stream, accept_args
 from server.lanes import lane
 from store import bots as store
+from store import ids, keys, messages
+from store.lua import ACCEPT_LUA
+from store.runs import Run
 
 
 class Aborted(Exception):
@@ -26,12 +30,13 @@ class Aborted(Exception):
 class FakeContext:
     """Just enough of a grpc.aio.ServicerContext for Play."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, *extra: tuple[str, str]) -> None:
         self.token = token
+        self.extra = extra
         self.code: grpc.StatusCode | None = None
 
     def invocation_metadata(self) -> list[tuple[str, str]]:
-        return [("authorization", f"Bearer {self.token}")]
+        return [("authorization", f"Bearer {self.token}"), *self.extra]
 
     async def abort(self, code: grpc.StatusCode, message: str) -> None:
         self.code = code
@@ -71,6 +76,148 @@ def test_a_stream_whose_attach_fails_leaves_the_hub(url: str) -> None:
             assert ctx.code == grpc.StatusCode.UNAVAILABLE
             assert hub.streams == {}  # not left subscribed and refreshed as present forever
             assert not store.is_connected(r, record.bot_id)
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
+
+
+def test_an_accepted_answer_is_stored_as_json_with_one_stamp(url: str) -> None:
+    r = store.connect(url)
+    rid = "m-0123456789ab/4"
+    r.hset(keys.pending("b-0123456789ab"), rid, "{}")
+    k, argv = accept_args("b-0123456789ab", rid, 17)
+    assert r.eval(ACCEPT_LUA, 2, *k, *argv) == 1
+    assert r.eval(ACCEPT_LUA, 2, *k, *argv) == 0  # answered already: nothing changes
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [name for name, _ in pairs]
+        assert len(names) == len(set(names)), f"duplicate keys in {names}"
+        return dict(pairs)
+
+    stored = r.lrange(keys.replies("m-0123456789ab"), 0, -1)
+    assert len(stored) == 1
+    as_sent = json.loads(stored[0], object_pairs_hook=no_duplicates)
+    sec, usec = r.time()
+    assert 0 < (int(sec) * 10**6 + int(usec)) - as_sent["at_us"] < 10 * 10**6
+    reply = messages.decode_as(stored[0], messages.REPLY, messages.Reply)
+    assert (reply.request_id, reply.action_id, reply.bot_id) == (rid, 17, "b-0123456789ab")
+    assert reply.at_us == as_sent["at_us"]
+
+
+def _started(match_id: str) -> messages.MatchStarted:
+    return messages.MatchStarted(match_id, 0, 3, {}, ["a", "b", "c"])
+
+
+def test_a_stream_gets_the_logged_events_after_its_cursor_then_what_is_pending(
+        url: str) -> None:
+    r = store.connect(url)
+    record, _ = store.register_bot(r, "eventbot")
+    bot = record.bot_id
+    run = Run(r, "m-000000000001", "run-1")
+    assert run.acquire()
+    for k in range(3):
+        run.tell(bot, _started(f"m-00000000000{k + 1}"))
+    logged = r.xrange(keys.inbox(bot))
+    assert [e["e"] for _, e in logged] == [
+        messages.encode(_started(f"m-00000000000{k + 1}")) for k in range(3)]
+    first, second, third = (entry_id for entry_id, _ in logged)
+    request = messages.DecisionRequest("m-000000000001/0", "m-000000000001", 0, {}, [1],
+                                       1000, 0, 0, 0)
+    r.hset(keys.pending(bot), request.request_id, messages.encode(request))
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        try:
+            resumed = Stream(bot)
+            await hub.attach(resumed, first)
+            got = [resumed.outbox.get_nowait() for _ in range(3)]
+            assert [(type(e).__name__, getattr(e, "event_id", "")) for e in got] == [
+                ("Logged", second), ("Logged", third), ("DecisionRequest", "")]
+            assert resumed.outbox.empty()
+            resumed.push(got[0])  # an event it has already had is dropped
+            assert resumed.outbox.empty()
+            run.tell(bot, _started("m-000000000009"))  # a new one, over the channel
+            new = await asyncio.wait_for(resumed.outbox.get(), 5)
+            assert isinstance(new, messages.Logged)
+            assert new.message() == _started("m-000000000009")
+            assert ids.parse_event_id(new.event_id) > ids.parse_event_id(third)  # type: ignore[operator]
+            # A stream that names no cursor gets what is pending, and events from now on.
+            fresh = Stream(bot)
+            await hub.attach(fresh)
+            assert isinstance(fresh.outbox.get_nowait(), messages.DecisionRequest)
+            assert fresh.outbox.empty()
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
+
+
+def test_play_refuses_a_malformed_cursor_and_lists_the_matches_under_way(url: str) -> None:
+    r = store.connect(url)
+    record, token = store.register_bot(r, "cursorbot")
+    r.sadd(keys.bot_live(record.bot_id), "m-000000000007")
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        lanes = lane("bots", url, 2), lane("reads", url, 2)
+        try:
+            bad = FakeContext(token, ("moonshot-last-event-id", "12-x"))
+            play = BotServicer(*lanes, hub).Play(_silent(), bad)  # type: ignore[arg-type]
+            with pytest.raises(Aborted, match="moonshot-last-event-id"):
+                await play.__anext__()
+            assert bad.code == grpc.StatusCode.INVALID_ARGUMENT
+            good = FakeContext(token, ("moonshot-last-event-id", "12-0"))
+            play = BotServicer(*lanes, hub).Play(_silent(), good)  # type: ignore[arg-type]
+            welcome = await play.__anext__()
+            assert not isinstance(welcome, bytes)
+            assert list(welcome.welcome.live_matches.match_ids) == ["m-000000000007"]
+            await play.aclose()
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
+
+
+def test_events_published_while_the_hub_lost_its_pub_sub_connection_still_arrive(
+        url: str) -> None:
+    r = store.connect(url)
+    record, _ = store.register_bot(r, "outagebot")
+    bot = record.bot_id
+    run = Run(r, "m-000000000001", "run-1")
+    assert run.acquire()
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        try:
+            stream = Stream(bot)
+            await hub.attach(stream)
+            gate = asyncio.Event()
+            subscribe = hub._subscribe_all
+
+            async def late_subscribe() -> Any:
+                await gate.wait()
+                return await subscribe()
+
+            hub._subscribe_all = late_subscribe  # type: ignore[method-assign]
+            assert r.client_kill_filter(_type="pubsub") >= 1  # the hub's connection
+            await asyncio.sleep(0.3)
+            assert stream.held is not None  # the hub is reconnecting: the stream waits
+            run.tell(bot, _started("m-000000000002"))  # nobody is subscribed now
+            stream.deliver(messages.LivenessPing(7))  # pings do not wait
+            assert isinstance(stream.outbox.get_nowait(), messages.LivenessPing)
+            gate.set()
+            got = await asyncio.wait_for(stream.outbox.get(), 5)
+            assert isinstance(got, messages.Logged)
+            assert got.message() == _started("m-000000000002")
+            for _ in range(50):  # then what waited goes out, and nothing waits any more
+                if stream.held is None:
+                    break
+                await asyncio.sleep(0.02)
+            assert stream.held is None and stream.outbox.empty()
         finally:
             await hub.stop()
 

@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("moon", "proto", "bots", "store", "tournaments", "ratings", "telemetry", "workers",
          "server", "clients")
-PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "records", "results",
-              "status")
+PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "rating_tables",
+              "records", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.
 SERVER_MAY_USE = {"workers.queues"}
 
@@ -103,3 +103,58 @@ def test_no_import_cycles() -> None:
         if mod not in state:
             visit(mod, [mod])
     assert not cycles, cycles
+
+
+# store/ owns every read and write of the project's data in Redis. Outside it, only RQ's
+# own records (its queues, registries and workers) are touched directly, by RQ's users.
+RQ_ONLY = {"workers.worker", "workers.exporter", "workers.queues"}
+REDIS_COMMANDS = {
+    "blpop", "delete", "eval", "evalsha", "execute", "exists", "expire", "get", "hdel",
+    "hexists", "hget", "hgetall", "hincrby", "hkeys", "hmget", "hset", "hsetnx", "incr",
+    "lindex", "llen", "lpop", "lpos", "lpush", "lrange", "pexpire", "pipeline", "pttl",
+    "publish", "rpush", "sadd", "scard", "set", "sismember", "smembers", "spop", "srem",
+    "time", "xadd", "xrange", "xread", "xrevrange", "zadd", "zcard", "zcount", "zrange",
+    "zrangebyscore", "zrank", "zrem", "zremrangebyscore", "zrevrange", "zrevrank",
+}
+CLIENTS = {"r", "ar", "rq_conn", "conn", "pipe", "client"}  # names a Redis client goes by
+
+
+def _raw_redis_calls(path: Path) -> list[str]:
+    """`r.hset(...)`-style calls (on a client by one of its usual names) in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in REDIS_COMMANDS):
+            continue
+        on = node.func.value
+        name = on.attr if isinstance(on, ast.Attribute) else getattr(on, "id", "")
+        if name in CLIENTS:
+            found.append(f"{path.name}:{node.lineno} {name}.{node.func.attr}")
+    return found
+
+
+def test_store_owns_every_read_and_write_of_the_workers_and_the_gateway() -> None:
+    bad = [call for mod, path in MODULES.items()
+           if _package(mod) in ("workers", "server") and mod not in RQ_ONLY
+           for call in _raw_redis_calls(path)]
+    assert not bad, bad
+    # ... and they name no key: a key and what it holds are the store's business.
+    naming = [mod for mod, deps in GRAPH.items()
+              if (_package(mod) == "workers" or mod == "server.hub") and "store.keys" in deps]
+    assert not naming, naming
+
+
+
+def test_rating_methods_and_formats_use_only_the_pure_parts_of_the_store() -> None:
+    bad = [(mod, dep) for mod, deps in GRAPH.items()
+           if _package(mod) in ("tournaments", "ratings") for dep in deps
+           if _package(dep) == "store" and dep.split(".")[-1] not in PURE_STORE]
+    assert not bad, bad
+
+
+def test_one_module_writes_what_reaches_a_bot() -> None:
+    """A bot's channel is written by store.runs (a match run's requests and events, fenced)
+    and store.streams (the hubs' announcements of a new stream) only."""
+    naming = sorted(mod for mod, path in MODULES.items()
+                    if "keys.events(" in path.read_text() or "keys.inbox(" in path.read_text())
+    assert naming == ["store.runs", "store.streams"], naming

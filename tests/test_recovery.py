@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 import redis
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 from clients.redisproc import RedisServer
-from server.tournaments import build_spec
-from store import bots, keys
+from store import bots, ids, keys
 from store import matches as store
 from store import tournaments as store_t
 from store.records import Clock, Faults
+from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
-from workers.recovery import STALE_S, recover
+from workers.recovery import HUNG_S, STALE_S, recover
 from workers.scheduler import advance
 
 
@@ -29,8 +30,9 @@ def rr(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
 
 
 def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
-    ids = [bots.register_bot(r, f"rb{i}")[0].bot_id for i in range(3)]
-    spec = build_spec(r, name="t", players=3, format="round_robin", bot_ids=ids, rules={},
+    named = [(b.bot_id, b.name) for b in (bots.register_bot(r, f"rb{i}")[0] for i in range(3))]
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="t", players=3,
+                      format="round_robin", bots=named, rules={},
                       clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
                       duplicate="replay", rotate_partners=False, seeding="given",
                       all_triples=False)
@@ -57,6 +59,9 @@ def test_recovery_requeues_a_lost_job_and_leaves_queued_ones(
     games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
     assert recover(r, rq_conn)["requeued"] == []  # every job is still queued
     Job.fetch(f"match-{games[0]}", connection=rq_conn).delete()  # as if lost in a crash
+    # Not at first sight: a match is stored a moment before its job is queued.
+    assert recover(r, rq_conn)["requeued"] == []
+    time.sleep(STALE_S + 0.2)
     assert recover(r, rq_conn)["requeued"] == [games[0]]
     assert Job.fetch(f"match-{games[0]}", connection=rq_conn).get_status() == JobStatus.QUEUED
 
@@ -121,12 +126,29 @@ def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
     job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)
     job.save()
     assert recover(r, rq_conn)["requeued"] == []  # just seen so: give the worker time
+    time.sleep(STALE_S + 0.2)
+    # A busy worker may hold a job it took for seconds before it starts it: more than
+    # STALE_S is not enough, HUNG_S is.
+    assert recover(r, rq_conn)["requeued"] == []
+    r.hset(keys.RECOVERY_SUSPECTS, mid, repr(float(r.time()[0]) - HUNG_S - 1))
+    assert recover(r, rq_conn)["requeued"] == [mid]
+    assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
+    assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect
+
+
+def test_recovery_requeues_a_job_in_no_queue_after_two_looks(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Marked queued but in no list at all (the push was lost): requeued once two passes
+    STALE_S apart found it so."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    rq_conn.lrem("rq:queue:moonshot-matches", 0, f"match-{mid}")
+    assert recover(r, rq_conn)["requeued"] == []
     time.sleep(STALE_S / 2)
     assert recover(r, rq_conn)["requeued"] == []
     time.sleep(STALE_S / 2 + 0.2)  # seen so for longer than STALE_S, on Redis's clock
     assert recover(r, rq_conn)["requeued"] == [mid]
-    assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
-    assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect
 
 
 def test_recovery_nudges_a_tournament_whose_last_step_was_lost(
@@ -157,3 +179,43 @@ def test_recovery_nudges_a_step_owed_for_a_recorded_game(
     assert tid not in recover(r, rq_conn)["nudged"]
     r.delete(keys.tournament_lock(tid))
     assert tid in recover(r, rq_conn)["nudged"]
+
+
+def _start(rq_conn: redis.Redis, mid: str, instance: str) -> None:
+    """As a worker does: name its instance on the job, then mark it started."""
+    job = Job.fetch(f"match-{mid}", connection=rq_conn, serializer=JSONSerializer)
+    rq_conn.lrem(f"rq:queue:{job.origin}", 0, job.id)
+    job.meta["instance"] = instance
+    job.save_meta()
+    job.set_status(JobStatus.STARTED)
+
+
+def test_a_started_match_on_a_live_worker_is_left_alone(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """A loaded worker that took a match and has not taken its lease yet is alive: no
+    second run of it is queued, however long that takes (the spurious resumes the hosting
+    bench counted under load). Only a run that shows no lease for HUNG_S is."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    r.set(keys.worker_alive("w1:1:aa"), "1", px=60_000)
+    _start(rq_conn, mid, "w1:1:aa")
+    for _ in range(3):
+        assert recover(r, rq_conn)["requeued"] == []
+        time.sleep(STALE_S / 2 + 0.1)
+    assert r.hexists(keys.RECOVERY_SUSPECTS, mid)  # watched, for the hung case
+    r.hset(keys.RECOVERY_SUSPECTS, mid, "1")  # as if seen so since long ago
+    assert recover(r, rq_conn)["requeued"] == [mid]
+
+
+def test_a_started_match_whose_worker_is_gone_is_requeued_at_once(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """The worker's liveness key lapsed (killed, frozen): its match is queued again on the
+    first pass, on the resume queue, without waiting for a second look."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid, other = (str(m) for m in r.zrange(keys.tournament_matches(tid), 0, 1))
+    _start(rq_conn, mid, "w2:2:bb")  # no liveness key: that process is gone
+    _start(rq_conn, other, "")  # started by a worker from before instances: gone too
+    assert sorted(recover(r, rq_conn)["requeued"]) == sorted([mid, other])
+    assert rq_conn.lpos("rq:queue:moonshot-resume", f"match-{mid}") is not None

@@ -64,7 +64,7 @@ def test_bracket_total_is_a_lower_bound_that_only_grows(
     totals: list[int] = []
     while True:
         p = plan(spec, results)
-        totals.append(len(p.games) + p.remaining_estimate)
+        totals.append(p.total)  # the games so far and those still expected
         if p.finished:
             break
         todo = [g for g in p.games if g.match_id not in results]
@@ -74,14 +74,14 @@ def test_bracket_total_is_a_lower_bound_that_only_grows(
         results[g.match_id] = _result(g, players, rng)
     assert totals == sorted(totals), totals
     assert totals[-1] == len(results) == len(p.games)
-    assert p.remaining_estimate == 0
+    assert p.total == len(p.games)
 
 
 def test_a_2v2_knockout_of_five_starts_at_its_fewest_games() -> None:
     # 4 real matches (one first-round match, three byes), best of 3 duplicate pairs:
     # at least 2 pairs of 2 games each.
     p = plan(_spec(4, "single_elimination", 5, 3), {})
-    assert len(p.games) + p.remaining_estimate == 4 * 2 * 2
+    assert p.total == 4 * 2 * 2
 
 
 def _play_out(spec: TournamentSpec, seed: int) -> tuple[dict[str, dict[str, Any]], Any]:

@@ -831,10 +831,6 @@ class TableSchedule:
                 free[b] = 0
         return BoardRound(i + 1, tables, tuple(b for b in range(self.n) if free[b]))
 
-    def all_rounds(self) -> tuple[BoardRound, ...]:
-        """Every round, in order."""
-        return tuple(self.round(i) for i in range(self.rounds))
-
 
 def _build(n: int) -> tuple[_Plan, str]:
     """The best plan built for n, and its description."""

@@ -29,6 +29,7 @@ class BracketFormat(Format):
     """A knock-out bracket of `kind` for 2v2 series, or tables of three (3p)."""
 
     kind: ClassVar[brk.Kind]
+    seeded: ClassVar[bool] = True
 
     def _kind(self, spec: TournamentSpec) -> brk.Kind:
         return brk.Kind.TABLES if spec.players == 3 else self.kind

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,8 +29,10 @@ __all__ = [
     "Unit",
     "UnitSource",
     "board_id",
+    "board_label",
     "derive_seed",
     "pair_games",
+    "redeal_notes",
     "seatings3",
 ]
 
@@ -127,11 +130,6 @@ class Plan:
     series: dict[str, brk.SeriesState] = field(default_factory=dict)
     bracket_games: dict[str, list[str]] = field(default_factory=dict)  # in creation order
 
-    @property
-    def remaining_estimate(self) -> int:
-        """Games not in `games` yet that will probably be played."""
-        return self.total - len(self.games)
-
 
 _PERMS: tuple[tuple[int, int, int], ...] = tuple(
     (a, b, c) for a, b, c in itertools.permutations(range(3)))
@@ -142,9 +140,36 @@ def seatings3(unit_index: int, replay: bool) -> list[tuple[int, int, int]]:
     return list(_PERMS) if replay else [_PERMS[unit_index % 6]]
 
 
+def redeal_notes(redealt: int) -> list[str]:
+    """What the tournament's notes say of boards dealt afresh (none: nothing)."""
+    if not redealt:
+        return []
+    return [f"{redealt} board(s) dealt afresh: a bot had been dealt the planned deal before, "
+            "in this event or another (no bot is ever dealt the same deal twice)"]
+
+
 def board_id(tournament_id: str, unit: str) -> str:
     """The id of the board a unit's games are dealt from, unique across tournaments."""
     return f"{tournament_id}/{unit}"
+
+
+_ROUND_UNIT = re.compile(r"x(\d+)-r(\d+)(?:-t(\d+))?")
+_SET_UNIT = re.compile(r"(.+)-([sp])(\d+)")
+
+
+def board_label(board: str) -> str:
+    """A board (`<tournament>/<unit>`, or a unit) for people: `round 3`, `round 3,
+    table 2`, `round 3 (pass 2)` for a round robin's units, `W2-1 set 1` (or `pair 1`,
+    under replay) for a bracket's."""
+    unit = board.rpartition("/")[2]
+    m = _ROUND_UNIT.fullmatch(unit)
+    if m:
+        text = f"round {m.group(2)}" + (f", table {m.group(3)}" if m.group(3) else "")
+        return text + (f" (pass {m.group(1)})" if m.group(1) != "1" else "")
+    m = _SET_UNIT.fullmatch(unit)
+    if m:
+        return f"{m.group(1)} {'set' if m.group(2) == 's' else 'pair'} {m.group(3)}"
+    return unit
 
 
 def pair_games(spec: TournamentSpec, unit: str, team0: tuple[str, str],

@@ -31,6 +31,9 @@ class Format(ABC):
 
     name: ClassVar[str]
     title: ClassVar[str]  # for people: "round robin"
+    # Whether the order of the bots (the seeds) shapes the draw, so that `seeding` applies;
+    # a round robin seats them in the order given, whatever their ratings.
+    seeded: ClassVar[bool] = False
 
     def least_bots(self, spec: TournamentSpec) -> int:
         """The fewest bots this format runs with for this spec."""

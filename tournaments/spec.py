@@ -20,8 +20,14 @@ def make_spec(
     rounds: int, series_length: int, seed: int | None, duplicate: str, rotate_partners: bool,
     seeding: str, all_triples: bool, ratings: Mapping[str, float] | None = None,
 ) -> TournamentSpec:
-    """A checked spec: `bots` are (bot id, name) as given, `ratings` order them when
-    seeding by rating; errors are InvalidArgument naming the field."""
+    """A checked spec: `bots` are (bot id, name) as given, `ratings` (pool ratings now)
+    order them when a bracket seeds by rating; errors are InvalidArgument naming the field.
+
+    Seeding applies to the formats whose draw depends on the order (brackets): a round
+    robin seats its bots in the order given, so one spec and seed always make the same
+    tables. When no bot of a bracket has a rating yet, seeding by rating is seeding in
+    the given order, and the spec says `given` so that everyone can see it.
+    """
     if players not in (3, 4):
         raise InvalidArgument(f"players: must be 3 or 4, got {players}")
     try:
@@ -29,9 +35,13 @@ def make_spec(
     except MoonError as exc:
         raise InvalidArgument(f"rules: {exc}") from None
     ids = [bot_id for bot_id, _ in bots]
-    if seeding == "rating" and ids:
-        # Pool ratings are centred on the pool mean: an unrated bot seeds as average.
-        ids = list(brk.seed_order(ids, dict(ratings or {}), default=0.0))
+    if seeding == "rating" and formats.get(format).seeded:
+        known = {b: v for b, v in (ratings or {}).items() if b in ids}
+        if known:
+            # Pool ratings are centred on the pool mean: an unrated bot seeds as average.
+            ids = list(brk.seed_order(ids, known, default=0.0))
+        else:
+            seeding = "given"
     names = dict(bots)
     spec = TournamentSpec(
         tournament_id=tournament_id, name=name, players=players, format=format,

@@ -1,5 +1,10 @@
 """Everything a standings screen shows, as a pure function of the spec, the results and
-the plan (read back from the scheduler's state, or folded from the results)."""
+the plan (read back from the scheduler's state, or folded from the results).
+
+`standings(spec, inputs)` is the whole view of a stored tournament: the store reads
+the inputs for one audience (`store.tournaments.standings_inputs`), this makes the
+view, the referee encodes it.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.records import TournamentSpec
+from store.records import StandingsInputs, TournamentSpec
 from tournaments import bracket as brk
 from tournaments import formats
-from tournaments.plan import Plan
+from tournaments.plan import Plan, redeal_notes
 from tournaments.standings import STATS, Tally, crosstable_of, standings_of, totals
 
-__all__ = ["StandingsView", "build_view", "standings_rows"]
+__all__ = ["StandingsView", "build_view", "standings", "standings_rows"]
 
 
 def standings_rows(spec: TournamentSpec, total: Tally) -> list[dict[str, Any]]:
@@ -50,6 +55,8 @@ class StandingsView:
     bracket_games: dict[str, list[str]] = field(default_factory=dict)
     slot_scores: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The boards in play: unit, games, finished, running.
+    boards: list[tuple[str, int, int, int]] = field(default_factory=list)
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
@@ -105,6 +112,22 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
                     game_wins += res["winner"] == side
                 wins = series.wins[i] if series is not None and i < 2 else game_wins
                 view.slot_scores[(mid, bot)] = (wins, score)
+    return view
+
+
+def standings(spec: TournamentSpec, inputs: StandingsInputs) -> StandingsView:
+    """The view of a stored tournament: the plan read back from the scheduler's state
+    (folded from the results before its first step), over the results an audience may
+    see, with the boards in play."""
+    if inputs.state is None:  # before the first scheduling step: nothing planned yet
+        p = formats.plan(spec, {})
+    else:
+        p = formats.get(spec.format).bracket(spec, inputs.state["plan"])
+        p.total = int(inputs.state["total"])
+    view = build_view(spec, inputs.results, p, inputs.sequence, inputs.ratings,
+                      inputs.own_ratings)
+    view.boards = list(inputs.boards)
+    view.notes += redeal_notes(inputs.redealt)
     return view
 
 

@@ -3,9 +3,9 @@
 
 The backlog figures (queue depths, RQ registries, scheduling steps and fits waiting,
 open matches) are the same whichever worker is scraped: aggregate them with
-`max`, not `sum`. They cost one pipelined round trip per scrape and nothing
-between scrapes. A scrape while Redis is away still answers, with
-`moonshot_backlog_up 0` and no backlog figures.
+`max`, not `sum`. They cost three pipelined round trips per scrape (RQ's queues,
+the fit requests, the open matches) and nothing between scrapes. A scrape while
+Redis is away still answers, with `moonshot_backlog_up 0` and no backlog figures.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from store import ids, keys
+from store import ids
+from store import matches as store_matches
+from store import ratings as store_ratings
 from telemetry import export
 from workers.fit import POOLS
 from workers.metrics import REGISTRY
@@ -46,7 +48,7 @@ class Backlog(Collector):
         return []
 
     def collect(self) -> Iterable[Metric]:
-        """The figures, read in one pipelined round trip."""
+        """The figures, read in a few pipelined round trips."""
         up = GaugeMetricFamily("moonshot_backlog_up",
                                "1 when this scrape could read the backlog from Redis.")
         try:
@@ -66,11 +68,8 @@ class Backlog(Collector):
                         q.deferred_job_registry, q.scheduled_job_registry):
                 pipe.zcard(reg.key)
         pipe.lrange(self._queues[0].key, 0, _SCAN_CONTROL - 1)
-        for pool in self.pools:
-            pipe.exists(keys.ratings_dirty(pool))
-            pipe.scard(keys.ratings_tournaments(pool))
-        pipe.scard(keys.OPEN_MATCHES)
         got = iter(pipe.execute())
+        requests = store_ratings.requests(self.r, self.pools)
 
         depth = GaugeMetricFamily("moonshot_queue_depth",
                                   "Jobs waiting in each moonshot RQ queue (cluster-wide).",
@@ -99,11 +98,11 @@ class Backlog(Collector):
             "moonshot_fit_tournaments_waiting",
             "Tournaments waiting for a fit of their own games, by pool.", labels=["pool"])
         for pool in self.pools:
-            asked.add_metric([pool], int(next(got)))
-            waiting.add_metric([pool], int(next(got)))
+            asked.add_metric([pool], int(requests[pool][0]))
+            waiting.add_metric([pool], requests[pool][1])
         open_matches = GaugeMetricFamily(
             "moonshot_matches_open", "Matches without a result yet: queued, running or "
-            "waiting to be resumed (cluster-wide).", value=int(next(got)))
+            "waiting to be resumed (cluster-wide).", value=store_matches.open_count(self.r))
         return [depth, held, steps, fits, asked, waiting, open_matches]
 
 

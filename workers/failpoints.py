@@ -29,9 +29,12 @@ POINTS = {
     "match.before-send": "a decision is about to be logged and the next request sent",
     "match.after-answer": "a bot's answer was taken from the match's replies; the lease "
                           "is not checked yet",
+    "match.before-result": "a match's last action is decided; its result is not stored "
+                           "(nor its end sent to the bots) yet",
     "match.after-result": "a match's result is stored; its bookkeeping is not done yet",
     "step.before-save": "a scheduling step created its games and events, but has not "
                         "saved the tournament's new state",
+    "fit.before-save": "a rating fit is computed; its tables are not stored yet",
 }
 
 ENV = "MOONSHOT_FAILPOINTS"

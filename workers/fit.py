@@ -11,27 +11,27 @@ while a large pool is being fitted, GetRatings serves the provisional table.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import redis
 
-from ratings import Fit, Game, RatingError, fit, games_from_rows, provisional_ratings
-from store import keys
+from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
-from store.ratings import RatingRow, RatingTable
-from workers import metrics
+from store.rating_tables import RatingTable
+from workers import failpoints, metrics
 
-__all__ = ["POOLS", "fit_table", "run_fits"]
+__all__ = ["OFFICIAL", "POOLS", "PROVISIONAL", "run_fits"]
 
 log = logging.getLogger("moonshot.ratings")
 
 POOLS = ("3p", "2v2")
-_LOCK_MS = 600_000
+OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
+PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
+LOCK_MS = 600_000  # extended after every fit; a dead job's lock lapses this soon
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
@@ -46,47 +46,32 @@ def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
     return out
 
 
-def fit_table(games: list[Game], as_of: float) -> tuple[RatingTable, Fit]:
-    """The official table of a set of games, and the fit behind it."""
-    f = fit(games)
-    rows = tuple(RatingRow(x.bot_id, x.rating, x.games, x.ci_low, x.ci_high, x.los_next)
-                 for x in f.ratings)
-    return RatingTable(f.method, as_of, f.games, f.units, False, f.level, rows,
-                       None if f.dof == float("inf") else f.dof), f
-
-
-def _provisional(games: list[Game], as_of: float) -> RatingTable:
-    live = provisional_ratings(games)
-    units = len({g.unit or g.game_id for g in games})
-    rows = tuple(RatingRow(x.bot_id, x.rating, x.games) for x in live)
-    return RatingTable("provisional: Weng-Lin Plackett-Luce update in game-id order",
-                       as_of, len({g.game_id for g in games}), units, True, 0.95, rows)
-
-
 def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
-    """Fit a pool over its released results and store the tables."""
+    """Rate a pool over its released results, provisional table first, and store both."""
     now = time.time()
     games = _games(store_matches.pool_results(r, pool), pool)
-    store_ratings.save(r, pool, _provisional(games, now))
-    table, f = fit_table(games, now)
-    los = f.los_matrix()[1].tolist() if len(f.ratings) <= store_ratings.LOS_MAX_BOTS else None
-    store_ratings.save(r, pool, table, los)
+    store_ratings.save(r, pool, methods.get(PROVISIONAL).rate(games, now))
+    table = methods.get(OFFICIAL).rate(games, now)
+    failpoints.reached("fit.before-save")
+    store_ratings.save(r, pool, table)
     return table
 
 
 def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
-    """Fit a tournament's own released games and store that table."""
+    """Rate a tournament's own released games and store that table."""
     rows = store_t.results(r, tournament_id, released_only=True).values()
-    table, _ = fit_table(_games(rows, tournament_id), time.time())
+    table = methods.get(OFFICIAL).rate(_games(rows, tournament_id), time.time())
     store_ratings.save_tournament(r, tournament_id, table)
 
 
-def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
-    """The job: fit the pool (and the tournaments asked for) while requests keep coming."""
-    r.delete(keys.ratings_queued(pool))  # requests from now on queue another job
-    lock = keys.ratings_lock(pool)
-    token = secrets.token_hex(8)
-    if not r.set(lock, token, nx=True, px=_LOCK_MS):
+def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS) -> dict[str, Any]:
+    """The job: fit the pool (and the tournaments asked for) while requests keep coming.
+
+    A job that finds its lock lost after a fit (it stalled past `lock_ms`; another job
+    may be fitting now) stops there and leaves the rest to the holder."""
+    store_ratings.unqueue(r, pool)  # requests from now on queue another job
+    lock = store_ratings.fit_lock(pool, lock_ms)
+    if not lock.acquire(r):
         return {"pool": pool, "skipped": "another fit of this pool is running"}
     fits = 0
     games = 0
@@ -113,13 +98,14 @@ def run_fits(r: redis.Redis, pool: str) -> dict[str, Any]:
                     failed.append(tid)
                 tids_owed.discard(tid)
             fits += 1
-            r.set(lock, token, xx=True, px=_LOCK_MS)
+            if not lock.extend(r):
+                log.warning("ratings %s: this fit's lock lapsed; another job goes on", pool)
+                break
     finally:
         if pool_owed or tids_owed or failed:
             store_ratings.restore_request(r, pool, sorted(tids_owed | set(failed)),
                                           pool_too=pool_owed)
-        if r.get(lock) == token:
-            r.delete(lock)
+        lock.release(r)
     if failed:
         raise RatingError(f"the fits of tournament(s) {', '.join(failed)} failed; asked again")
     log.info("ratings %s: %d fit(s), %d games", pool, fits, games)

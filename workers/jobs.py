@@ -17,8 +17,7 @@ from typing import Any
 import redis
 from rq import get_current_job
 
-from store import keys
-from store.records import MatchSpec
+from store import matches as store_matches
 from telemetry import logs
 from workers import metrics
 from workers.fit import run_fits
@@ -64,11 +63,8 @@ def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
 def _match_fields(match_id: str) -> dict[str, Any]:
     """The ids a match's log lines carry: its bots and tournament (none if unreadable)."""
     try:
-        raw = job_redis()[0].hget(keys.match(match_id), "spec")
-        spec = MatchSpec.from_json(str(raw)) if raw is not None else None
+        spec = store_matches.load_spec(job_redis()[0], match_id)
     except Exception:  # Redis away, no such match: the run itself will say so
-        return {}
-    if spec is None:
         return {}
     fields: dict[str, Any] = {"bot_ids": list(spec.bot_ids)}
     if spec.tournament_id:
@@ -99,13 +95,14 @@ def run_match(match_id: str) -> dict[str, Any]:
     """Host match `match_id` to its end and return its result.
 
     Redis going away does not end the job: it waits (backoff with jitter, up to
-    OUTAGE_S) and resumes the match from its log, as a new run would.
+    OUTAGE_S) and resumes the match from its log, as a new run would. Any other error
+    fails the job (RQ retries it) after the run noted it on the match.
     """
     r, rq_conn, run_id = job_redis()
     waited, backoff = 0.0, 0.5
     while True:
         try:
-            return MatchHost(r, match_id, run_id, rq_conn=rq_conn).run()
+            return MatchHost(r, match_id, run_id, rq_conn=rq_conn).host()
         except HandedOver:
             return {"handed_over": True}  # the worker stops; recovery queues it again
         except LostLease as exc:
@@ -123,9 +120,6 @@ def run_match(match_id: str) -> dict[str, Any]:
             time.sleep(pause)
             waited += pause
             backoff = min(backoff * 2, 15.0)
-        except Exception as exc:
-            r.hset(keys.match(match_id), mapping={"error": f"{type(exc).__name__}: {exc}"})
-            raise
 
 
 def advance_tournament(tournament_id: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 lease (so two runs never host the same match at once), replays the action log
 (so a killed run resumes exactly where it stopped), then loops:
 
-1. build the decision request for the seat to act and, in one MULTI, append the
+1. build the decision request for the seat to act and, in one script, append the
    previous accepted action to the log, store the request as pending for the bot
    and publish it on the bot's channel (the log entry is durable before the next
    request goes out);
@@ -15,17 +15,22 @@ lease (so two runs never host the same match at once), replays the action log
    disconnect longer than the grace period.
 
 At the end the transcript and result are written once (SET NX) whatever retries
-happen, and every seat's bot hears that the match ended.
+happen, and in the same step every seat's bot is told that the match ended.
+
+Every read and write goes through `store.runs.Run`, and every write there is fenced
+by the match's lease: a run that stalled past it writes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import random
 import threading
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,31 +39,21 @@ import redis
 from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
-from moon.transcript import transcript
-from store import events, ids, keys, messages
+from moon.transcript import actions_of, transcript
+from store import events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
-from store.lua import (
-    FENCED_CALL_LUA,
-    FENCED_SEND_LUA,
-    FENCED_WRITE_LUA,
-    PRESENT_LUA,
-    RELEASE_LEASE_LUA,
-    RENEW_LEASE_LUA,
-    REPLACE_PENDING_LUA,
-)
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.records import MatchSpec
 from store.results import forfeit_winner, result_of, result_row
-from store.status import MatchStatus
-from workers import failpoints, metrics
+from store.runs import LEASE_MS, LostLease, Run
+from workers import failpoints, house, metrics
 from workers.queues import enqueue_advance, request_fit
 
 __all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
 log = logging.getLogger("moonshot.match")
 
-LEASE_MS = 4000  # a dead run's lease lapses this long after its last renewal
 _SLICE_S = 0.25  # longest single wait, so presence and the lease are checked often
 
 
@@ -68,11 +63,6 @@ STOPPING = threading.Event()
 
 class HandedOver(Exception):
     """The worker is stopping: this run lets go of the match (it resumes elsewhere)."""
-
-
-class LostLease(Exception):
-    """Another run hosts the match now (this one stalled past its lease): this run stops,
-    having written nothing since it last held the lease."""
 
 
 class Forfeit(Exception):
@@ -97,7 +87,7 @@ class Answer:
     """How a decision was settled."""
 
     action: int
-    by: str  # "bot", "late" or "illegal"
+    by: str  # "bot", or the fault: "late" or "illegal"
     ms: int
     bank_ms: int  # the seat's bank after this decision
     note: str = ""
@@ -116,26 +106,25 @@ class MatchHost:
     state: GameState = field(init=False)
     clocks: list[SeatClock] = field(init=False)
     faults: list[dict[str, Any]] = field(init=False)
+    run: Run = field(init=False)
     _lease_at: float = 0.0
     _first_decision: bool = True  # of this run: its request may repeat one a dead run sent
 
     # --------------------------------------------------------------- setup
 
+    def __post_init__(self) -> None:
+        self.run = Run(self.r, self.match_id, self.run_id)
+
     def load(self) -> None:
         """Read the spec and replay the log into a fresh state."""
-        raw = self.r.hget(keys.match(self.match_id), "spec")
-        if raw is None:
-            raise LookupError(f"no match {self.match_id!r}")
-        self.spec = MatchSpec.from_json(str(raw))
+        self.spec = store_matches.load_spec(self.r, self.match_id)
         self.state = GameState.new(self.spec.rules, self.spec.seed)
         self.clocks = [SeatClock(self.spec.clock.time_bank_ms) for _ in self.spec.bot_ids]
         self.faults = []
 
     def replay_log(self) -> tuple[int, str] | None:
         """Apply every logged action; return a logged forfeit (seat, reason) if any."""
-        entries: list[str] = self.r.lrange(keys.match_log(self.match_id), 0, -1)  # type: ignore[assignment]
-        for raw in entries:
-            e = messages.decode(raw, messages.LOG)
+        for e in self.run.log():
             if isinstance(e, ForfeitEntry):
                 return e.forfeit, e.reason
             assert isinstance(e, ActionEntry)
@@ -164,13 +153,10 @@ class MatchHost:
 
     def acquire_lease(self, wait_s: float = 3 * LEASE_MS / 1000) -> bool:
         """Take the match's lease, waiting for a dead run's lease to lapse."""
-        key = keys.lease(self.match_id)
         end = time.monotonic() + wait_s
         while True:
-            if self.r.set(key, self.run_id, nx=True, px=LEASE_MS):
+            if self.run.acquire():
                 self._lease_at = time.monotonic()
-                return True
-            if self.r.get(key) == self.run_id:
                 return True
             if time.monotonic() >= end:
                 return False
@@ -181,45 +167,20 @@ class MatchHost:
         now = time.monotonic()
         if now - self._lease_at < 1.0:
             return
-        if not self.r.eval(RENEW_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id,
-                           LEASE_MS):
-            raise self._lost()
+        self.run.extend()
         self._lease_at = now
-
-    def _write(self, entries: list[str], result: str = "") -> bool:
-        """Append log entries, then store `result` unless one is stored, all only while
-        this run holds the lease (LostLease otherwise); True if it stored the result."""
-        stored = int(self.r.eval(FENCED_WRITE_LUA, 3, keys.lease(self.match_id),
-                                 keys.match_log(self.match_id), keys.result(self.match_id),
-                                 self.run_id, result, *entries))
-        if stored < 0:
-            raise self._lost()
-        return stored == 1
-
-    def _lost(self) -> LostLease:
-        """What a fenced write that found another run's lease raises."""
-        return LostLease(f"match {self.match_id}: another run holds the lease")
-
-    def _fenced(self, command: str, key: str, *args: str) -> int:
-        """Run one write (HDEL, RPUSH, PUBLISH) only while this run holds the lease."""
-        out = int(self.r.eval(FENCED_CALL_LUA, 2, keys.lease(self.match_id), key,
-                              self.run_id, command, *args))
-        if out < 0:
-            raise self._lost()
-        return out
-
-    def release_lease(self) -> None:
-        """Drop the lease if we still hold it."""
-        self.r.eval(RELEASE_LEASE_LUA, 1, keys.lease(self.match_id), self.run_id)
 
     # ---------------------------------------------------------------- run
 
-    def run(self) -> dict[str, Any]:
-        """Host the match to its end (or return the stored result); the job's body."""
+    def host(self) -> dict[str, Any]:
+        """Host the match to its end (or return the stored result); the job's body.
+
+        An error while this run holds the lease is noted on the match (fenced, like every
+        write of a run) before the lease goes.
+        """
         self.load()
-        sec, usec = self.r.time()  # deadlines and log stamps go on Redis's clock from the start
-        _learn_offset(int(sec) * 1_000_000 + int(usec))
-        if self.r.exists(keys.result(self.match_id)):
+        _learn_offset(self.run.redis_us())  # deadlines and log stamps go on Redis's clock
+        if self.run.has_result():
             return self._stored_result()
         if not self.acquire_lease():
             # A live run hosts it (its lease keeps being renewed). Nothing to do here; if
@@ -228,17 +189,20 @@ class MatchHost:
             return {"hosted_elsewhere": True}
         try:
             return self._host()
+        except (HandedOver, LostLease, redis.ConnectionError, redis.TimeoutError):
+            raise  # not the match's fault: another run goes on with it
+        except Exception as exc:
+            with contextlib.suppress(LostLease, redis.RedisError):
+                self.run.fail(f"{type(exc).__name__}: {exc}")
+            raise
         finally:
-            self.release_lease()
+            self.run.release()
 
     def _host(self) -> dict[str, Any]:
-        mkey = keys.match(self.match_id)
-        if self.r.exists(keys.result(self.match_id)):  # finished by the lease's last holder
+        if self.run.has_result():  # finished by the lease's last holder
             return self._stored_result()
-        self.r.hset(mkey, "status", MatchStatus.RUNNING)
-        self.r.hsetnx(mkey, "started_at", repr(time.time()))
-        self.r.hincrby(mkey, "runs", 1)  # how many runs have hosted it (resumes are runs)
-        if self.spec.tournament_id:
+        self.run.begin(self.spec.bot_ids, self._started_events(), time.time())
+        if self.spec.tournament_id:  # idempotent: emitted once whatever run gets here
             events.emit_both(self.r, self.spec.tournament_id, f"started:{self.match_id}",
                         messages.TournamentMatchStarted(
                             match_id=self.match_id, bot_ids=list(self.spec.bot_ids),
@@ -248,7 +212,6 @@ class MatchHost:
         logged = self.replay_log()
         if logged or self.state.actions:
             metrics.fault("resumed")  # an earlier run hosted it: crashed, stalled or handed over
-        self._announce_start()
         forfeit: Forfeit | None = Forfeit(*logged) if logged else None
         pending_entry: str | None = None
         st = self.state
@@ -260,7 +223,7 @@ class MatchHost:
             except Forfeit as f:
                 forfeit = f
                 pending_entry = None
-                self._write([messages.encode(ForfeitEntry(f.seat, f.reason, seq, _now_ms()))])
+                self.run.write([messages.encode(ForfeitEntry(f.seat, f.reason, seq, _now_ms()))])
                 break
             metrics.decided(answer.by, answer.us)
             clock = self.clocks[seat]
@@ -272,7 +235,7 @@ class MatchHost:
             pending_entry = messages.encode(entry)
             if answer.by != "bot" and clock.strikes >= self.spec.faults.max_strikes:
                 forfeit = Forfeit(seat, f"{clock.strikes} strikes (late or illegal answers)")
-                self._write([pending_entry, messages.encode(
+                self.run.write([pending_entry, messages.encode(
                     ForfeitEntry(seat, forfeit.reason, seq + 1, _now_ms()))])
                 pending_entry = None
         return self._finish(forfeit, [pending_entry] if pending_entry is not None else [])
@@ -298,6 +261,8 @@ class MatchHost:
     def _decide(self, seat: int, seq: int, log_entry: str | None) -> Answer:
         """Send the request (after logging the last action) and settle the answer."""
         bot = self.spec.bot_ids[seat]
+        if ids.is_house_bot(bot):
+            return self._house(seat, seq, log_entry)
         req = self._request(seat, seq)
         req_id = req.request_id
         payload = messages.encode(req)
@@ -305,14 +270,8 @@ class MatchHost:
         sent = time.monotonic()
         # One fenced step logs the last action and sends the request, and reads Redis's
         # clock as the request goes out (see `_charged_ms`).
-        out = self.r.eval(FENCED_SEND_LUA, 3, keys.lease(self.match_id),
-                          keys.match_log(self.match_id), keys.pending(bot), self.run_id,
-                          LEASE_MS, log_entry or "", req_id, payload, keys.events(bot))
-        if not out:
-            raise self._lost()
+        sent_us = self.run.send(bot, log_entry, req, payload)
         self._lease_at = sent
-        sec, usec = out
-        sent_us = int(sec) * 1_000_000 + int(usec)
         _learn_offset(sent_us)
 
         clock = self.clocks[seat]
@@ -322,11 +281,10 @@ class MatchHost:
         last = time.monotonic()
         absent_since: float | None = None
         present = True
-        reply_key = keys.replies(self.match_id)
         grace = self.spec.faults.disconnect_grace_ms / 1000
         while True:
             left = limit_ms / 1000 - used
-            item = self.r.blpop([reply_key], timeout=max(0.001, min(_SLICE_S, left)))
+            item = self.run.next_reply(max(0.001, min(_SLICE_S, left)))
             if item is not None:
                 failpoints.reached("match.after-answer")
             now = time.monotonic()
@@ -343,26 +301,26 @@ class MatchHost:
                 self.renew_lease()
             except LostLease:
                 if item is not None:
-                    self.r.lpush(reply_key, item[1])
+                    self.run.give_back(item)
                 raise
             if STOPPING.is_set():
                 raise HandedOver(f"the worker stops: match {self.match_id} hands over")
             if item is not None:
-                reply = messages.decode_as(item[1], messages.REPLY, messages.Reply)
+                reply = messages.decode_as(item, messages.REPLY, messages.Reply)
                 if reply.request_id != req_id:
                     continue  # an answer to an earlier request, from before a restart
                 if self._first_decision:
                     # A killed run may have sent this very request and the bot answered
                     # it (this is that answer); the copy we sent again must not stay pending.
                     self._first_decision = False
-                    self._fenced("HDEL", keys.pending(bot), req_id)
+                    self.run.withdraw(bot, req_id)
                 if absent_since is not None:  # back, and answered before we looked
                     self._connection(seat, seq, "reconnected")
                 ms = _charged_ms(reply, sent_us, away, used)
                 answer = self._judge(seat, req, reply.action_id, ms)
                 answer.us = (reply.at_us - sent_us) if reply.at_us else (now - sent) * 1e6
                 return answer
-            present = self._present(bot)
+            present = self.run.present(bot)
             if present:
                 if absent_since is not None:
                     self._connection(seat, seq, "reconnected")
@@ -373,15 +331,15 @@ class MatchHost:
                     self._connection(seat, seq, "disconnected")
                     self._pause(bot, req, used * 1000)
                 if now - absent_since > grace:
-                    self._fenced("HDEL", keys.pending(bot), req_id)
+                    self.run.withdraw(bot, req_id)
                     raise Forfeit(seat, f"disconnected for more than {grace:g} s")
             if used * 1000 >= limit_ms:
                 buzzer: Answer | None = None
-                if self._fenced("HDEL", keys.pending(bot), req_id) == 0:
+                if not self.run.withdraw(bot, req_id):
                     # The referee forwarded an answer at the buzzer: collect and judge it.
-                    item = self.r.blpop([reply_key], timeout=1.0)
+                    item = self.run.next_reply(1.0)
                     late = None if item is None else messages.decode_as(
-                        item[1], messages.REPLY, messages.Reply)
+                        item, messages.REPLY, messages.Reply)
                     if late is not None and late.request_id == req_id:
                         buzzer = self._judge(seat, req, late.action_id,
                                              _charged_ms(late, sent_us, away, used))
@@ -389,6 +347,43 @@ class MatchHost:
                                                  f"no answer within {limit_ms} ms", used * 1000)
                 answer.us = (time.monotonic() - sent) * 1e6
                 return answer
+
+    def _house(self, seat: int, seq: int, log_entry: str | None) -> Answer:
+        """A house seat: the stack's own player decides in a house process (workers.house),
+        with no request and no connection; charged the time it computed, and replaced with
+        a strike if that overruns, as a late answer would be."""
+        if log_entry is not None:
+            self.run.write([log_entry])  # every action is logged before the next decision
+        bot = self.spec.bot_ids[seat]
+        req = self._request(seat, seq)
+        limit_ms = self.spec.clock.move_time_ms + self.clocks[seat].bank_ms
+        sent = time.monotonic()
+        failpoints.reached("match.before-house")
+        attempt = house.submit(bot, self.spec.seed, req.observation, req.legal)
+        while True:
+            try:
+                action, ms = attempt.result(timeout=_SLICE_S)
+                break
+            except FutureTimeout:
+                pass
+            except house.BrokenProcessPool:  # a house process died: ask again (pure: same)
+                attempt = house.submit(bot, self.spec.seed, req.observation, req.legal)
+            self.renew_lease()
+            if STOPPING.is_set():
+                raise HandedOver(f"the worker stops: match {self.match_id} hands over")
+            if time.monotonic() - sent > 2 * limit_ms / 1000 + 10:
+                # Not computed even in twice its time: the pool is stuck. Stand in.
+                action, ms = -1, (time.monotonic() - sent) * 1000
+                break
+        metrics.house_decided(ms)
+        if action < 0 or ms > limit_ms:
+            metrics.HOUSE_OVERRUNS.inc()
+            answer = self._replace(seat, req, "late", f"house bot {bot} computed "
+                                   f"{ms:.0f} ms, limit {limit_ms} ms", ms)
+        else:
+            answer = self._judge(seat, req, action, ms)
+        answer.us = (time.monotonic() - sent) * 1e6
+        return answer
 
     def _judge(self, seat: int, req: DecisionRequest, action: int, ms: float) -> Answer:
         move = self.spec.clock.move_time_ms
@@ -416,13 +411,17 @@ class MatchHost:
         choices = [a for a in req.legal if a != MOON] or req.legal
         action = rng.choice(choices)
         bot = self.spec.bot_ids[seat]
+        if ids.is_house_bot(bot):  # no stream to tell: the log and the metrics say it
+            log.warning("match %s seat %d: house bot %s: %s; replaced by %r (strike %d)",
+                        self.match_id, seat, bot, note, ACTIONS[action].label, strikes)
+            return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
         event = messages.DecisionRejected(
-            req.request_id, self.match_id, "late" if kind == "late" else "illegal_action",
+            req.request_id, self.match_id, messages.DecisionRejected.reason_of(kind),
             f"{note}; replaced by {ACTIONS[action].label!r} "
             f"(strike {strikes} of {self.spec.faults.max_strikes})",
             replacement_action_id=action, strikes=strikes,
         )
-        self._fenced("PUBLISH", keys.events(bot), messages.encode(event))
+        self.run.tell(bot, event)
         log.info("match %s seat %d: %s", self.match_id, seat, event.message)
         return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
 
@@ -430,37 +429,27 @@ class MatchHost:
         """Log a change of the seat's connection while the match waits on action `seq`."""
         if kind == "disconnected":
             metrics.fault("disconnect")
-        self._fenced("RPUSH", keys.conn(self.match_id), messages.encode(
-            messages.ConnectionEntry(seat, kind, seq, _now_ms())))
+        self.run.connection(messages.ConnectionEntry(seat, kind, seq, _now_ms()))
 
     def _pause(self, bot: str, req: DecisionRequest, used_ms: float) -> None:
         """The bot is away and its clock stopped: say so in the pending request, so that a
         reconnect delivers it with the time left, not the deadline it was first sent with."""
-        paused = dataclasses.replace(req, paused_ms=round(used_ms))
-        if int(self.r.eval(REPLACE_PENDING_LUA, 2, keys.lease(self.match_id), keys.pending(bot),
-                           self.run_id, req.request_id, messages.encode(paused))) < 0:
-            raise self._lost()
-
-    def _present(self, bot: str) -> bool:
-        # Judged on Redis's clock, as the referee scored it: this machine's may be off.
-        return bool(self.r.eval(PRESENT_LUA, 1, keys.presence(bot)))
+        self.run.pause(bot, dataclasses.replace(req, paused_ms=round(used_ms)))
 
     # ------------------------------------------------------------ events
 
-    def _announce_start(self) -> None:
+    def _started_events(self) -> list[messages.MatchStarted]:
+        """Each seat's MatchStarted (sent by every run: a bot may have missed an earlier)."""
         spec = self.spec
-        pipe = self.r.pipeline(transaction=False)
-        for seat, bot in enumerate(spec.bot_ids):
-            pipe.publish(keys.events(bot), messages.encode(messages.MatchStarted(
-                match_id=self.match_id, seat=seat, players=spec.players,
-                rules=spec.rules.options(), seat_names=list(spec.seat_names),
-                tournament_id=spec.tournament_id,
-                clock={"move_time_ms": spec.clock.move_time_ms,
-                       "time_bank_ms": spec.clock.time_bank_ms},
-                faults={"max_strikes": spec.faults.max_strikes,
-                        "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
-            )))
-        pipe.execute()
+        return [messages.MatchStarted(
+            match_id=self.match_id, seat=seat, players=spec.players,
+            rules=spec.rules.options(), seat_names=list(spec.seat_names),
+            tournament_id=spec.tournament_id,
+            clock={"move_time_ms": spec.clock.move_time_ms,
+                   "time_bank_ms": spec.clock.time_bank_ms},
+            faults={"max_strikes": spec.faults.max_strikes,
+                    "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
+        ) for seat in range(len(spec.bot_ids))]
 
     def _finish(self, forfeit: Forfeit | None, entries: list[str]) -> dict[str, Any]:
         st = self.state
@@ -485,14 +474,15 @@ class MatchHost:
         record = transcript(spec.rules, spec.seed, st.actions, spec.seat_names, extra=extra)
         result = result_of(record)
         done = json.dumps({"result": result, "transcript": record}, separators=(",", ":"))
-        if self._write(entries, done):
-            metrics.finished(str(result["end"]), len(st.actions))
+        failpoints.reached("match.before-result")
+        ended = [messages.MatchEnded(self.match_id, seat, result)
+                 for seat in range(len(spec.bot_ids))]
+        if self.run.write(entries, done, spec.bot_ids, ended):
+            if not spec.tournament_id:
+                # Public as it ends. A tournament game is counted when its board is
+                # released (workers.scheduler): a scraper must not time a hidden game.
+                metrics.finished(str(result["end"]), len(st.actions))
             failpoints.reached("match.after-result")
-            pipe = self.r.pipeline(transaction=False)
-            for seat, bot in enumerate(spec.bot_ids):
-                pipe.publish(keys.events(bot), messages.encode(
-                    messages.MatchEnded(self.match_id, seat, result)))
-            pipe.execute()
         return self._stored_result()
 
     def _stored_result(self) -> dict[str, Any]:
@@ -501,20 +491,17 @@ class MatchHost:
         The nudge happens on every run that ends here, even when an earlier run
         stored the result: that run may have died before nudging.
         """
-        stored = self.r.get(keys.result(self.match_id))
-        result: dict[str, Any] = json.loads(str(stored))["result"]
+        stored = store_matches.stored_result(self.r, self.match_id)
+        assert stored is not None, "called once the result is stored"
+        result: dict[str, Any] = stored["result"]
         # The bookkeeping around the result is idempotent and redone by every run that
         # ends here, so a run killed right after writing the result loses none of it.
         spec = self.spec
-        mkey = keys.match(self.match_id)
         now = time.time()
         row = result_row(self.match_id, spec.bot_ids, result, str(spec.meta.get("board", "")),
-                         str(spec.meta.get("unit", "")))
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hset(mkey, mapping={"status": MatchStatus.FINISHED,
-                                 "row": json.dumps(row, separators=(",", ":"))})
-        pipe.hsetnx(mkey, "finished_at", repr(now))
-        pipe.execute()
+                         str(spec.meta.get("unit", "")),
+                         len(actions_of(stored["transcript"])))
+        store_matches.finish(self.r, self.match_id, spec.bot_ids, row, now)
         if not spec.tournament_id:
             # A single match shares its deal with no other game: public as it ends. A
             # tournament game waits for its board (the scheduler releases it).
@@ -528,7 +515,7 @@ class MatchHost:
                 enqueue_advance(self.rq_conn, spec.tournament_id)
         # Open until all of the above is done: a run killed half-way leaves the match open,
         # and recovery runs it again, which redoes what is missing.
-        self.r.srem(keys.OPEN_MATCHES, self.match_id)
+        store_matches.close(self.r, self.match_id)
         return result
 
 

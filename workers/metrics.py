@@ -21,6 +21,8 @@ __all__ = [
     "FINISHED",
     "FITS",
     "FIT_SECONDS",
+    "HOUSE_DECISION_SECONDS",
+    "HOUSE_OVERRUNS",
     "LIVE_MATCHES",
     "MATCH_DECISIONS",
     "REGISTRY",
@@ -29,18 +31,30 @@ __all__ = [
     "decided",
     "fault",
     "finished",
+    "house_decided",
 ]
 
 REGISTRY = export.registry()
 
 LIVE_MATCHES = Gauge(
     "moonshot_worker_matches_live", "Matches this worker hosts now.", registry=REGISTRY)
+HOUSE_DECISION_SECONDS = Histogram(
+    "moonshot_worker_house_decision_seconds",
+    "Time a house bot computed one decision (in its house process).",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, math.inf),
+    registry=REGISTRY)
+HOUSE_OVERRUNS = Counter(
+    "moonshot_worker_house_overruns",
+    "House bot decisions that overran the move time and bank (a bug: replaced, a strike).",
+    registry=REGISTRY)
 FINISHED = Counter(
     "moonshot_worker_matches_finished",
-    "Matches whose result this worker stored, by how they ended (the transcript's end).",
+    "Matches this worker counted finished, by how they ended (the transcript's end): a "
+    "tournament game when its board is released, a single match as it ends.",
     ["end"], registry=REGISTRY)
 MATCH_DECISIONS = Histogram(
-    "moonshot_worker_match_decisions", "Decisions (actions) of each match this worker finished.",
+    "moonshot_worker_match_decisions",
+    "Decisions (actions) of each match this worker counted finished (see matches_finished).",
     buckets=(10, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, math.inf), registry=REGISTRY)
 DECISIONS = Counter(
     "moonshot_worker_decisions",
@@ -54,10 +68,10 @@ DECISION_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
              10.0, 30.0, 60.0, 120.0),
     registry=REGISTRY)
-FAULT_KINDS = ("timeout", "illegal", "disconnect", "forfeit", "resumed", "redis_outage")
+FAULT_KINDS = ("late", "illegal", "disconnect", "forfeit", "resumed", "redis_outage")
 FAULTS = Counter(
     "moonshot_worker_faults",
-    "Faults met by this worker's matches, by kind: timeout and illegal (answers replaced, "
+    "Faults met by this worker's matches, by kind: late and illegal (answers replaced, "
     "each a strike), disconnect (a seat lost its stream while its match waited on it), "
     "forfeit (a match ended by one), resumed (a run took a match over from its log, after "
     "a crash or a hand-over), redis_outage (a hosted match lost Redis and waited).",
@@ -82,7 +96,7 @@ STEP_SECONDS = Histogram(
 # Children bound once (a label lookup takes a lock), and every series there from the start.
 _BY = {by: DECISIONS.labels(by) for by in ("bot", "late", "illegal")}
 _KIND = {kind: FAULTS.labels(kind) for kind in FAULT_KINDS}
-_STRIKE = {"late": _KIND["timeout"], "illegal": _KIND["illegal"]}
+_STRIKE = {"late": _KIND["late"], "illegal": _KIND["illegal"]}
 for _outcome in ("done", "skipped"):
     STEPS.labels(_outcome)
 for _pool in ("3p", "2v2"):
@@ -102,6 +116,11 @@ def decided(by: str, us: float) -> None:
 def fault(kind: str) -> None:
     """One fault of `kind` (one of FAULT_KINDS)."""
     _KIND[kind].inc()
+
+
+def house_decided(ms: float) -> None:
+    """A house bot computed one decision in `ms` milliseconds."""
+    HOUSE_DECISION_SECONDS.observe(ms / 1000)
 
 
 def finished(end: str, decisions: int) -> None:

@@ -1,9 +1,13 @@
 """RQ queues and job ids: every job is enqueued here, with the JSON serializer.
 
-Jobs take only ids and plain values (never pickles). Job ids derive from what
-the job is for (`store.ids.match_job_id`, ...), so enqueueing the same thing
-twice cannot create a second, different job; the match lease and the
-write-once result make even a duplicated run harmless. This module imports no
+Jobs take only ids and plain values (never pickles). A match's and a scheduling
+step's job ids derive from what the job is for (`store.ids.match_job_id`,
+`advance_job_id`), so enqueueing the same thing twice cannot create a second,
+different job; the match lease and the write-once result make even a duplicated
+run harmless. A fit's job id is its pool's plus a random suffix: a fit is asked
+for again while one runs (see `request_fit`), and reusing the running job's id
+would overwrite its record; the coalesced request, not the id, keeps one fit job
+queued per pool. This module imports no
 job code: the gateway imports it to enqueue, and the worker
 (`workers.worker`) imports the jobs.
 """
@@ -40,6 +44,8 @@ __all__ = [
     "queue",
     "request_fit",
     "rq_connection",
+    "taken",
+    "waiting",
 ]
 
 MATCH_QUEUE = "moonshot-matches"
@@ -100,6 +106,17 @@ def rq_connection(url: str) -> redis.Redis:
 def queue(conn: redis.Redis, name: str) -> Queue:
     """One of the project's queues, with the JSON serializer."""
     return Queue(name, connection=conn, serializer=JSONSerializer, job_class=MoonshotJob)
+
+
+def waiting(conn: redis.Redis, name: str) -> set[str]:
+    """The ids of the jobs waiting in the RQ queue `name` (not merely marked queued)."""
+    return set(queue(conn, name).get_job_ids())
+
+
+def taken(conn: redis.Redis, name: str) -> set[str]:
+    """The ids of the jobs a worker has taken from queue `name` and not started yet (RQ's
+    intermediate list: a busy worker may hold one there for seconds)."""
+    return set(queue(conn, name).intermediate_queue.get_job_ids())
 
 
 def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job:

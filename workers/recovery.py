@@ -5,10 +5,16 @@ restart, is found here and queued again. Running anything twice is harmless
 (the match lease, the write-once result and the idempotent scheduler see to
 that), so recovery may be generous.
 
-Every `moonshot worker` runs it at start and then every few seconds, in a
-background thread of the worker process (`start_recovery_thread`); a lock in
-Redis that lapses after one period makes it about one pass per period across
-all workers. It deliberately does not ride on RQ's scheduler (a job that
+Every `moonshot worker` runs it at start and then every second, in a background
+thread of the worker process (`start_recovery_thread`); a lock in Redis that
+lapses after one period makes it about one pass per period across all workers
+(tournaments and fits are looked at every NUDGE_S only). The same thread keeps the
+worker's liveness key (`store.recovery.keep_alive`, ALIVE_MS) fresh, and every
+match job a worker starts names that instance: a started match whose worker is
+gone is queued again at once (its next run waits for the dead run's lease to
+lapse), while one whose worker lives is left alone, however busy that worker is.
+So a killed worker's matches run again within seconds, and a loaded worker's
+never get a second, wasted run. It deliberately does not ride on RQ's scheduler (a job that
 re-queues itself with `enqueue_in`): that scheduler runs in one worker only, so
 when the worker that dies is that one, no pass would run again until an idle
 worker's RQ maintenance takes the scheduler lock over, which takes minutes
@@ -17,8 +23,8 @@ worker's RQ maintenance takes the scheduler lock over, which takes minutes
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import secrets
 import threading
 import time
 from typing import Any
@@ -28,41 +34,85 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
-from store import ids, keys
+from store import ids
+from store import matches as store_matches
 from store import ratings as store_ratings
+from store import recovery as store_recovery
 from store import tournaments as store_t
-from store.status import MatchStatus, TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match
+from store.status import TournamentStatus
+from workers.queues import (
+    MoonshotJob,
+    enqueue_advance,
+    enqueue_fit,
+    enqueue_match,
+    taken,
+    waiting,
+)
 
-__all__ = ["EVERY_S", "STALE_S", "recover", "start_recovery_thread"]
+__all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
+           "recover_matches", "start_recovery_thread"]
 
 log = logging.getLogger("moonshot.recovery")
 
-EVERY_S = 5
-STALE_S = 3.0  # an open match seen with no live host this long apart (two passes) is requeued
+EVERY_S = 1.0  # a pass over the open matches
+NUDGE_S = 5.0  # a pass over running tournaments and rating pools
+ALIVE_MS = 3000  # a worker's liveness key lapses this long after its last renewal
+STALE_S = 2.0  # a job queued in no queue, seen so this long apart (two passes): requeued
+HUNG_S = 10.0  # a started match on a live worker, with no lease this long: requeued
 
 
-def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
+class _Queues:
+    """The job ids waiting in each queue, read once per pass."""
+
+    def __init__(self, rq_conn: redis.Redis) -> None:
+        self.rq_conn = rq_conn
+        self.seen: dict[str, tuple[set[str], set[str]]] = {}
+
+    def where(self, queue_name: str, job_id: str) -> str:
+        """"waiting" in the queue's list, "taken" by a worker that has not started it yet
+        (RQ's intermediate list), or "" (in neither)."""
+        if queue_name not in self.seen:
+            self.seen[queue_name] = (waiting(self.rq_conn, queue_name),
+                                     taken(self.rq_conn, queue_name))
+        lists = self.seen[queue_name]
+        return "waiting" if job_id in lists[0] else "taken" if job_id in lists[1] else ""
+
+
+def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
+               queues: _Queues) -> tuple[str, str]:
     """What to do with an open match's job: ("requeue"|"wait"|"failed", detail); "stale"
-    is to requeue once it stays so for STALE_S (see `recover`)."""
+    is to requeue once it stays so for STALE_S, "hung" once it stays so for HUNG_S (see
+    `recover_matches`)."""
     try:
         # The JSON serializer, always: the default one unpickles whatever the hash holds.
         job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
         status = job.get_status()
     except NoSuchJobError:
-        return "requeue", "no job"
+        # Created a moment ago and its job not queued yet (CreateMatch stores, then queues),
+        # or lost: looked at twice before it is queued again.
+        return "stale", "no job"
     if status == JobStatus.QUEUED:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
         # maintenance pass, minutes later) or the push was lost: then queue it again.
-        if rq_conn.lpos(f"rq:queue:{job.origin}", job_id) is not None:
+        found = queues.where(job.origin, job_id)
+        if found == "waiting":
             return "wait", "queued"
+        if found == "taken":
+            # A busy worker may take seconds between taking a job and starting it; one
+            # killed in between leaves it here.
+            return "hung", "taken by a worker, not started"
         return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
     if status == JobStatus.STARTED:
-        # Started, yet no run holds the lease: its worker died, or it is just starting.
-        return "stale", "started, but no run holds its lease"
+        # Started, yet no run holds the lease: its worker died (queue it again now: the
+        # next run waits for the lease to lapse), or it is starting on a live worker (its
+        # thread is about to take the lease, however loaded the worker is).
+        instance = str(job.meta.get("instance", ""))
+        if instance and store_recovery.is_alive(r, instance):
+            return "hung", "started on a live worker, but no run holds its lease"
+        return "requeue", "its worker is gone"
     if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         # RQ gave up after every retry: the match cannot be hosted. Say so rather than
         # retrying forever; the error is on the match and its tournament.
@@ -72,91 +122,106 @@ def _job_state(rq_conn: redis.Redis, job_id: str) -> tuple[str, str]:
     return "requeue", "finished without a result"  # cannot happen normally
 
 
-def _stale(r: redis.Redis, mid: str, now: float) -> bool:
-    """True once `mid` has been found with no live host for STALE_S, by Redis's clock:
+def _suspect_for(r: redis.Redis, mid: str, now: float, limit: float) -> bool:
+    """True once `mid` has been found with no live host for `limit` s, by Redis's clock:
     the machines' clocks may disagree, and RQ's timestamps are each worker's own."""
-    since = float(r.hget(keys.RECOVERY_SUSPECTS, mid) or 0)
-    if not since:
-        r.hset(keys.RECOVERY_SUSPECTS, mid, repr(now))
-        return False
-    return now - since > STALE_S
+    since = store_recovery.suspected_since(r, mid, now)
+    return since is not None and now - since > limit
 
 
 def recover(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     """Queue again every open match with no live host, and nudge running tournaments."""
+    out = recover_matches(r, rq_conn)
+    out["nudged"] = nudge(r, rq_conn)
+    return out
+
+
+def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
+    """Queue again every open match with no live host (and fail those RQ gave up on)."""
     requeued: list[str] = []
     failed: list[str] = []
-    nudged: list[str] = []
-    open_ids: set[str] = r.smembers(keys.OPEN_MATCHES)  # type: ignore[assignment]
-    sec, usec = r.time()
-    now = float(sec) + float(usec) / 1e6
-    suspects: list[str] = r.hkeys(keys.RECOVERY_SUSPECTS)  # type: ignore[assignment]
-    cleared = [mid for mid in suspects if mid not in open_ids]
-    for mid in sorted(open_ids):
+    open_ids = store_matches.open_ids(r)
+    now = store_recovery.now(r)
+    live = set(open_ids)
+    cleared = [mid for mid in store_recovery.suspects(r) if mid not in live]
+    queues = _Queues(rq_conn)
+    for mid, held in zip(open_ids, store_matches.hosted_many(r, open_ids), strict=True):
         # A match with a result is still open when the run that stored it died before its
         # bookkeeping was done (recorded in its tournament, released, ...): run it again,
         # and that run, finding the result, does what is missing.
-        if r.exists(keys.lease(mid)):
+        if held:
             cleared.append(mid)
             continue  # a live run hosts it
-        what, detail = _job_state(rq_conn, ids.match_job_id(mid))
-        if what == "stale":
-            what = "requeue" if _stale(r, mid, now) else "wait"
+        what, detail = _job_state(r, rq_conn, ids.match_job_id(mid), queues)
+        if what in ("stale", "hung"):
+            limit = STALE_S if what == "stale" else HUNG_S
+            what = "requeue" if _suspect_for(r, mid, now, limit) else "wait"
         else:
             cleared.append(mid)
         if what == "requeue":
             cleared.append(mid)
+            # Looked at again just before: a run that ended (or began) since this pass
+            # read the open matches and their leases needs no second run.
+            if not store_matches.abandoned(r, mid):
+                continue
             enqueue_match(rq_conn, mid, resume=True)
-            requeued.append(mid)
+            requeued.append(f"{mid} ({detail})")
         elif what == "failed":
-            r.hset(keys.match(mid), mapping={"status": MatchStatus.FAILED, "error": detail})
-            r.srem(keys.OPEN_MATCHES, mid)
+            spec = store_matches.mark_failed(r, mid, detail)
+            if spec is None:
+                continue  # a run took it up meanwhile
             failed.append(mid)
-            tournament_id = r.hget(keys.match(mid), "tournament_id")
-            if tournament_id:
-                store_t.mark_failed_game(r, str(tournament_id), mid)
-                enqueue_advance(rq_conn, str(tournament_id))
-    if cleared:
-        r.hdel(keys.RECOVERY_SUSPECTS, *cleared)
-    for tid in r.zrange(keys.TOURNAMENTS, 0, -1):
-        info = r.hgetall(keys.tournament(str(tid)))
-        if info.get("status") != TournamentStatus.RUNNING:
+            if spec.tournament_id:
+                store_t.mark_failed_game(r, spec.tournament_id, mid)
+                enqueue_advance(rq_conn, spec.tournament_id)
+    store_recovery.clear(r, cleared)
+    if requeued:
+        log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
+    if failed:
+        log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
+    return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
+            "at": time.time()}
+
+
+def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
+    """Queue a scheduling step of every running tournament that needs one, and a fit of
+    every pool that was asked for one with no job to do it; what was nudged."""
+    nudged: list[str] = []
+    for tid in store_t.all_ids(r):
+        info = store_t.info(r, tid)
+        if info.status != TournamentStatus.RUNNING:
             continue
         # Games in flight advance the tournament as each one ends. Nudge it when nothing
         # is in flight (a scheduling step lost in a full restart), when a step was asked
         # for (dirty) but no run holds the lock (its run died mid-step), or when a game is
         # recorded that no step has counted and no step runs (the step queued after it
         # was lost: its worker killed, or Redis restarted on a file that missed it).
-        done = int(info.get("done", 0))
-        recorded = r.zcard(keys.tournament_recorded(str(tid)))
-        in_flight = r.zcard(keys.tournament_matches(str(tid))) > max(done, recorded)
-        idle = not r.exists(keys.tournament_lock(str(tid)))
-        lost = idle and bool(r.exists(keys.tournament_dirty(str(tid))))
-        owed = idle and recorded > done
+        steps = store_t.scheduling(r, tid)
+        in_flight = steps.games > max(info.done, steps.recorded)
+        idle = not steps.stepping
+        lost = idle and steps.asked
+        owed = idle and steps.recorded > info.done
         if not in_flight or lost or owed:
-            enqueue_advance(rq_conn, str(tid))
-            nudged.append(str(tid))
+            enqueue_advance(rq_conn, tid)
+            nudged.append(tid)
     for pool in ("3p", "2v2"):
         # A fit asked for with no job to do it: that job died, or failed and asked again.
         if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
             enqueue_fit(rq_conn, pool)
             nudged.append(f"ratings {pool}")
-    if requeued:
-        log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
-    if failed:
-        log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
-    return {"requeued": requeued, "failed": failed, "nudged": nudged, "at": time.time()}
+    return nudged
 
 
 def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
     r = redis.Redis.from_url(url, decode_responses=True)
     rq_conn = redis.Redis.from_url(url)
-    me = secrets.token_hex(6)
     while True:
         try:
-            # Whoever takes the lock does this period's pass; it lapses before the next one.
-            if r.set(keys.RECOVERY_LOCK, me, nx=True, px=int(every * 900)):
-                recover(r, rq_conn)
+            # Whoever takes a lock does that period's pass; it lapses before the next one.
+            if store_recovery.pass_lock(int(every * 900)).acquire(r):
+                recover_matches(r, rq_conn)
+            if store_recovery.nudge_lock(int(NUDGE_S * 900)).acquire(r):
+                nudge(r, rq_conn)
         except redis.RedisError as exc:
             log.warning("recovery pass skipped: %s", exc)  # Redis away: try next period
         except Exception:
@@ -165,9 +230,31 @@ def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
             return
 
 
-def start_recovery_thread(url: str, every: float = EVERY_S) -> threading.Event:
-    """Run `recover` now and every `every` s in a daemon thread; set the event to stop it."""
+def _alive_loop(url: str, instance: str, stop: threading.Event) -> None:
+    """Keep the worker's liveness key fresh (a thread of its own: a long recovery pass
+    must not make a live worker look dead)."""
+    r = redis.Redis.from_url(url, decode_responses=True)
+    while True:
+        try:
+            store_recovery.keep_alive(r, instance, ALIVE_MS)
+        except redis.RedisError as exc:
+            log.warning("could not renew this worker's liveness: %s", exc)
+        if stop.wait(ALIVE_MS / 3000):
+            with contextlib.suppress(redis.RedisError):
+                store_recovery.keep_alive(r, instance, 0)
+            return
+
+
+def start_recovery_thread(url: str, every: float = EVERY_S, instance: str = "",
+                          recovery: bool = True) -> threading.Event:
+    """Run the recovery passes (unless not `recovery`) now and every `every` s in a daemon
+    thread, and keep the liveness key of worker `instance` (if given) fresh; set the event
+    to stop both."""
     stop = threading.Event()
-    threading.Thread(target=_recovery_loop, args=(url, stop, every), name="moonshot-recovery",
-                     daemon=True).start()
+    if recovery:
+        threading.Thread(target=_recovery_loop, args=(url, stop, every),
+                         name="moonshot-recovery", daemon=True).start()
+    if instance:
+        threading.Thread(target=_alive_loop, args=(url, instance, stop),
+                         name="moonshot-alive", daemon=True).start()
     return stop

@@ -23,28 +23,27 @@ lost and none runs twice at once.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from store import events, keys, messages
+from store import deals, events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
-from workers import failpoints
+from workers import failpoints, metrics
 from workers.queues import enqueue_match, request_fit
 
 __all__ = ["RedisSource", "advance"]
 
 log = logging.getLogger("moonshot.tournament")
 
-_LOCK_MS = 30_000  # renewed after every pass (a first step of 1000 bots takes ~8 s); a dead
+LOCK_MS = 30_000  # extended after every pass (a first step of 1000 bots takes ~8 s); a dead
 # run's lock lapses this soon
 _RESULT_KEYS = ("final", "winner", "placement", "end", "forfeit", "seats")
 
@@ -66,21 +65,28 @@ class RedisSource:
         return store_t.schedule_size(self.r, self.spec.tournament_id) or (0, 0)
 
 
-def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str) -> dict[str, Any]:
-    """One scheduling step (idempotent): create what the plan adds, emit events, finish."""
-    lock = keys.tournament_lock(tournament_id)
-    r.set(keys.tournament_dirty(tournament_id), 1)
-    token = secrets.token_hex(8)
-    if not r.set(lock, token, nx=True, px=_LOCK_MS):
+def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str,
+            lock_ms: int = LOCK_MS) -> dict[str, Any]:
+    """One scheduling step (idempotent): create what the plan adds, emit events, finish.
+
+    A run that finds its lock lost after a pass (it stalled past `lock_ms` and another
+    run may hold the lock now) stops there: the step it took is safe (the state moves by
+    compare-and-set), and what is left is the holder's to do."""
+    lock = store_t.step_lock(tournament_id, lock_ms)
+    store_t.ask_step(r, tournament_id)
+    if not lock.acquire(r):
         return {"tournament_id": tournament_id, "skipped": "another run is advancing it"}
     summary: dict[str, Any] = {}
     try:
-        while r.delete(keys.tournament_dirty(tournament_id)):
+        while store_t.take_step(r, tournament_id):
             summary = _advance_once(r, rq_conn, tournament_id)
-            r.set(lock, token, xx=True, px=_LOCK_MS)
+            if not lock.extend(r):
+                log.warning("tournament %s: this step's lock lapsed; another run goes on",
+                            tournament_id)
+                return {"tournament_id": tournament_id, **summary,
+                        "skipped": "lost the lock after a pass"}
     finally:
-        if r.get(lock) == token:
-            r.delete(lock)
+        lock.release(r)
     return summary
 
 
@@ -98,7 +104,7 @@ def _first_step(r: redis.Redis, spec: TournamentSpec) -> Step:
 def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, Any]:
     spec = store_t.load_spec(r, tid)
     fmt = formats.get(spec.format)
-    status = store_t.info(r, tid).get("status")
+    status = store_t.info(r, tid).status
     stored = store_t.state(r, tid)
     fresh: list[tuple[str, dict[str, Any]]] = []
     if stored is None:
@@ -133,19 +139,16 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
     failpoints.reached("step.before-save")
     if changed and not store_t.save_state(r, tid, expected, new_state):
         return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
-    r.hset(keys.tournament(tid), mapping={"total": step.total, "done": cursor})
+    store_t.progress(r, tid, cursor, step.total)
     failed = store_t.failed_games(r, tid)
     if failed and status == TournamentStatus.RUNNING:
         mid, error = failed[0]
-        r.hset(keys.tournament(tid), mapping={
-            "status": TournamentStatus.FAILED, "finished_at": repr(time.time()),
-            "error": f"match {mid} cannot be played: {error}"})
+        store_t.end(r, tid, TournamentStatus.FAILED, f"match {mid} cannot be played: {error}")
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
         log.error("tournament %s failed: match %s: %s", tid, mid, error)
     elif step.finished and status == TournamentStatus.RUNNING:
-        r.hset(keys.tournament(tid), mapping={"status": TournamentStatus.FINISHED,
-                                              "finished_at": repr(time.time())})
+        store_t.end(r, tid, TournamentStatus.FINISHED)
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
         log.info("tournament %s finished", tid)
@@ -200,6 +203,7 @@ def _release(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec, boards:
         for mid in ids:
             boards.released += 1
             store_matches.release(r, mid, spec.players, now)
+            metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
             store_t.mark_released(r, tid, mid, boards.released)
             events.emit(r, tid, f"finished:{mid}",
                         _finished_event(mid, rows[mid], boards.released, total))
@@ -215,17 +219,39 @@ def _finished_event(mid: str, row: dict[str, Any], done: int,
         time=time.time())
 
 
+def _deals(r: redis.Redis, spec: TournamentSpec, games: list[Game]) -> dict[str, int]:
+    """The deal of each unit of `games`: its planned seed through the stack's secret, claimed
+    for every remote bot of the unit, or a fresh deal of the board where one of them was
+    dealt that one before (noted on the tournament). See store.deals."""
+    units: dict[str, set[str]] = {}
+    planned: dict[str, int] = {}
+    for g in games:
+        units.setdefault(g.unit, set()).update(b for b in g.bot_ids if not ids.is_house_bot(b))
+        planned[g.unit] = g.seed
+    out = {}
+    for unit, bots in units.items():
+        out[unit], refused = deals.deal(r, planned[unit], board_id(spec.tournament_id, unit),
+                                        bots)
+        if refused:
+            store_t.note_redealt(r, spec.tournament_id, unit)
+            log.info("tournament %s: board %s dealt afresh (%d deal(s) refused: a bot had "
+                     "been dealt them)", spec.tournament_id, unit, refused)
+    return out
+
+
 def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
                   games: list[Game]) -> int:
-    """Store and queue new games; a game that exists already is left as it is."""
+    """Store and queue new games, each dealt its unit's deal; a game that exists already
+    is left as it is."""
     names = dict(zip(spec.bot_ids, spec.names, strict=True))
     tid = spec.tournament_id
     notes = formats.notes(spec)
+    dealt = _deals(r, spec, games)
     created = 0
     now = time.time()
     for i, g in enumerate(games):
         mspec = MatchSpec(
-            match_id=g.match_id, rules=spec.rules, seed=g.seed, bot_ids=g.bot_ids,
+            match_id=g.match_id, rules=spec.rules, seed=dealt[g.unit], bot_ids=g.bot_ids,
             seat_names=tuple(names[b] for b in g.bot_ids), clock=spec.clock,
             faults=spec.faults, tournament_id=tid,
             meta={"unit": g.unit, "bracket_match": g.bracket_match,

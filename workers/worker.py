@@ -12,9 +12,13 @@ asyncio loop because the match host, the engine and redis-py's blocking client
 stay exactly as they are (and testable alone), the GIL is released while a thread
 waits on Redis, and the CPU a decision costs is the engine's, as before.
 
-- Redis connections: the job threads share one pool of at most `concurrency + 8`
-  connections (a waiting match holds one while it blocks on its reply list);
-  RQ's own client adds a few more, so a worker holds about `concurrency + 12`.
+- Resumed first, for real: besides its `concurrency` threads a worker keeps a
+  reserve (`reserve_for(concurrency)`: a tenth, at least 2) that takes only resumed
+  matches and scheduling steps. A killed worker's matches thus start again on a
+  worker whose threads are all busy with new games, however long the queue.
+- Redis connections: the job threads share one pool of at most
+  `concurrency + reserve + 8` connections (a waiting match holds one while it
+  blocks on its reply list); RQ's own client adds a few more.
 - Timeouts: RQ's signal-based job timeouts work only on the main thread; match
   jobs need none (a lease, renewed every second, proves a run alive).
 - Heartbeats: RQ takes a job whose execution's heartbeat lapses (after 90 s) for
@@ -34,6 +38,7 @@ import contextlib
 import logging
 import os
 import random
+import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -49,7 +54,7 @@ from rq.timeouts import BaseDeathPenalty
 from rq.worker import WorkerStatus
 
 from telemetry import logs
-from workers import jobs
+from workers import house, jobs
 from workers.match import STOPPING
 from workers.queues import (
     ADVANCE_JOB,
@@ -62,13 +67,19 @@ from workers.queues import (
     queue,
 )
 
-__all__ = ["DEFAULT_CONCURRENCY", "NameTaken", "ThreadedWorker", "make_worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "NameTaken", "ThreadedWorker", "make_worker", "reserve_for"]
 
 log = logging.getLogger("moonshot.worker")
 
 DEFAULT_CONCURRENCY = 100
 _HANDOVER_S = 10.0  # how long a stopping worker waits for its matches to hand over
 _REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+_PRIORITY = 2  # the first queues (control, resume) may use the reserve
+
+
+def reserve_for(concurrency: int) -> int:
+    """Threads kept for resumed matches and scheduling steps beyond `concurrency`."""
+    return max(2, concurrency // 10)
 
 
 class NoDeathPenalty(BaseDeathPenalty):
@@ -94,8 +105,15 @@ class ThreadedWorker(SimpleWorker):
                  **kwargs: Any) -> None:
         super().__init__(queues, **kwargs)
         self.concurrency = concurrency
-        self._slots = threading.BoundedSemaphore(concurrency)
-        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="match")
+        self.reserve = reserve_for(concurrency)
+        # This process, as the match jobs it starts name it: recovery leaves a started match
+        # alone while this instance's liveness key is fresh (workers.recovery).
+        self.instance = f"{self.name}:{os.getpid()}:{secrets.token_hex(4)}"
+        # Free threads: `general` for any queue, `reserve` for the first _PRIORITY only.
+        self._free = {"general": concurrency, "reserve": self.reserve}
+        self._freed = threading.Condition()
+        self._threads = ThreadPoolExecutor(concurrency + self.reserve,
+                                           thread_name_prefix="match")
         self._running = 0
         self._lock = threading.Lock()
         self._live: dict[str, tuple[Job, Any]] = {}  # job id -> (job, RQ execution)
@@ -135,15 +153,18 @@ class ThreadedWorker(SimpleWorker):
         """Jobs running now."""
         return self._running
 
-    def execute_job(self, job: Job, queue: Queue) -> None:
+    def execute_job(self, job: Job, queue: Queue, slot: str = "general") -> None:
         """Start the job on a free thread (the loop took a slot for it) and return."""
+        if job.func_name == MATCH_JOB:
+            job.meta["instance"] = self.instance
+            job.save_meta()  # type: ignore[no-untyped-call]
         execution = self.prepare_execution(job)
         with self._lock:
             self._running += 1
             self._live[job.id] = (job, execution)
-        self._threads.submit(self._perform, job, queue, execution)
+        self._threads.submit(self._perform, job, queue, execution, slot)
 
-    def _perform(self, job: Job, queue: Queue, execution: Any) -> None:
+    def _perform(self, job: Job, queue: Queue, execution: Any, slot: str = "general") -> None:
         try:
             with logs.context(**_job_fields(job)):  # RQ's own lines about the job too
                 self.perform_job(job, queue, execution)
@@ -154,7 +175,7 @@ class ThreadedWorker(SimpleWorker):
                 self._running -= 1
                 self._live.pop(job.id, None)
                 idle = self._running == 0
-            self._slots.release()
+            self._give_back(slot)
             if idle:
                 with contextlib.suppress(*_REDIS_ERRORS):
                     self.set_state(WorkerStatus.IDLE)
@@ -175,20 +196,22 @@ class ThreadedWorker(SimpleWorker):
                     self._beat_for_jobs()
                     if self.should_run_maintenance_tasks:
                         self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
-                    if not self._take_slot():
+                    slot = self._take_slot()
+                    if slot is None:
                         continue
                     try:
-                        result = self.dequeue_job_and_maintain_ttl(None if burst else 5)
+                        result = self._dequeue(slot, burst)
                     except BaseException:
-                        self._slots.release()
+                        self._give_back(slot)
                         raise
                     if result is None:
-                        self._slots.release()
+                        self._give_back(slot)
                         if burst and not self.running:
                             break
-                        time.sleep(0.2)
+                        if slot == "general":
+                            time.sleep(0.2)
                         continue
-                    self.execute_job(*result)
+                    self.execute_job(*result, slot=slot)
                     worked = True
                     backoff = 0.5
                 except StopRequested:
@@ -206,15 +229,40 @@ class ThreadedWorker(SimpleWorker):
                 log.warning("Redis unreachable: could not register this worker's end")
         return worked
 
-    def _take_slot(self) -> bool:
-        """Wait for a free thread, keeping the worker's heartbeat meanwhile."""
-        while not self._slots.acquire(timeout=5.0):
+    def _take_slot(self) -> str | None:
+        """Wait for a free thread, keeping the worker's heartbeat meanwhile: "general" (any
+        job), else "reserve" (resumed matches and scheduling steps only); None when a stop
+        was asked for."""
+        while True:
+            with self._freed:
+                for slot in ("general", "reserve"):
+                    if self._free[slot]:
+                        self._free[slot] -= 1
+                        return slot
+                self._freed.wait(timeout=5.0)
             if self._stop_requested:
-                return False
+                return None
             with contextlib.suppress(*_REDIS_ERRORS):
                 self.heartbeat()
             self._beat_for_jobs()
-        return True
+
+    def _give_back(self, slot: str) -> None:
+        with self._freed:
+            self._free[slot] += 1
+            self._freed.notify()
+
+    def _dequeue(self, slot: str, burst: bool) -> tuple[Job, Queue] | None:
+        """A job for a thread of `slot`: from every queue, or (a reserve thread) from the
+        control and resume queues only, for a second at a time so that a general thread
+        that frees up meanwhile is used for new matches."""
+        if slot == "general":
+            return self.dequeue_job_and_maintain_ttl(None if burst else 5)
+        every = self._ordered_queues
+        self._ordered_queues = every[:_PRIORITY]
+        try:
+            return self.dequeue_job_and_maintain_ttl(None if burst else 1)
+        finally:
+            self._ordered_queues = every
 
     def _beat_for_jobs(self) -> None:
         """Renew the heartbeat of every job running here, every third of RQ's interval."""
@@ -249,6 +297,7 @@ class ThreadedWorker(SimpleWorker):
             log.warning("%d matches did not hand over in %.0f s; recovery will requeue them",
                         self.running, _HANDOVER_S)
         self._threads.shutdown(wait=False, cancel_futures=True)
+        house.shutdown()
 
     def _shutdown(self) -> None:
         """A stop request: take no new job (the running ones hand over as the loop ends)."""
@@ -291,7 +340,7 @@ def make_worker(conn: redis.Redis, name: str | None = None,
                 concurrency: int = DEFAULT_CONCURRENCY) -> ThreadedWorker:
     """A worker on the project's queues: scheduling first, then resumed matches, then new
     ones."""
-    jobs.share_redis(conn, concurrency + 8)
+    jobs.share_redis(conn, concurrency + reserve_for(concurrency) + 8)
     return ThreadedWorker(
         [queue(conn, CONTROL_QUEUE), queue(conn, RESUME_QUEUE), queue(conn, MATCH_QUEUE)],
         concurrency=concurrency,

@@ -3,7 +3,10 @@
 Every call goes without any token, so the pages show exactly what the API shows to
 anyone: a tournament game whose board is still in play is only its existence and
 its status (the referee cuts it; nothing here could put it back). The web server
-never reads Redis.
+never reads Redis. Its watch streams carry the stack's watch pass when it was given
+one (`MOONSHOT_WATCH_PASS`, which `moonshot up` sets): the referee keeps watch slots in
+reserve for it, so no client holding many addresses can starve the live pages. The
+pass grants nothing else.
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ def is_unreachable(exc: grpc.RpcError) -> bool:
 class PublicApi:
     """The calls the pages make, as a caller without any token."""
 
-    def __init__(self, server: str | Target) -> None:
+    def __init__(self, server: str | Target, watch_pass: str | None = None) -> None:
         target = target_of(server)
+        self.watch_metadata = (("x-moonshot-watch-pass", watch_pass),) if watch_pass else ()
         self.server = target.address
         self.channel = target.aio_channel(_CHANNEL_OPTIONS)
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
@@ -93,7 +97,7 @@ class PublicApi:
                          ) -> AsyncIterable[tournament_pb2.WatchTournamentResponse]:
         """Its public events after sequence `after`, until it finishes."""
         return self.tournaments.WatchTournament(tournament_pb2.WatchTournamentRequest(
-            tournament_id=tournament_id, after_sequence=after))
+            tournament_id=tournament_id, after_sequence=after), metadata=self.watch_metadata)
 
     # ---------------------------------------------------------------- matches
 
@@ -116,7 +120,8 @@ class PublicApi:
                     ) -> AsyncIterable[match_pb2.WatchMatchResponse]:
         """Its public events after sequence `after`, until it ends."""
         return self.matches.WatchMatch(
-            match_pb2.WatchMatchRequest(match_id=match_id, after_sequence=after))
+            match_pb2.WatchMatchRequest(match_id=match_id, after_sequence=after),
+            metadata=self.watch_metadata)
 
     # ------------------------------------------------------------ bots, ratings
 

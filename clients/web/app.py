@@ -24,9 +24,13 @@ Pages (see README, "Web pages"):
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import ipaddress
 import json
 import logging
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +45,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clients.channel import Target, target_of
+from clients.channel import Target, diagnose, not_answered, target_of
 from clients.web import views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.live import Feed, Hub, sse
@@ -52,11 +56,17 @@ __all__ = ["create_app"]
 log = logging.getLogger("moonshot.web")
 
 HERE = Path(__file__).resolve().parent
-GAMES_SHOWN = 60  # a tournament page lists its newest games; /games pages through all
+GAMES_SHOWN = 120  # a tournament page lists its newest games; /games pages through all
+LIVE_SINGLES_SCAN = 100  # the front page looks for live single matches among the newest
 BOT_GAMES_MAX = 500  # a bot page reads at most this many of its games
 MAX_ID = 200  # longer ids are not ids: 404 without asking the referee
 KEEPALIVE_S = 15.0
 MAX_STREAMS = 1000  # browsers following live at once, per web server
+# No one address, and no one network (a /24 of IPv4, a /56 of IPv6), may take them all:
+# a browser holds one live page per open tab, and several people behind one NAT share
+# an address.
+MAX_STREAMS_PER_ADDRESS = 32
+MAX_STREAMS_PER_NETWORK = 128
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; object-src 'none'")
 
@@ -80,6 +90,7 @@ class Pages:
         self.api: PublicApi | None = None
         self.hub: Hub | None = None
         self.streams = 0
+        self.by_client: collections.Counter[str] = collections.Counter()  # address, network
         self.tournament_names: dict[str, str] = {}  # names never change: kept once read
 
     # ---------------------------------------------------------------- helpers
@@ -137,19 +148,22 @@ class Pages:
         games = await self.client.list_matches(tournament_id=t.tournament_id,
                                                 page_size=GAMES_SHOWN)
         row = views.tournament_row(t)
-        # The standings count the games the public may see; the progress follows them.
-        done = st.matches_done
-        row["done"] = done
-        row["total"] = done if row["status"] == "finished" else max(st.matches_total, done)
-        row["percent"] = round(100 * done / row["total"]) if row["total"] else 0
+        progress = views.progress_view(t, st)
+        boards = views.boards_view(t, st)
+        rows = [views.match_row(m) for m in games.matches]
         return {
             "t": row,
+            "progress": progress,
+            "boards": boards,
+            "boards_word": ("tables" if t.spec.duplicate == tournament_pb2.DUPLICATE_MODE_BOARDS
+                            else "games"),
             "seq": st.sequence,
             "standings": views.standings_view(st),
+            "pool": "3p" if t.spec.players == 3 else "2v2",
             "crosstable": views.crosstable_view(st),
             "bracket": views.bracket_view(st),
             "notes": list(st.notes) or list(t.notes),
-            "games": [views.match_row(m) for m in games.matches],
+            "groups": views.games_by_board(rows, [b["board"] for b in boards]),
             "more_games": bool(games.next_page_token),
         }
 
@@ -160,11 +174,12 @@ class Pages:
         parts = self.parts()
         return {
             "status": ctx["t"]["status"],
-            "done": ctx["t"]["done"],
-            "total": ctx["t"]["total"],
+            "done": ctx["progress"]["played"],
+            "total": ctx["progress"]["total"],
             "html": {
                 "status": str(parts.status(ctx)),
                 "progress": str(parts.progress(ctx)),
+                "boards": str(parts.boards(ctx)),
                 "standings": str(parts.standings(ctx)),
                 "crosstable": str(parts.crosstable(ctx)),
                 "bracket": str(parts.bracket(ctx)),
@@ -179,8 +194,12 @@ class Pages:
         token = request.query_params.get("page", "")
         resp = await self.client.list_tournaments(page_token=token)
         rows = [views.tournament_row(t) for t in resp.tournaments]
+        # The newest matches hold the single matches being played: a cheap page, no scan.
+        recent = await self.client.list_matches(page_size=LIVE_SINGLES_SCAN)
+        singles = views.live_singles([views.match_row(m) for m in recent.matches])
         ctx = {"rows": rows, "next": resp.next_page_token, "page_token": token,
-               "live": any(r["status"] == "running" for r in rows)}
+               "singles": singles,
+               "live": any(r["status"] == "running" for r in rows) or bool(singles)}
         if request.query_params.get("partial"):
             module: Any = self.env.get_template("_index.html").module
             return HTMLResponse(str(module.tournament_list(ctx)))
@@ -237,9 +256,11 @@ class Pages:
         games.reverse()  # oldest first: results over time
         await self.name_tournaments(games)
         tally = {k: sum(1 for g in games if g["outcome"] == k) for k in ("win", "draw", "loss")}
+        tally["forfeit"] = sum(1 for g in games if g["forfeited"])
         return self.page("bot.html", bot={"id": b.bot_id, "name": b.name,
-                                          "connected": b.connected,
-                                          "created": views.when(b.created_at)},
+                                          "connected": b.connected, "house": b.house,
+                                          "created": views.when(b.created_at,
+                                                                b.HasField("created_at"))},
                          ratings=ratings, history=history, games=games, more=bool(token),
                          tally=tally,
                          chart=views.bot_results_chart(games))
@@ -297,36 +318,61 @@ class Pages:
 
     # ------------------------------------------------------------------ streams
 
-    def stream(self, request: Request, kind: str, ident: str) -> Response:
-        """An SSE response following the hub's feed, resuming after Last-Event-ID."""
+    def _busy(self, keys: tuple[str, str]) -> str | None:
+        """Why one more live page from these (address, network) keys is refused, if it is."""
         if self.streams >= MAX_STREAMS:
-            return self.error_page(503, "Too many live pages",
-                                   "This web server follows as many live pages as it can.")
+            return "This web server follows as many live pages as it can."
+        if self.by_client[keys[0]] >= MAX_STREAMS_PER_ADDRESS:
+            return (f"Your address follows {MAX_STREAMS_PER_ADDRESS} live pages already; "
+                    "close some tabs.")
+        if self.by_client[keys[1]] >= MAX_STREAMS_PER_NETWORK:
+            return (f"Your network follows {MAX_STREAMS_PER_NETWORK} live pages already.")
+        return None
+
+    def stream(self, request: Request, kind: str, ident: str) -> Response:
+        """An SSE response following the hub's feed, resuming after Last-Event-ID; 429
+        past a client's share of the live pages, 503 past the server's."""
+        keys = client_keys(request.client.host if request.client else "")
+        busy = self._busy(keys)
+        if busy:
+            code = 503 if self.streams >= MAX_STREAMS else 429
+            return self.error_page(code, "Too many live pages", busy)
         after_text = request.headers.get("last-event-id") or request.query_params.get("after")
         try:
             after = max(0, int(after_text or 0))
         except ValueError:
             after = 0
-        return StreamingResponse(self._events(kind, ident, after),
+        return StreamingResponse(self._events(kind, ident, after, keys),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def _events(self, kind: str, ident: str, after: int) -> AsyncIterator[str]:
+    async def _events(self, kind: str, ident: str, after: int, keys: tuple[str, str]
+                      ) -> AsyncIterator[str]:
         assert self.hub is not None
+        # Counted here, where nothing can run between the check and the count: requests
+        # that passed `stream` together cannot add up past a cap.
+        if self._busy(keys):
+            yield sse("busy", "{}")
+            return
         self.streams += 1
+        self.by_client.update(keys)
         try:
             yield "retry: 2000\n\n"
             async with self.hub.follow(kind, ident) as feed:
                 # A snapshot feed sends its newest state even at the page's own sequence:
                 # a page drawn between two calls of a change gets it whole.
-                last = after - 1 if feed.snapshot else after
+                last = (after - 1 if feed.snapshot else after, sys.maxsize)
                 async for chunk in self._follow(feed, last):
                     yield chunk
         finally:
             self.streams -= 1
+            self.by_client.subtract(keys)
+            for k in keys:
+                if self.by_client[k] <= 0:
+                    del self.by_client[k]
 
     @staticmethod
-    async def _follow(feed: Feed, last: int) -> AsyncIterator[str]:
+    async def _follow(feed: Feed, last: tuple[int, int]) -> AsyncIterator[str]:
         while True:
             items = await feed.wait_after(last, KEEPALIVE_S)
             if items is None:
@@ -334,8 +380,8 @@ class Pages:
                 continue
             for item in items:
                 yield sse(item.event, item.data, item.seq)
-                last = item.seq
-            if feed.done and last >= feed.last_seq:
+                last = item.key
+            if feed.done and last[0] >= feed.last_seq:
                 yield sse("end", "{}")
                 return
 
@@ -358,9 +404,12 @@ class Pages:
             return self.error_page(404, "Not found", f"The referee knows no such thing: "
                                    f"{details or 'unknown id'}.")
         if is_unreachable(exc):
+            why = f"The referee at {self.server} did not answer."
+            if not_answered(details or ""):  # no connection at all: why (TLS, nothing there)
+                text = await asyncio.to_thread(diagnose, self.target)
+                why = text[:1].upper() + text[1:] + "."
             return self.error_page(503, "The referee is not answering",
-                                   f"The referee at {self.server} did not answer. "
-                                   f"This page will work again once it is back.")
+                                   f"{why} This page will work again once it is back.")
         log.warning("gRPC error on %s: %s", request.url.path, exc)
         return self.error_page(502, "The referee refused", details or "unexpected error")
 
@@ -375,7 +424,7 @@ class Pages:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """The gRPC channel and the hub live as long as the server."""
-        self.api = PublicApi(self.target)
+        self.api = PublicApi(self.target, os.environ.get("MOONSHOT_WATCH_PASS") or None)
         self.hub = Hub(self.api, self.render_tournament, linger=self.linger)
         try:
             yield
@@ -383,6 +432,19 @@ class Pages:
             await self.hub.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.api.close(), 2)
+
+
+def client_keys(host: str) -> tuple[str, str]:
+    """The keys a browser's live pages count under: its address, and its network (the
+    /24 of an IPv4 address, the /56 of an IPv6 one)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return f"addr:{host}", f"net:{host}"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = 24 if ip.version == 4 else 56
+    return f"addr:{ip}", f"net:{ipaddress.ip_network(f'{ip}/{prefix}', strict=False)}"
 
 
 class SecurityHeaders:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import socket
 
 from clients.channel import Target
 from clients.commands import _server_flag, server_target
 from clients.parser import CommandError, Parser, UsageError
+from store.bots import watch_pass
 
 __all__ = ["add_web", "listen_address", "serve"]
 
@@ -68,6 +70,12 @@ def serve(server: str | Target, host: str, port: int, *, verbose: bool = False,
 def _run_web(args: argparse.Namespace) -> int:
     host, port = listen_address(args.listen)
     server = server_target(args)
+    # The pages' live updates use watch slots the referee keeps for holders of the watch
+    # pass. Given the admin token instead, derive the pass and forget the token: the web
+    # server never holds it.
+    token = os.environ.pop("MOONSHOT_ADMIN_TOKEN", "")
+    if token and not os.environ.get("MOONSHOT_WATCH_PASS"):
+        os.environ["MOONSHOT_WATCH_PASS"] = watch_pass(token)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
@@ -78,7 +86,11 @@ def _run_web(args: argparse.Namespace) -> int:
 def add_web(sub: argparse._SubParsersAction[Parser]) -> None:
     """Add the `web` command."""
     p = sub.add_parser("web", help="serve web pages of tournaments, ratings and game replays "
-                                   "(a client of the referee's public API)")
+                                   "(a client of the referee's public API)",
+                       epilog="Live pages use watch slots the referee keeps for web servers "
+                              "when $MOONSHOT_WATCH_PASS holds the stack's watch pass (or "
+                              "$MOONSHOT_ADMIN_TOKEN the admin token, from which it is "
+                              "derived and then forgotten); `moonshot up` sets it.")
     p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                    help=f"where to serve the pages (default {DEFAULT_LISTEN}; port 0 picks "
                         "a free one)")

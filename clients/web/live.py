@@ -44,6 +44,7 @@ RenderTournament = Callable[[tournament_pb2.Tournament, tournament_pb2.Standings
 _BACKOFF_MAX_S = 10.0
 _STATUS_POLL_S = 2.0
 _RENDER_DELAY_S = 0.2  # events come in bursts (a result, then the standings): one render
+_POLL_S = 2.0  # how often a tournament's feed asks whether games finished in silence
 
 
 def sse(event: str, data: str, seq: int | None = None) -> str:
@@ -54,11 +55,18 @@ def sse(event: str, data: str, seq: int | None = None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One event for the pages: its sequence, its SSE event name and its JSON."""
+    """One event for the pages: its sequence, its SSE event name and its JSON; `version`
+    counts the feed's publications (a snapshot redrawn at one sequence gets a new one)."""
 
     seq: int
     event: str
     data: str
+    version: int = 0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """What orders items: the sequence, then the version."""
+        return self.seq, self.version
 
 
 @dataclass(eq=False)
@@ -72,6 +80,7 @@ class Feed:
     users: int = 0
     task: asyncio.Task[None] | None = None
     snapshot: bool = False  # only the newest item counts (it includes all before it)
+    version: int = 0  # items published so far
     _tick: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -101,6 +110,8 @@ class Feed:
 
     def publish(self, item: Item) -> None:
         """Add an item and wake every waiting page."""
+        self.version += 1
+        item = Item(item.seq, item.event, item.data, self.version)
         if self.snapshot:
             self.items = [item]
         else:
@@ -117,10 +128,10 @@ class Feed:
         tick, self._tick = self._tick, asyncio.Event()
         tick.set()
 
-    async def wait_after(self, seq: int, timeout: float) -> list[Item] | None:
-        """Items after `seq` (at once if there are some, or if the feed is done: then
-        possibly none); None if nothing came within `timeout` seconds."""
-        fresh = [i for i in self.items if i.seq > seq]
+    async def wait_after(self, last: tuple[int, int], timeout: float) -> list[Item] | None:
+        """Items after `last` (an item's key: at once if there are some, or if the feed is
+        done: then possibly none); None if nothing came within `timeout` seconds."""
+        fresh = [i for i in self.items if i.key > last]
         if fresh or self.done:
             return fresh
         tick = self._tick
@@ -128,10 +139,14 @@ class Feed:
             await asyncio.wait_for(tick.wait(), timeout)
         except TimeoutError:
             return None
-        return [i for i in self.items if i.seq > seq]
+        return [i for i in self.items if i.key > last]
 
-    async def retry_pause(self, failures: int) -> None:
-        """Back off before trying the upstream again."""
+    async def retry_pause(self, failures: int, exc: grpc.aio.AioRpcError | None = None) -> None:
+        """Back off before trying the upstream again; say why on the first failure of a
+        run of them (a referee out of watch slots, or gone), so an operator knows."""
+        if exc is not None and failures == 1:
+            log.warning("%s: live updates stopped: the referee answered %s (%s); retrying",
+                        self.key, exc.code().name, exc.details())
         await asyncio.sleep(min(0.25 * 2 ** failures, _BACKOFF_MAX_S))
 
 
@@ -150,7 +165,37 @@ class TournamentFeed(Feed):
         self.snapshot = True
 
     async def run(self) -> None:
-        """GetStandings, then WatchTournament after its sequence, until the end."""
+        """GetStandings, then WatchTournament after its sequence, until the end; meanwhile
+        a poll redraws the page when games finish that no public event announces (a
+        board's tables, before the board is released)."""
+        poller = asyncio.create_task(self._poll(), name=f"poll {self.key}")
+        try:
+            await self._follow_events()
+        finally:
+            poller.cancel()
+
+    async def _poll(self) -> None:
+        """Every _POLL_S: GetTournament; on a change of games played, the standings (the
+        boards in play) and a redraw."""
+        while True:
+            await asyncio.sleep(_POLL_S)
+            t = self.tournament
+            if t is None:
+                continue
+            try:
+                fresh = await self.api.tournament(self.tournament_id)
+                if (fresh.matches_done, fresh.status) == (t.matches_done, t.status):
+                    continue
+                st = await self.api.standings(self.tournament_id)
+            except grpc.aio.AioRpcError:
+                continue  # the event stream's retries say what is wrong
+            if self.standings is not None and st.sequence < self.standings.sequence:
+                continue  # older than what the events gave
+            self.tournament, self.standings = fresh, st
+            self.seq = max(self.seq, st.sequence)
+            self._soon()
+
+    async def _follow_events(self) -> None:
         failures = 0
         while True:
             try:
@@ -179,7 +224,7 @@ class TournamentFeed(Feed):
                 if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
                     self.standings = None  # start again from the present
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
 
     def _apply(self, ev: tournament_pb2.WatchTournamentResponse) -> None:
         self.seq = ev.sequence
@@ -188,7 +233,8 @@ class TournamentFeed(Feed):
         if kind == "standings_changed":
             self.standings = ev.standings_changed.standings
         elif kind == "match_finished" and t is not None:
-            t.matches_done = ev.match_finished.matches_done
+            # The public stream counts released games; the tournament counts games played.
+            t.matches_done = max(t.matches_done, ev.match_finished.matches_done)
             t.matches_total = ev.match_finished.matches_total
         elif kind == "tournament_finished":
             self.tournament = ev.tournament_finished.tournament
@@ -214,8 +260,10 @@ class TournamentFeed(Feed):
         seq = self.seq
         payload = await self.render(t, st)
         payload["seq"] = seq
-        if seq > self.last_seq or not self.items:
-            self.publish(Item(seq, "state", json.dumps(payload, separators=(",", ":"))))
+        data = json.dumps(payload, separators=(",", ":"))
+        # A redraw at the same sequence (a table finished, nothing released) is new too.
+        if not self.items or seq > self.last_seq or data != self.items[-1].data:
+            self.publish(Item(max(seq, self.last_seq), "state", data))
 
 
 class PublicGame:
@@ -256,7 +304,9 @@ class PublicGame:
             return {"k": "finished", "status": status_of_match(f2.status), "error": f2.error,
                     "final": list(res.final_scores),
                     "winner": res.winner if res.HasField("winner") else None,
-                    "end": res.end}
+                    "end": res.end,
+                    "forfeit": ({"seat": res.forfeit.seat, "reason": res.forfeit.reason}
+                                if res.HasField("forfeit") else None)}
         return None
 
     def _action(self, a: match_pb2.WatchMatchResponse.ActionTaken) -> dict[str, Any] | None:
@@ -315,7 +365,7 @@ class MatchFeed(Feed):
                         {"message": exc.details() or "no such match"})))
                     return
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
 
 
 @dataclass(eq=False)
@@ -340,7 +390,7 @@ class StatusFeed(Feed):
                     self.publish(Item(n + 1, "gone", json.dumps({"message": exc.details()})))
                     return
                 failures += 1
-                await self.retry_pause(failures)
+                await self.retry_pause(failures, exc)
                 continue
             failures = 0
             status = status_of_match(m.status)

@@ -8,20 +8,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from clients.render import elo, plural, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+from tournaments.plan import board_label
 
 __all__ = [
+    "boards_view",
     "bot_game",
     "bracket_view",
     "crosstable_view",
+    "games_by_board",
     "json_script",
+    "live_singles",
     "match_row",
+    "progress_view",
     "ratings_view",
     "standings_view",
     "status_of_match",
@@ -123,7 +130,6 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "percent": _percent(done, total),
         "players": spec.players,
         "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
-        "is_bracket": spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
         "clock": clock,
@@ -148,8 +154,8 @@ def standings_view(st: tournament_pb2.Standings) -> list[Row]:
         "losses": row.losses,
         "points": f"{row.points:g}",
         "score": row.score,
-        "rating": f"{row.rating:.0f}",
-        "tournament_rating": (f"{row.tournament_rating:.0f}"
+        "rating": elo(row.rating),
+        "tournament_rating": (elo(row.tournament_rating)
                               if row.HasField("tournament_rating") else ""),
         "forfeits": row.forfeits,
         "eliminated": row.eliminated,
@@ -185,7 +191,7 @@ def crosstable_view(st: tournament_pb2.Standings) -> Row | None:
                 continue
             text = f"{c.wins}\u2013{c.losses}"
             cls = "ahead" if c.wins > c.losses else "behind" if c.wins < c.losses else "even"
-            title = (f"{names.get(a, a)} vs {names.get(b, b)}: {c.games} games, "
+            title = (f"{names.get(a, a)} vs {names.get(b, b)}: {plural(c.games, 'game')}, "
                      f"{c.wins} ahead, {c.draws} level, {c.losses} behind")
             out.append({"text": text, "title": title, "cls": cls, "opponent": b,
                         "draws": c.draws})
@@ -241,16 +247,6 @@ def bracket_view(st: tournament_pb2.Standings) -> Row | None:
             "champion_name": names.get(champion, champion) if champion else ""}
 
 
-def side_names(players: int, seats: Sequence[str]) -> list[str]:
-    """The scoring sides' names: the seats (3 players), or each team's two seats (`a & b`,
-    one name when a bot holds both seats of its team)."""
-    names = list(seats)
-    if players == 4 and len(names) == 4:
-        return [a if a == b else f"{a} & {b}" for a, b in ((names[0], names[2]),
-                                                          (names[1], names[3]))]
-    return names
-
-
 def match_row(m: match_pb2.Match) -> Row:
     """One match in a list: its sides and status, and (once public) the result."""
     status = status_of_match(m.status)
@@ -259,16 +255,25 @@ def match_row(m: match_pb2.Match) -> Row:
     sides: list[Row] = [{"name": n, "score": None, "won": False} for n in names]
     end = ""
     winner = ""
+    notes: list[str] = []
     has_result = m.HasField("result")
     if has_result:
         res = m.result
         for side, score in zip(sides, res.final_scores, strict=False):
             side["score"] = score
+        forfeit = res.forfeit.seat if res.HasField("forfeit") and res.end == "forfeit" else None
+        if forfeit is not None and forfeit < len(seats):
+            notes.append(f"{seats[forfeit]} forfeited")
+        elif res.end == "hand_limit":
+            notes.append("hand limit")
         if res.HasField("winner") and 0 <= res.winner < len(sides):
             sides[res.winner]["won"] = True
             winner = names[res.winner]
-        else:
-            winner = "draw"
+        else:  # no single winner: a draw, or first place shared after a forfeit
+            level = [names[s % len(names)] for s, p in enumerate(res.placement) if p == 1]
+            winner = "shared" if forfeit is not None else "draw"
+            notes.append(f"{' and '.join(dict.fromkeys(level))} share first place"
+                         if forfeit is not None else "draw")
         end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
     short = m.match_id
     if m.tournament_id and short.startswith(m.tournament_id + "-"):
@@ -284,10 +289,13 @@ def match_row(m: match_pb2.Match) -> Row:
         "has_result": has_result,
         "winner": winner,
         "end": end,
+        "notes": notes,
+        "board": m.board,
         "tournament_id": m.tournament_id,
         "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
         "created": when(m.created_at),
         "finished": when(m.finished_at, m.HasField("finished_at")),
+        "finished_at": m.finished_at.seconds + m.finished_at.nanos / 1e9,
         "error": m.error,
     }
 
@@ -313,6 +321,7 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
     seats = [i for i, b in enumerate(m.bot_ids) if b == bot_id]
     side = (seats[0] if m.players == 3 else seats[0] % 2) if seats else -1
     outcome = ""  # win, draw, loss; empty while unknown
+    label = ""  # for people: a forfeit is named, never a draw
     score: int | None = None
     place: int | None = None
     if m.HasField("result") and side >= 0:
@@ -322,15 +331,24 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
         if seats and seats[0] < len(res.placement):
             place = res.placement[seats[0]]
         outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
-                   else "draw")
+                   else "draw" if place == 1 else "loss")
+        forfeiter = res.forfeit.seat if res.HasField("forfeit") and res.end == "forfeit" else -1
+        if forfeiter in seats:
+            label = "lost by forfeit"
+        elif forfeiter >= 0:
+            label = {"win": "won (a forfeit)", "loss": "lost (a forfeit)",
+                     "draw": "shared first (a forfeit)"}[outcome]
+        else:
+            label = {"win": "won", "loss": "lost", "draw": "draw"}[outcome]
     opponents = [n for i, n in enumerate(row["seats"])
                  if i not in seats and not (m.players == 4 and seats and i % 2 == seats[0] % 2)]
     partners = [n for i, n in enumerate(row["seats"])
                 if m.players == 4 and seats and i not in seats and i % 2 == seats[0] % 2]
     opponents = list(dict.fromkeys(opponents))
     partners = list(dict.fromkeys(partners))
-    row.update(seat=",".join(str(s) for s in seats), outcome=outcome, score=score,
-               place=place, opponents=opponents, partners=partners)
+    row.update(seat=",".join(str(s) for s in seats), outcome=outcome, label=label, score=score,
+               place=place, opponents=opponents, partners=partners,
+               forfeited=label == "lost by forfeit")
     return row
 
 
@@ -351,9 +369,9 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
             "provisional": r.provisional,
         })
     chart = [{"name": r["name"], "rating": r["rating"], "low": r["low"], "high": r["high"],
-              "href": f"/bot/{r['bot_id']}"} for r in rows]
-    covered = (f"{resp.fitted_games} of {resp.games} games" if resp.fitted_games != resp.games
-               else f"{resp.games} games")
+              "href": f"/bot/{urllib.parse.quote(str(r['bot_id']), safe='')}"} for r in rows]
+    covered = (f"{resp.fitted_games} of {plural(resp.games, 'game')}"
+               if resp.fitted_games != resp.games else plural(resp.games, "game"))
     return {
         "rows": rows,
         "chart": chart,
@@ -389,14 +407,9 @@ def bot_results_chart(games: Sequence[Row]) -> list[Row]:
     out = []
     for g in games:
         if g["outcome"]:
-            out.append({"id": g["id"], "outcome": g["outcome"], "score": g["score"],
-                        "place": g["place"], "players": g["players"]})
+            out.append({"id": g["id"], "outcome": g["outcome"], "label": g["label"],
+                        "score": g["score"], "place": g["place"], "players": g["players"]})
     return out
-
-
-def ids_in(rows: Iterable[Row]) -> list[str]:
-    """The ids of rows (for tests and links)."""
-    return [str(r["id"]) for r in rows]
 
 
 def _bid_text(bid: object) -> str:
@@ -440,7 +453,20 @@ def transcript_view(record: dict[str, Any]) -> Row:
     winner = record.get("winner")
     final = list(record.get("final", []))
     forfeit = record.get("forfeit")
+    forfeiter = (seats[forfeit["seat"]] if isinstance(forfeit, dict)
+                 and isinstance(forfeit.get("seat"), int) and forfeit["seat"] < len(seats)
+                 else "")
+    if isinstance(winner, int) and 0 <= winner < len(sides):
+        headline = f"{sides[winner]} won"
+    else:  # first place shared: among the others after a forfeit, else a draw
+        out = forfeit["seat"] % len(sides) if forfeiter and isinstance(forfeit, dict) else -1
+        best = max((v for i, v in enumerate(final) if i != out), default=0)
+        level = [sides[i] for i, v in enumerate(final) if v == best and i != out
+                 and i < len(sides)]
+        headline = (f"{forfeiter} forfeited; {' and '.join(level)} share first place"
+                    if forfeiter else f"A draw: {' and '.join(level)} share first place")
     return {
+        "headline": headline,
         "players": players,
         "seats": seats,
         "sides": sides,
@@ -457,3 +483,79 @@ def transcript_view(record: dict[str, Any]) -> Row:
         "seed": record.get("seed"),
         "rules": changed_rules(record.get("rules") or {}),
     }
+
+
+def progress_view(t: tournament_pb2.Tournament, st: tournament_pb2.Standings) -> Row:
+    """How far a tournament is, as anyone may know it: games played (finished) of the
+    total, how many of them are public (their boards released), how many are in play."""
+    played = t.matches_done
+    total = max(t.matches_total, played)
+    public = min(st.matches_done, played) if status_of_tournament(t.status) == "running" \
+        else st.matches_done
+    return {
+        "played": played,
+        "total": total,
+        "percent": _percent(played, total),
+        "public": public,
+        "hidden": max(0, played - public),
+        "running": sum(b.games_running for b in st.boards_in_play),
+    }
+
+
+def boards_view(t: tournament_pb2.Tournament, st: tournament_pb2.Standings) -> list[Row]:
+    """The boards in play that have begun (a game started or finished), oldest first: how
+    many of each board's tables (games) are done. Counts only: results stay hidden."""
+    word = "table" if t.spec.duplicate == tournament_pb2.DUPLICATE_MODE_BOARDS else "game"
+    out = []
+    for b in st.boards_in_play:
+        if not (b.games_finished or b.games_running):
+            continue
+        out.append({
+            "board": b.board,
+            "label": board_label(b.board),
+            "games": b.games,
+            "finished": b.games_finished,
+            "running": b.games_running,
+            "percent": _percent(b.games_finished, b.games),
+            "text": f"{b.games_finished} of {plural(b.games, word)} done"
+                    + (f", {b.games_running} playing" if b.games_running else ""),
+        })
+    return out
+
+
+def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row]:
+    """Games grouped by the board they are dealt from (the duplicate comparison: each
+    table of a board held the same hands): boards in play first, then released boards
+    (newest first), then boards not begun; a single match is a group of its own."""
+    groups: dict[str, Row] = {}
+    for g in rows:
+        board = g["board"] or g["id"]
+        group = groups.get(board)
+        if group is None:
+            group = groups[board] = {"board": board, "label": board_label(board) if g["board"]
+                                     else g["short"], "games": [], "order": len(groups)}
+        unit = board.rpartition("/")[2]
+        g["in_board"] = g["short"][len(unit) + 1:] if g["short"].startswith(unit + "-") else ""
+        group["games"].append(g)
+    playing = set(in_play)
+    out = []
+    for group in groups.values():
+        games = group["games"]
+        done = sum(1 for g in games if g["status"] in ("finished", "failed"))
+        released = all(g["has_result"] or g["status"] == "failed" for g in games)
+        state = ("released" if released and done == len(games) else
+                 "waiting" if not done and all(g["status"] == "queued" for g in games)
+                 and group["board"] not in playing else "in play")
+        group.update(state=state, done=done, count=len(games),
+                     last=max(g["finished_at"] for g in games))
+        out.append(group)
+    rank = {"in play": 0, "released": 1, "waiting": 2}
+    # In play and waiting in play order (the listing is newest first); released, newest.
+    out.sort(key=lambda x: (rank[x["state"]], -x["last"] if x["state"] == "released" else 0,
+                            -x["order"]))
+    return out
+
+
+def live_singles(rows: Sequence[Row]) -> list[Row]:
+    """The single matches (no tournament) of a listing that are queued or being played."""
+    return [g for g in rows if not g["tournament_id"] and g["status"] in ("queued", "running")]

@@ -137,3 +137,14 @@ class OnceBot(GreedyBot):
             time.sleep(60)
         self.seen.add(key)
         return super().act(obs, legal)
+
+
+class EndAwareBot(GreedyBot):
+    """GreedyBot that prints a marker line when its match's end reaches it (`game_over`)."""
+
+    name = "end-aware"
+
+    def game_over(self, result: dict[str, object]) -> None:
+        """Say which match ended, as the test expects."""
+        print(f"game over: {result.get('end')} placement {result.get('placement')}",
+              flush=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -80,3 +83,46 @@ def state_at(record: dict[str, Any], seq: int) -> GameState:
     for aid in actions_of(record)[:seq]:
         st.apply_id(aid)
     return st
+
+
+class SourceProxy:
+    """A TCP forwarder that connects to `target` from the loopback address `source`, so a
+    test can be a client that holds many addresses (every 127.x.y.z is this machine)."""
+
+    def __init__(self, target: str, source: str) -> None:
+        host, _, port = target.rpartition(":")
+        self.target = (host, int(port))
+        self.source = source
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.sockets: list[socket.socket] = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.socket()
+            upstream.bind((self.source, 0))
+            upstream.connect(self.target)
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        """Stop forwarding and close every connection."""
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.close()

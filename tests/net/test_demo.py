@@ -54,7 +54,12 @@ def test_demo_quick_runs_end_to_end(tmp_path: Path) -> None:
         assert sorted(re.findall(r"^\s+\d+\s+(\S+)\s+-?\d+\s+\[", block, re.M)) == bots, block
         assert f"({model} MAP" in block and "provisional" not in block, block
     assert "; 14 games, 7 boards at " in out
-    assert out.rstrip().endswith("stopped")
+    # It ends with what to do next, not with dead links: the pages went with the demo.
+    ending = out[out.rindex("\nstopped\n"):]
+    assert "The demo's pages went with it" in ending
+    for step in ("moonshot demo --keep", "examples/highest_bot.py", "moonshot selfplay",
+                 "moonshot up", "moonshot bot register"):
+        assert step in ending, ending
 
     # Nothing left behind: its Redis (data under the temp folder) and its referee are gone.
     data = re.search(r"data in (\S+)\)", out)

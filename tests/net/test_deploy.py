@@ -9,6 +9,8 @@ import json
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -20,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from stack import Stack, env, moonshot
 from support import finished
+from test_web_pages import _start_web
 
 from clients.admin import Admin
 from clients.channel import Target
@@ -96,7 +99,44 @@ def test_a_referee_on_tls_serves_the_sdk_bot_run_and_the_organiser_commands(
             match_pb2_grpc.MatchServiceStub(ch).ListMatches(match_pb2.ListMatchesRequest(),
                                                             timeout=5)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    _mismatches_say_so_in_one_line(stack, address, ca, tmp_path, token)
     ref.stop()
+
+
+def _mismatches_say_so_in_one_line(stack: Stack, tls_address: str, ca: Path, folder: Path,
+                                   token: str) -> None:
+    """Every command, `bot run` included, told in one line (and at once) that it spoke
+    plaintext to a TLS referee or TLS to a plaintext one; the web pages say it too."""
+    plain_to_tls = [["ratings"], ["bot", "register", "someone"], ["tournament", "show", "cup"],
+                    ["match", "show", "m-1"], ["bot", "run", "--bot", "random", "--token", token]]
+    tls_to_plain = [["ratings"], ["bot", "run", "--bot", "random", "--token", token]]
+    runs = [(argv, "speaks TLS and this client plaintext", [*argv, "--server", tls_address])
+            for argv in plain_to_tls]
+    runs += [(argv, "does not speak TLS", [*argv, "--server", stack.address, "--ca-cert",
+                                           str(ca)]) for argv in tls_to_plain]
+    child_env = env()
+    child_env.pop("MOONSHOT_ADMIN_TOKEN", None)
+    procs = [(argv, says, subprocess.Popen(moonshot(*full), env=child_env, cwd=folder,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           text=True)) for argv, says, full in runs]
+    for argv, says, proc in procs:
+        try:
+            _, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+        lines = err.splitlines()
+        assert proc.returncode == 1 and len(lines) == 1, (argv, proc.returncode, err)
+        assert says in lines[0] and "Traceback" not in err, (argv, err)
+        hint = "--tls" if "plaintext" in says else "drop --tls"
+        assert hint in lines[0], (argv, err)
+    web, url = _start_web(stack, tls_address, "web-plain-to-tls")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as page:
+            urllib.request.urlopen(url + "/", timeout=30)
+        assert page.value.code == 503
+        assert "speaks TLS and this client plaintext" in page.value.read().decode()
+    finally:
+        web.stop()
 
 
 def test_redis_with_a_password_over_tls(tmp_path: Path, admin_token: str) -> None:

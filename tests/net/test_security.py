@@ -8,6 +8,7 @@ import pickle
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psutil
@@ -18,7 +19,7 @@ from rawbot import RawBot, first_legal
 from rq.job import Job
 from rq.serializers import JSONSerializer
 from stack import Proc, Stack, moonshot
-from support import finished
+from support import SourceProxy, finished, wait_until
 
 from clients.admin import Admin
 from clients.sdk import register
@@ -30,8 +31,9 @@ from proto.moon.v1 import (
     tournament_pb2,
     tournament_pb2_grpc,
 )
-from server.lanes import WATCH_PER_PEER
+from server.lanes import WATCH_PER_PEER, WATCH_PER_RANGE, WATCH_RESERVE, WATCH_TOTAL
 from store import keys
+from store.bots import watch_pass
 from workers.queues import CONTROL_QUEUE, queue, rq_connection
 from workers.recovery import recover
 
@@ -92,6 +94,90 @@ def test_watchers_are_capped_and_never_starve_bots(stack: Stack, pool: dict[str,
             next(again)  # admitted: an event, or a wait for one
         except grpc.RpcError as exc:
             assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED, exc
+
+
+def _watch_from(address: str, tid: str, n: int,
+                metadata: tuple[tuple[str, str], ...] = ()) -> list[Any]:
+    """`n` watch streams of one tournament over one channel to `address`."""
+    channel = grpc.insecure_channel(address)
+    stub = tournament_pb2_grpc.TournamentServiceStub(channel)
+    req = tournament_pb2.WatchTournamentRequest(tournament_id=tid)
+    calls: list[Any] = [stub.WatchTournament(req, metadata=metadata) for _ in range(n)]
+    _CHANNELS.append(channel)
+    return calls
+
+
+_CHANNELS: list[grpc.Channel] = []
+
+
+def _settle(calls: list[Any]) -> tuple[int, int]:
+    """(admitted, refused) once every refusal has arrived: a refused stream ends at once
+    with RESOURCE_EXHAUSTED, an admitted one waits for events."""
+    time.sleep(2.0)
+    refused = [c for c in calls if c.done()]
+    for c in refused:
+        assert c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (c.code(), c.details())
+    return len(calls) - len(refused), len(refused)
+
+
+def test_watch_slots_are_not_for_one_client_of_many_addresses(
+        stack: Stack, admin: Admin, name: str, admin_token: str) -> None:
+    """A client holding 32 addresses of one range gets the range's share, not the referee's
+    512 slots; addresses spread over many ranges get the public slots but never the
+    reserve, which a web server's watch pass (and an organiser) still gets."""
+    offline = [register(stack.address, f"{name}-{i}")[0] for i in range(3)]
+    tid = admin.create_tournament(name="watched", players=3, format="round_robin",
+                                  bot_ids=offline, grace_ms=600_000).tournament_id
+    proxies: list[SourceProxy] = []
+    calls: list[Any] = []
+    try:
+        # 32 addresses in one /24.
+        for i in range(2, 34):
+            proxies.append(SourceProxy(stack.address, f"127.0.9.{i}"))
+            calls += _watch_from(proxies[-1].address, tid, WATCH_PER_PEER)
+        assert _settle(calls) == (WATCH_PER_RANGE, 32 * WATCH_PER_PEER - WATCH_PER_RANGE)
+        # Addresses in ranges of their own: every public slot, never the reserve.
+        public = WATCH_TOTAL - WATCH_RESERVE - WATCH_PER_RANGE
+        spread: list[Any] = []
+        for i in range(public // WATCH_PER_PEER + 2):
+            proxies.append(SourceProxy(stack.address, f"127.1.{i}.2"))
+            spread += _watch_from(proxies[-1].address, tid, WATCH_PER_PEER)
+        admitted, refused = _settle(spread)
+        assert admitted == public and refused == 2 * WATCH_PER_PEER
+        calls += spread
+        # The reserve: a web server with the watch pass, and an organiser, still watch.
+        trusted = _watch_from(stack.address, tid, 4,
+                              (("x-moonshot-watch-pass", watch_pass(admin_token)),))
+        trusted += _watch_from(stack.address, tid, 2,
+                               (("authorization", f"Bearer {admin_token}"),))
+        wrong = _watch_from(stack.address, tid, 1, (("x-moonshot-watch-pass", "watch.nope"),))
+        assert _settle(trusted + wrong) == (6, 1)
+        calls += trusted
+        assert "public watch streams at most" in wrong[0].details()
+        # Each trusted stream gets the tournament's events.
+        first = next(trusted[0])
+        assert first.sequence == 1
+    finally:
+        for c in calls:
+            c.cancel()
+        for ch in _CHANNELS:
+            ch.close()
+        _CHANNELS.clear()
+        for p in proxies:
+            p.close()
+    # Closed streams give their places back to the range.
+    proxy = SourceProxy(stack.address, "127.0.9.40")
+    try:
+        again = _watch_from(proxy.address, tid, WATCH_PER_PEER)
+        wait_until("the places given back", lambda: _settle(again)[1] == 0, timeout=20,
+                   every=0.1)
+    finally:
+        for c in again:
+            c.cancel()
+        for ch in _CHANNELS:
+            ch.close()
+        _CHANNELS.clear()
+        proxy.close()
 
 
 # 2 ---------------------------------------------------------- planted code

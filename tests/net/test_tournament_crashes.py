@@ -528,3 +528,66 @@ def test_redis_killed_and_restarted_on_its_append_only_file(own: Own) -> None:
         wait_finished(admin, tid, timeout=180)
         events = Watcher(admin, tid).start().join()
         _check_all_recorded(own, admin, tid, events)
+
+
+def test_a_killed_workers_matches_resume_ahead_of_a_long_queue(tmp_path: Path,
+                                                                admin_token: str) -> None:
+    """Two workers of `--concurrency 2`, every thread busy, 40 and more games queued: kill
+    one while it hosts two matches. Its matches run again on the other worker's reserve
+    threads as soon as the dead runs' leases lapse, not once a thread frees up: the queue
+    has hardly moved when they resume. (bench/resume.py measures the time it takes.)"""
+    srv = RedisServer(tmp_path / "redis", appendonly=True).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        st.referee()
+        victim = st.worker("--concurrency", "2", "--name", "victim")
+        st.worker("--concurrency", "2", "--name", "survivor")
+        regs = [register(st.address, f"think{i}") for i in range(4)]
+        st.bots([("netbots:ThinkingBot", token) for _, token in regs])
+        admin = Admin(st.address, st.admin_token)
+        bots = [b for b, _ in regs]
+        with logs_on_failure(st), contextlib.closing(admin):
+            for i in range(48):
+                admin.create_match(3, [bots[(i + k) % 4] for k in range(3)], seed=i,
+                                   rules={"max_hands": "12"})
+
+            def victims() -> list[str] | None:
+                hosted = [m for m in r.smembers(keys.OPEN_MATCHES)  # type: ignore[union-attr]
+                          if ":victim:" in (r.get(keys.lease(m)) or "")
+                          and r.llen(keys.match_log(m)) >= 3]
+                return hosted if len(hosted) == 2 else None
+
+            hosted = wait_until("the victim hosting two matches", victims, timeout=60)
+            logs = {m: r.llen(keys.match_log(m)) for m in hosted}
+            queued = r.llen("rq:queue:moonshot-matches")
+            assert queued >= 40, queued
+            victim.kill_tree()
+            killed = time.monotonic()
+            took: dict[str, float] = {}
+            most = [0]  # the most matches the survivor hosted at once since the kill
+
+            def resumed() -> bool:
+                leases = [r.get(keys.lease(m)) or ""
+                          for m in r.smembers(keys.OPEN_MATCHES)]  # type: ignore[union-attr]
+                most[0] = max(most[0], sum(":survivor:" in x for x in leases))
+                for m in hosted:
+                    if m not in took and (r.llen(keys.match_log(m)) > logs[m]
+                                          or r.exists(keys.result(m))):
+                        took[m] = time.monotonic() - killed
+                return len(took) == len(hosted)
+
+            wait_until("the killed worker's matches to resume", resumed, timeout=120,
+                       every=0.1)
+            # Resumed beside the survivor's own matches, on threads beyond its concurrency,
+            # not once one of them ended; and ahead of the queue, which hardly moved.
+            assert most[0] > 2, most
+            assert r.llen("rq:queue:moonshot-matches") >= queued - 6
+            for m in hosted:
+                assert ":survivor:" in (r.get(keys.lease(m)) or ":survivor:")
+            print(f"\nresumed {sorted(round(t, 1) for t in took.values())} s after the kill, "
+                  f"{queued} games queued, the survivor hosting {most[0]} at once")
+    finally:
+        st.stop_all()
+        r.close()
+        srv.stop()

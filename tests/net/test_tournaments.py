@@ -457,13 +457,20 @@ def test_moonshot_ratings_prints_the_table_and_draws_the_chart(stack: Stack, tmp
     res = subprocess.run(moonshot("ratings", "--bot", bots7.names[0], "--server", stack.address),
                          env=env(), capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
+    # Both pools, one after the other (--pool names one).
+    three, two = res.stdout.rstrip("\n").split("\n\n")
+    lines = three.splitlines()
     assert lines[0] == f"rating history of {bots7.names[0]}, 3p pool"
+    assert two.startswith(f"rating history of {bots7.names[0]}, 2v2 pool")
     admin = Admin(stack.address, None)
     points = admin.rating_history(bots7.names[0]).points
     admin.close()
     assert len(lines) == 2 + len(points) and lines[-1].split()[2:4] == [
-        str(points[-1].games), f"{points[-1].rating:.0f}"]
+        str(points[-1].games), str(round(points[-1].rating))]
+    res = subprocess.run(moonshot("ratings", "--bot", bots7.names[0], "--pool", "3p",
+                                  "--server", stack.address),
+                         env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert res.stdout.rstrip("\n") == three
     res = subprocess.run(moonshot("ratings", "--bot", "nobody-at-all", "--server", stack.address),
                          env=env(), capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode != 0 and "nobody-at-all" in res.stderr

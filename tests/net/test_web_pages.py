@@ -12,22 +12,25 @@ import itertools
 import json
 import os
 import re
+import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import pytest
 from conftest import PoolBot
 from stack import Proc, Stack, env, moonshot
-from support import finished, transcript_of, wait_until
+from support import SourceProxy, finished, transcript_of, wait_until
 
 from clients.admin import Admin
 from clients.redisproc import free_port
 from clients.sdk import register
-from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+from proto.moon.v1 import bot_pb2, match_pb2, rating_pb2, tournament_pb2, tournament_pb2_grpc
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -36,10 +39,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 def _start_web(stack: Stack, server: str, name: str = "web",
-               listen: str = "127.0.0.1:0") -> tuple[Proc, str]:
-    """`moonshot web` (on a free port), without the admin token anywhere in its environment."""
+               listen: str = "127.0.0.1:0", watch_pass: str = "") -> tuple[Proc, str]:
+    """`moonshot web` (on a free port), without the admin token anywhere in its environment
+    (with the watch pass, if given)."""
     child_env = env()
     child_env.pop("MOONSHOT_ADMIN_TOKEN", None)
+    if watch_pass:
+        child_env["MOONSHOT_WATCH_PASS"] = watch_pass
     stack.counter += 1
     log = stack.workdir / f"{stack.counter:03d}-{name}.log"
     with open(log, "wb") as fh:
@@ -77,8 +83,8 @@ def browser() -> Iterator[Any]:
 class Tab:
     """A browser page on the web server that records every request it makes."""
 
-    def __init__(self, browser: Any, base: str, phone: bool = False) -> None:
-        viewport = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 800}
+    def __init__(self, browser: Any, base: str, phone: bool = False, width: int = 1280) -> None:
+        viewport = {"width": 390, "height": 844} if phone else {"width": width, "height": 800}
         self.ctx = browser.new_context(viewport=viewport)
         self.page = self.ctx.new_page()
         self.page.set_default_timeout(30_000)
@@ -486,10 +492,335 @@ def test_the_bracket_ratings_and_bot_pages_show_what_the_api_says(
         assert f"after {points[-1].games} games" in titles[-1]
 
 
-def test_pages_fit_a_phone(browser: Any, web: str) -> None:
+# What sticks out: every table, bracket and viewer wider than the card that holds it, or
+# reaching past the viewport (a `.scroll` box would hide it behind a scroll bar).
+_OVERFLOW = """() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  for (const el of document.querySelectorAll('table, .bracket, .viewer, .round')) {
+    const r = el.getBoundingClientRect();
+    const card = el.closest('.panel, .card, .viewer, main');
+    const c = card.getBoundingClientRect();
+    if (r.right > vw + 0.5 || r.right > c.right + 0.5 || el.scrollWidth > r.width + 0.5)
+      out.push([el.tagName.toLowerCase() + '.' + el.className, Math.round(r.left),
+                Math.round(r.right), Math.round(c.right), vw]);
+  }
+  const page = document.documentElement.scrollWidth;
+  if (page > vw) out.push(['page', page, vw]);
+  return out;
+}"""
+
+
+def _fits(tab: Tab, paths: list[str]) -> None:
+    for path in paths:
+        tab.open(path)
+        tab.page.wait_for_timeout(300)  # bracket lines and charts are drawn after load
+        assert tab.page.evaluate(_OVERFLOW) == [], path
+
+
+def test_pages_fit_a_phone(browser: Any, web: str, admin: Admin,
+                          pool: dict[str, PoolBot]) -> None:
+    if not admin.get_ratings("3p").ratings:  # a ratings table to fit, run alone or not
+        ids = [pool[k].bot_id for k in ("greedy1", "random1", "greedy2")]
+        finished(admin, admin.create_match(3, ids, rules={"max_hands": "2"}).match_id)
+        wait_until("a rating", lambda: admin.get_ratings("3p").ratings, timeout=60)
+    # A name of 200 characters without a space (the longest allowed) must not widen a page.
+    admin.create_tournament(name="N" * 200, players=3, format="round_robin",
+                            bot_ids=[pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3")],
+                            rules={"max_hands": "1"}, duplicate="fresh")
     phone = Tab(browser, web, phone=True)
     for path in ("/", "/ratings/3p", "/bots", "/games"):
         phone.open(path)
         width = phone.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, (path, width)
+    # Every table inside its card, the ratings' LOS column and a bracket's last round
+    # included; the tournaments the other tests of this module played.
+    ids = [t.tournament_id for t in admin.list_tournaments()][:6]
+    games = [m.match_id for m in admin.matches.ListMatches(
+        match_pb2.ListMatchesRequest(page_size=50), timeout=30).matches
+        if m.status == match_pb2.MATCH_STATUS_FINISHED]
+    bots = [b.name for b in admin.bots.ListBots(bot_pb2.ListBotsRequest(), timeout=30).bots]
+    _fits(phone, ["/", "/ratings/3p", "/ratings/2v2", "/bots", "/games",
+                  *(f"/t/{tid}" for tid in ids), *(f"/game/{m}" for m in games[:3]),
+                  *(f"/bot/{b}" for b in bots[:2])])
+    phone.open("/ratings/3p")
+    los = phone.page.evaluate("""() => [...document.querySelectorAll(
+        'table.ratings [data-col=los]')].map(c => c.getBoundingClientRect().right)""")
+    assert los and max(los) <= 390
     phone.close()
+
+
+# ------------------------------------------------- boards in play, seen by a spectator
+
+
+def _stuck(stack: Stack, pool: dict[str, PoolBot], name: str) -> tuple[str, str]:
+    """A round robin of six where one bot is registered but not running (a long grace):
+    every round, its table waits while the other finishes, so games are played and no
+    board is released until the bot comes. Returns the tournament id and the bot's token."""
+    late_id, token = register(stack.address, f"web-late-{uuid.uuid4().hex[:6]}")
+    a = Admin(stack.address, stack.admin_token)
+    try:
+        t = a.create_tournament(
+            name=name, players=3, format="round_robin", rounds=2, seed=91,
+            bot_ids=[*(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1",
+                                                 "random2")), late_id],
+            rules={"max_hands": "2"}, grace_ms=600_000)
+    finally:
+        a.close()
+    return t.tournament_id, token
+
+
+@pytest.fixture(scope="module")
+def stuck(stack: Stack, pool: dict[str, PoolBot]) -> tuple[str, str]:
+    """A tournament whose boards stay in play until its late bot is started."""
+    return _stuck(stack, pool, "web boards")
+
+
+_PAGE = """() => ({
+  played: +document.querySelector('.progress-detail').dataset.played,
+  public: +document.querySelector('.progress-detail').dataset.public,
+  detail: document.querySelector('.progress-detail').innerText,
+  boards: [...document.querySelectorAll('#t-boards li')].map(li =>
+    [li.dataset.board, +li.dataset.finished, +li.dataset.games, li.innerText]),
+  boardsHidden: document.getElementById('t-boards').hidden,
+  groups: [...document.querySelectorAll('#t-games tbody.board')].map(tb =>
+    [tb.dataset.board, tb.dataset.state, [...tb.querySelectorAll('tr[data-id]')].map(tr =>
+      [tr.dataset.id, tr.dataset.status, tr.querySelectorAll('.side b').length])]),
+  status: document.getElementById('tournament').dataset.status,
+})"""
+
+
+def test_a_spectator_sees_each_board_s_tables_then_its_results_board_by_board(
+        stack: Stack, web: str, browser: Any, stuck: tuple[str, str]) -> None:
+    tid, late_token = stuck
+    anyone = Admin(stack.address, None)
+    page = Tab(browser, web, width=1400)
+    try:
+        page.open(f"/t/{tid}")
+        page.page.evaluate("window.__notReloaded = true")
+        # The other table of every round finishes; no event says so to the public, yet the
+        # page counts it (its feed polls), board by board, without a result.
+        page.page.wait_for_function(
+            "() => +document.querySelector('.progress-detail').dataset.played >= 20",
+            timeout=90_000)
+        seen = page.page.evaluate(_PAGE)
+        assert seen["public"] == 0 and "hidden until every table of their board" in seen["detail"]
+        assert len(seen["boards"]) == 20 and not seen["boardsHidden"]
+        assert all(b[1:3] == [1, 2] and "1 of 2 tables done" in b[3] for b in seen["boards"])
+        assert [b[0] for b in seen["boards"]] == [
+            b.board for b in anyone.standings(tid).boards_in_play]
+        assert len(seen["groups"]) == 20
+        for board, state, rows in seen["groups"]:
+            assert state == "in play" and len(rows) == 2, (board, rows)
+            assert sorted(r[1] for r in rows) in (["finished", "running"],
+                                                  ["finished", "queued"]), rows
+            assert all(r[2] == 0 for r in rows), rows  # no score shown: no result public
+            for mid, _, _ in rows:
+                assert not anyone.get_match(mid).HasField("result")
+        _fits(page, [f"/t/{tid}"])  # (a reload)
+        page.page.evaluate("window.__notReloaded = true")
+
+        # The late bot comes: boards are released one by one, each with its results.
+        stack.bot("greedy", stack.address, late_token)
+        page.page.wait_for_function(
+            "() => document.querySelectorAll('#t-games tbody.board[data-state=released]')"
+            ".length >= 1", timeout=90_000)
+        page.page.wait_for_function(
+            "() => document.getElementById('tournament').dataset.status === 'finished'",
+            timeout=120_000)
+        seen = page.page.evaluate(_PAGE)
+        assert page.page.evaluate("window.__notReloaded") is True
+        assert seen["public"] == seen["played"] == 40 and seen["boardsHidden"]
+        assert {s for _, s, _ in seen["groups"]} == {"released"}
+        assert all(r[2] == 3 for _, _, rows in seen["groups"] for r in rows)  # three scores
+        # Many games per pair: the head to head fits its card at 1400 px, and a phone's
+        # width too.
+        _fits(page, [f"/t/{tid}"])
+        assert page.page.locator("#t-crosstable td.cell small.draws").count() + \
+            page.page.locator("#t-crosstable td.cell").count() > 0
+    finally:
+        page.close()
+        anyone.close()
+
+
+def test_a_forfeit_shows_as_a_forfeit_on_every_page(
+        stack: Stack, web: str, tab: Tab, pool: dict[str, PoolBot], admin: Admin) -> None:
+    absent, _ = register(stack.address, f"web-absent-{uuid.uuid4().hex[:6]}")
+    m = admin.create_match(3, [pool["greedy1"].bot_id, absent, pool["greedy2"].bot_id],
+                           grace_ms=500, rules={"max_hands": "2"})
+    final = finished(admin, m.match_id)
+    assert final.result.end == "forfeit" and not final.result.HasField("winner")
+    names = list(final.seat_names)
+    tab.open("/games")
+    row = tab.page.locator(f'tr[data-id="{m.match_id}"]').inner_text()
+    assert f"{names[1]} forfeited" in row and "share first place" in row and "draw" not in row
+    tab.open(f"/game/{m.match_id}")
+    headline = tab.page.locator("#result").inner_text()
+    assert headline.startswith(f"{names[1]} forfeited; {names[0]} and {names[2]} share first")
+    assert "draw" not in headline.lower()
+    tab.page.keyboard.press("End")
+    end = tab.page.locator(".v-end .v-caption.big").inner_text()
+    assert end.startswith(f"Game over: {names[1]} forfeited;") and "draw" not in end.lower()
+    tab.open(f"/bot/{names[1]}")
+    assert tab.page.locator(f'tr[data-id="{m.match_id}"] .outcome').inner_text().lower() == \
+        "lost by forfeit"
+    tab.open(f"/bot/{names[0]}")
+    assert "a forfeit" in tab.page.locator(f'tr[data-id="{m.match_id}"] .outcome').inner_text() \
+        .lower()
+
+
+def test_a_replay_plays_by_itself_at_the_speed_chosen(
+        web: str, tab: Tab, pool: dict[str, PoolBot], admin: Admin) -> None:
+    ids = [pool[k].bot_id for k in ("greedy1", "random1", "greedy2")]
+    m = finished(admin, admin.create_match(3, ids, seed=5151, rules={"max_hands": "3"}).match_id)
+    tab.open(f"/game/{m.match_id}")
+    assert tab.attr("#viewer", "data-step") == "0"
+    tab.page.select_option(".v-speed", "8")
+    tab.page.click("button[data-go=play]")
+    assert tab.attr("#viewer", "data-playing") == "yes"
+    t0 = tab.page.evaluate("performance.now()")
+    tab.page.wait_for_function("() => +document.getElementById('viewer').dataset.step >= 6",
+                               timeout=10_000)
+    took = (tab.page.evaluate("performance.now()") - t0) / 1000
+    assert took < 3  # 8 steps a second, not one
+    tab.page.click("button[data-go=play]")  # pause
+    step = tab.attr("#viewer", "data-step")
+    tab.page.wait_for_timeout(600)
+    assert tab.attr("#viewer", "data-step") == step and tab.attr("#viewer", "data-playing") == "no"
+    # The speed is kept for the next replay.
+    tab.open(f"/game/{m.match_id}")
+    assert tab.page.eval_on_selector(".v-speed", "s => s.value") == "8"
+
+
+def test_the_front_page_links_single_matches_being_played(
+        web: str, tab: Tab, pool: dict[str, PoolBot], thinker: PoolBot, admin: Admin) -> None:
+    m = admin.create_match(3, [thinker.bot_id, pool["greedy1"].bot_id, pool["greedy2"].bot_id],
+                           rules={"max_hands": "4"})
+    tab.open("/")
+    link = tab.page.locator(f'.live-singles li[data-id="{m.match_id}"] a')
+    assert link.get_attribute("href") == f"/game/{m.match_id}"
+    link.click()
+    assert tab.attr("#game", "data-mode") in ("live", "replay")
+    finished(admin, m.match_id)
+
+
+# ------------------------------------------------------- live pages, per address
+
+
+def _sse(port: int, path: str, source: str) -> tuple[int, socket.socket]:
+    """An SSE request from `source` (a loopback address): its status and the open socket."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"
+                 .encode())
+    head = b""
+    while b"\r\n" not in head:
+        chunk = sock.recv(256)
+        if not chunk:
+            break
+        head += chunk
+    return int(head.split()[1]), sock
+
+
+def test_one_address_or_one_network_cannot_take_every_live_page(
+        stack: Stack, pool: dict[str, PoolBot]) -> None:
+    """From outside: 32 live pages from one address, then 429 for it while another address
+    is served; 128 from one /24, then 429 for all of it while another /24 is served."""
+    from clients.web.app import MAX_STREAMS_PER_ADDRESS as PER_ADDRESS
+    from clients.web.app import MAX_STREAMS_PER_NETWORK as PER_NETWORK
+
+    tid, late_token = _stuck(stack, pool, "web caps")  # its page stays live meanwhile
+    proc, url = _start_web(stack, stack.address, "web-caps")
+    port = int(url.rsplit(":", 1)[1])
+    path = f"/t/{tid}/events"
+    held: list[socket.socket] = []
+
+    def status(source: str, keep: bool = True) -> int:
+        code, sock = _sse(port, path, source)
+        if keep and code == 200:
+            held.append(sock)
+        else:
+            sock.close()
+        return code
+
+    try:
+        assert [status("127.0.0.1") for _ in range(PER_ADDRESS)] == [200] * PER_ADDRESS
+        assert status("127.0.0.1") == 429
+        assert status("127.0.0.2") == 200  # another address is served
+        count, host, on_host = PER_ADDRESS + 1, 2, 1
+        while count < PER_NETWORK:  # the rest of 127.0.0.0/24's share, a few addresses
+            if on_host == PER_ADDRESS:
+                host, on_host = host + 1, 0
+            assert status(f"127.0.0.{host}") == 200
+            count, on_host = count + 1, on_host + 1
+        assert status("127.0.0.200") == 429  # a fresh address, but its network has its share
+        assert status("127.0.1.1") == 200  # another network is served
+        # Pages that leave give their places back.
+        for sock in held[:PER_ADDRESS]:
+            sock.close()
+        wait_until("a place freed", lambda: status("127.0.0.1", keep=False) == 200,
+                   timeout=30, every=0.5)
+    finally:
+        for sock in held:
+            sock.close()
+        proc.stop()
+        stack.bot("greedy", stack.address, late_token)  # the tournament may end now
+        a = Admin(stack.address, None)
+        try:  # and does, before the next tests
+            wait_until("the tournament to end", lambda: a.get_tournament(tid).status
+                       != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
+        finally:
+            a.close()
+
+
+def test_watch_streams_from_32_addresses_leave_the_live_page_working(
+        stack: Stack, pool: dict[str, PoolBot], admin_token: str) -> None:
+    """A client holding 32 addresses, each in a network of its own, opens every watch
+    stream the referee gives the public; a web server with the stack's watch pass still
+    follows a tournament live, from the slots kept in reserve."""
+    from server.lanes import WATCH_PER_PEER, WATCH_RESERVE, WATCH_TOTAL
+    from store.bots import watch_pass
+
+    tid, late_token = _stuck(stack, pool, "reserve")
+    proc, url = _start_web(stack, stack.address, "web-pass", watch_pass=watch_pass(admin_token))
+    req = tournament_pb2.WatchTournamentRequest(tournament_id=tid)
+    proxies: list[SourceProxy] = []
+    channels: list[grpc.Channel] = []
+    calls: list[Any] = []
+    sock: socket.socket | None = None
+    try:
+        for i in range(32):
+            proxies.append(SourceProxy(stack.address, f"127.3.{i}.2"))
+            channels.append(grpc.insecure_channel(proxies[-1].address))
+            stub = tournament_pb2_grpc.TournamentServiceStub(channels[-1])
+            calls += [stub.WatchTournament(req) for _ in range(WATCH_PER_PEER)]
+        time.sleep(2.0)
+        refused = [c for c in calls if c.done()]
+        assert all(c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED for c in refused)
+        assert len(calls) - len(refused) >= WATCH_TOTAL - WATCH_RESERVE - 64  # the rest: others'
+        code, sock = _sse(int(url.rsplit(":", 1)[1]), f"/t/{tid}/events", "127.0.0.1")
+        assert code == 200
+        got = b""
+        end = time.monotonic() + 30
+        while b"event:" not in got and time.monotonic() < end:
+            got += sock.recv(4096)
+        assert b"event:" in got, got[-500:]
+        # Its first event is drawn from GetStandings; the watch stream behind the later
+        # ones was admitted too (a refused one says so in the web server's log).
+        time.sleep(3.0)
+        assert "live updates stopped" not in proc.text(), proc.text()[-2000:]
+    finally:
+        if sock is not None:
+            sock.close()
+        for c in calls:
+            c.cancel()
+        for ch in channels:
+            ch.close()
+        for p in proxies:
+            p.close()
+        proc.stop()
+        stack.bot("greedy", stack.address, late_token)
+        a = Admin(stack.address, None)
+        try:
+            wait_until("the tournament to end", lambda: a.get_tournament(tid).status
+                       != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
+        finally:
+            a.close()

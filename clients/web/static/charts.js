@@ -113,7 +113,7 @@
       } else {
         mark = S("rect", { x: cx - w / 2, y: mid - h * 0.15, width: w, height: h * 0.3, "class": "draw" }, link);
       }
-      S("title", {}, mark).textContent = "game " + (i + 1) + " (" + g.id + "): " + g.outcome +
+      S("title", {}, mark).textContent = "game " + (i + 1) + " (" + g.id + "): " + (g.label || g.outcome) +
         (g.score !== null ? ", score " + g.score : "") + (g.place !== null ? ", place " + g.place : "");
       points += g.outcome === "win" ? 1 : g.outcome === "draw" ? 0.5 : 0;
       line.push([cx, bottom - (points / (i + 1)) * (bottom - top)]);
@@ -170,10 +170,11 @@
     points.forEach(function (p) {
       var dot = S("circle", { cx: x(p.games), cy: y(p.rating), r: Math.max(2.5, font * 0.18), "class": "point" }, svg);
       S("title", {}, dot).textContent = p.rating + (p.low !== null ? " [" + p.low + ", " + p.high + "]" : "") +
-        " after " + p.games + " games" + (p.at.text ? " (" + p.at.text + ")" : "");
+        " after " + p.games + (p.games === 1 ? " game" : " games") + (p.at.text ? " (" + p.at.text + ")" : "");
     });
-    text(svg, left, height - font * 0.4, points[0].games + " games", { "class": "tick" });
-    text(svg, right, height - font * 0.4, points[points.length - 1].games + " games", { "class": "tick", "text-anchor": "end" });
+    function games(n) { return n + (n === 1 ? " game" : " games"); }
+    text(svg, left, height - font * 0.4, games(points[0].games), { "class": "tick" });
+    text(svg, right, height - font * 0.4, games(points[points.length - 1].games), { "class": "tick", "text-anchor": "end" });
   }
 
   function draw() {

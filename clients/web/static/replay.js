@@ -103,7 +103,37 @@
       game.final = s.final;
       game.winner = s.winner;
       game.end = s.end;
+      game.forfeit = s.forfeit || null;
     }
+  }
+
+  var SPEEDS = [0.5, 1, 2, 4, 8];
+
+  function savedSpeed() {
+    var v = 2;
+    try { v = parseFloat(window.localStorage.getItem("moonSpeed")) || 2; } catch (e) { v = 2; }
+    return SPEEDS.indexOf(v) >= 0 ? v : 2;
+  }
+
+  /* Who won, or who shares first place; a forfeit is named as one, never as a draw. */
+  function outcomeText(game, sides) {
+    var won = game.winner !== null && game.winner !== undefined;
+    var text = won ? sides[game.winner] + " won" : "";
+    if (!won) {
+      var best = Math.max.apply(null, (game.final || []).filter(function (v, i) {
+        return !game.forfeit || sideOf(game, game.forfeit.seat) !== i;
+      }));
+      var level = sides.filter(function (name, i) {
+        return (game.final || [])[i] === best && !(game.forfeit && sideOf(game, game.forfeit.seat) === i);
+      });
+      text = level.join(" and ") + " share first place";
+    }
+    if (game.end === "forfeit" && game.forfeit) {
+      text = game.seats[game.forfeit.seat] + " forfeited; " + text;
+    } else if (!won) {
+      text = "a draw: " + text;
+    }
+    return text;
   }
 
   /* The bid that won so far: the highest number bid (bids only go up). */
@@ -225,10 +255,26 @@
     this.handSelect.addEventListener("change", function () {
       self.goHand(parseInt(self.handSelect.value, 10));
     });
+    // Autoplay: one step every 1/speed seconds, at the speed chosen (kept for the next
+    // replay), until the end or a step by hand.
+    this.playButton = h("button", { type: "button", cls: "v-play-toggle", "data-go": "play",
+                                    title: "play the game step by step (space)", "aria-pressed": "false", text: "▶ play" });
+    this.playButton.addEventListener("click", function () { self.togglePlay(); });
+    this.speedSelect = h("select", { cls: "v-speed", "aria-label": "autoplay speed" });
+    SPEEDS.forEach(function (v) {
+      self.speedSelect.appendChild(h("option", { value: String(v), text: v + " step" + (v === 1 ? "" : "s") + "/s" }));
+    });
+    this.speedSelect.value = String(savedSpeed());
+    this.speedSelect.addEventListener("change", function () {
+      try { window.localStorage.setItem("moonSpeed", self.speedSelect.value); } catch (e) { /* private mode */ }
+      if (self.timer) { self.play(); }
+    });
+    this.timer = null;
     var controls = h("div", { cls: "v-controls" }, [
       this.buttons.first, this.buttons.prev, this.where, this.buttons.next, this.buttons.last,
+      this.game.live ? null : h("span", { cls: "v-autoplay" }, [this.playButton, this.speedSelect]),
       h("label", { cls: "v-hand-label" }, ["hand ", this.handSelect]),
-      h("span", { cls: "v-hint", text: "← → step · PgUp PgDn hand" })
+      h("span", { cls: "v-hint", text: "← → step · PgUp PgDn hand · space play" })
     ]);
     this.table = h("div", { cls: "v-table players-" + this.game.players });
     this.seatBoxes = [];
@@ -245,6 +291,11 @@
     document.addEventListener("keydown", function (ev) {
       var tag = (ev.target && ev.target.tagName) || "";
       if (tag === "INPUT" || tag === "TEXTAREA" || ev.altKey || ev.ctrlKey || ev.metaKey) { return; }
+      if (ev.key === " " && tag !== "SELECT" && tag !== "BUTTON" && !self.game.live) {
+        ev.preventDefault();
+        self.togglePlay();
+        return;
+      }
       var keys = { ArrowRight: "next", ArrowLeft: "prev", Home: "first", End: "last",
                    PageDown: "nexthand", PageUp: "prevhand" };
       var go = keys[ev.key];
@@ -262,6 +313,36 @@
     });
   };
 
+  Viewer.prototype.speed = function () {
+    return parseFloat(this.speedSelect.value) || 1;
+  };
+
+  Viewer.prototype.play = function () {
+    var self = this;
+    this.stop();
+    if (this.index >= this.steps.length - 1) { this.index = 0; this.render(true); }  // again from the start
+    this.timer = window.setInterval(function () {
+      if (self.index >= self.steps.length - 1) { self.stop(); return; }
+      self.index += 1;
+      self.render(true);
+    }, 1000 / this.speed());
+    this.playButton.textContent = "❚❚ pause";
+    this.playButton.setAttribute("aria-pressed", "true");
+    this.root.setAttribute("data-playing", "yes");
+  };
+
+  Viewer.prototype.stop = function () {
+    if (this.timer) { window.clearInterval(this.timer); }
+    this.timer = null;
+    this.playButton.textContent = "▶ play";
+    this.playButton.setAttribute("aria-pressed", "false");
+    this.root.setAttribute("data-playing", "no");
+  };
+
+  Viewer.prototype.togglePlay = function () {
+    if (this.timer) { this.stop(); } else { this.play(); }
+  };
+
   Viewer.prototype.update = function (game) {
     var atEnd = this.index >= this.steps.length - 1;
     this.game = game;
@@ -271,6 +352,7 @@
   };
 
   Viewer.prototype.go = function (where) {
+    this.stop();  // a step by hand takes over from autoplay
     var last = this.steps.length - 1;
     var i = this.index;
     if (where === "next") { i = Math.min(last, i + 1); }
@@ -294,6 +376,7 @@
   };
 
   Viewer.prototype.goHand = function (n) {
+    this.stop();
     this.index = this.firstOf(n - 1);
     this.follow = false;
     this.render(true);
@@ -467,8 +550,7 @@
     } else if (step.kind === "end") {
       var sides2 = sideNames(game);
       var end = h("div", { cls: "v-end", "data-final": (game.final || []).join(",") });
-      var winner = game.winner !== null && game.winner !== undefined ? sides2[game.winner] + " won" : "A draw";
-      end.appendChild(h("p", { cls: "v-caption big", text: "Game over: " + winner }));
+      end.appendChild(h("p", { cls: "v-caption big", text: "Game over: " + outcomeText(game, sides2) }));
       var l2 = h("ul", { cls: "v-points" });
       sides2.forEach(function (name, i) { l2.appendChild(h("li", {}, [h("b", { text: name }), " " + (game.final || [])[i]])); });
       end.appendChild(l2);
@@ -567,6 +649,10 @@
     });
     source.addEventListener("end", function () { source.close(); });
     source.addEventListener("gone", function () { source.close(); });
+    source.addEventListener("busy", function () {
+      source.close();
+      if (live) { live.hidden = false; live.textContent = "too many live pages"; live.className = "live busy"; }
+    });
     source.addEventListener("error", function () {
       if (live) { live.textContent = "reconnecting"; live.className = "live reconnecting"; }
     });

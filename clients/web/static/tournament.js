@@ -36,8 +36,9 @@
     var live = document.getElementById("live");
     var source = null;
     var retry = null;
-    var parts = { status: "t-status", progress: "t-progress", standings: "t-standings",
-                  crosstable: "t-crosstable", bracket: "t-bracket", games: "t-games" };
+    var parts = { status: "t-status", progress: "t-progress", boards: "t-boards",
+                  standings: "t-standings", crosstable: "t-crosstable", bracket: "t-bracket",
+                  games: "t-games" };
 
     function show(state) {
       if (live) {
@@ -56,6 +57,7 @@
         var first = !(key in last);
         last[key] = html;
         node.innerHTML = html;
+        if (key === "boards") { node.hidden = !html.trim(); }
         if (!first && key === "progress") {
           node.classList.remove("flash");
           void node.offsetWidth;
@@ -79,6 +81,7 @@
         if (live) { live.hidden = true; }
       });
       source.addEventListener("gone", function () { source.close(); show("gone"); });
+      source.addEventListener("busy", function () { source.close(); show("too many live pages"); });
       source.addEventListener("failed", function () { source.close(); show("stopped"); });
       source.addEventListener("error", function () {
         show("reconnecting");

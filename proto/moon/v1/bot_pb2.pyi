@@ -31,12 +31,19 @@ class Bot(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
+    HOUSE_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """Server-assigned id; what matches and tournaments name bots by."""
     name: _builtins.str
     """The unique name chosen at registration; used as the bot's seat name."""
     connected: _builtins.bool
-    """True while the bot has a live Play stream on some referee."""
+    """True while the bot has a live Play stream on some referee (a house bot: always)."""
+    house: _builtins.bool
+    """True for a house bot: one of the stack's own players (`house:random`,
+    `house:greedy`, `house:pimc?samples=N&solve=N`), run by the workers, never
+    registered. Its `bot_id` and `name` are its canonical id, one per distinct
+    bot and options; usable wherever a bot id is.
+    """
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp:
         """When the bot was registered."""
@@ -48,10 +55,11 @@ class Bot(_message.Message):
         name: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         connected: _builtins.bool = ...,
+        house: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "house", b"house", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -326,22 +334,55 @@ class PlayResponse(_message.Message):
         BOT_ID_FIELD_NUMBER: _builtins.int
         NAME_FIELD_NUMBER: _builtins.int
         SERVER_VERSION_FIELD_NUMBER: _builtins.int
+        LIVE_MATCHES_FIELD_NUMBER: _builtins.int
         bot_id: _builtins.str
         """The authenticated bot's id."""
         name: _builtins.str
         """The authenticated bot's name."""
         server_version: _builtins.str
         """The referee's software version, for logs."""
+        @_builtins.property
+        def live_matches(self) -> Global___PlayResponse.LiveMatches:
+            """The matches under way (started, not ended) with this bot in a seat, as
+            the stream opens. A match the bot remembers that is not listed has
+            ended (or failed): the bot may forget it (its MatchEnded follows among
+            the replayed events if it is still kept and newer than the bot's
+            `moonshot-last-event-id`). Unset from a referee older than this field.
+            """
+
         def __init__(
             self,
             *,
             bot_id: _builtins.str = ...,
             name: _builtins.str = ...,
             server_version: _builtins.str = ...,
+            live_matches: Global___PlayResponse.LiveMatches | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["live_matches", b"live_matches"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "live_matches", b"live_matches", "name", b"name", "server_version", b"server_version"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class LiveMatches(_message.Message):
+        """Matches under way with the bot in a seat."""
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        MATCH_IDS_FIELD_NUMBER: _builtins.int
+        @_builtins.property
+        def match_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+            """Their ids, sorted."""
+
+        def __init__(
+            self,
+            *,
+            match_ids: _abc.Iterable[_builtins.str] | None = ...,
         ) -> None: ...
         _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
         def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "name", b"name", "server_version", b"server_version"]  # noqa: Y015
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["match_ids", b"match_ids"]  # noqa: Y015
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -413,8 +454,9 @@ class PlayResponse(_message.Message):
 
     @_typing.final
     class MatchStarted(_message.Message):
-        """A match with this bot in it has started. Sent to a connected bot, before
-        the match's first decision request.
+        """A match with this bot in it has started. Sent before the match's first
+        decision request (again on every resume of the match), and kept for a
+        reconnect (PlayResponse.event_id).
 
         A bot that holds two seats of one match (one bot playing both seats of a
         2v2 team) receives one per seat: key the match state by (match_id, seat).
@@ -476,7 +518,7 @@ class PlayResponse(_message.Message):
     class MatchEnded(_message.Message):
         """A match with this bot in it has ended; one per seat the bot played.
 
-        Sent only to a connected bot; the result is also kept by
+        Kept for a reconnect (PlayResponse.event_id); the result is also kept by
         MatchService.GetMatch.
         """
 
@@ -675,6 +717,14 @@ class PlayResponse(_message.Message):
     PONG_FIELD_NUMBER: _builtins.int
     DECISION_ACCEPTED_FIELD_NUMBER: _builtins.int
     PING_FIELD_NUMBER: _builtins.int
+    EVENT_ID_FIELD_NUMBER: _builtins.int
+    event_id: _builtins.str
+    """Set on the events the referee keeps for a reconnect (MatchStarted,
+    MatchEnded, and DecisionRejected for a late or illegal answer): this
+    event's place in the bot's event log, increasing. Send the newest one the
+    bot handled as metadata `moonshot-last-event-id` when it reconnects.
+    Empty on every other message.
+    """
     @_builtins.property
     def welcome(self) -> Global___PlayResponse.Welcome:
         """The stream is authenticated."""
@@ -718,10 +768,11 @@ class PlayResponse(_message.Message):
         pong: Global___PlayResponse.Pong | None = ...,
         decision_accepted: Global___PlayResponse.DecisionAccepted | None = ...,
         ping: Global___PlayResponse.Ping | None = ...,
+        event_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "ping", b"ping", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "ping", b"ping", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_accepted", b"decision_accepted", "decision_rejected", b"decision_rejected", "decision_request", b"decision_request", "event_id", b"event_id", "match_ended", b"match_ended", "match_started", b"match_started", "message", b"message", "ping", b"ping", "pong", b"pong", "welcome", b"welcome"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["welcome", "decision_request", "match_started", "match_ended", "decision_rejected", "pong", "decision_accepted", "ping"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015

@@ -63,12 +63,24 @@ class BotServiceStub:
     RegisterBot); a missing or wrong token ends the call with
     UNAUTHENTICATED.
 
-    On a new stream the referee first sends Welcome, then every decision
-    request still waiting for an answer. Each request carries the full
-    observation, so a bot needs no memory of a match to answer it, even one
-    whose MatchStarted it missed while away. A bot has at most one live
-    stream: opening a new one ends the older one (ABORTED) and moves
-    everything pending to the new one.
+    On a new stream the referee first sends Welcome, then the kept events
+    the bot missed (below), then every decision request still waiting for an
+    answer. Each request carries the full observation, so a bot needs no
+    memory of a match to answer it, even one whose MatchStarted it missed
+    while away. A bot has at most one live stream: opening a new one ends the
+    older one (ABORTED) and moves everything pending to the new one.
+
+    Events and reconnects: the referee keeps every event it sends a bot
+    other than decision requests and the answers to its own messages
+    (MatchStarted, MatchEnded, and DecisionRejected for a late or illegal
+    answer) for an hour, each with an `event_id` (PlayResponse.event_id).
+    Reconnect with metadata `moonshot-last-event-id: <the newest event_id
+    you handled>` and the referee first sends every kept event after it
+    (the newest 500 at most), so a bot that was away misses no MatchEnded;
+    without it, a stream gets the events from its opening on. A malformed
+    value ends the call with INVALID_ARGUMENT. Welcome.live_matches says
+    which matches are under way, so a bot that missed more than was kept can
+    still forget the others.
 
     Decisions: a request stays pending until answered or until its time runs
     out, and is delivered again (same request_id) after every reconnect
@@ -125,12 +137,24 @@ class BotServiceAsyncStub(BotServiceStub):
     RegisterBot); a missing or wrong token ends the call with
     UNAUTHENTICATED.
 
-    On a new stream the referee first sends Welcome, then every decision
-    request still waiting for an answer. Each request carries the full
-    observation, so a bot needs no memory of a match to answer it, even one
-    whose MatchStarted it missed while away. A bot has at most one live
-    stream: opening a new one ends the older one (ABORTED) and moves
-    everything pending to the new one.
+    On a new stream the referee first sends Welcome, then the kept events
+    the bot missed (below), then every decision request still waiting for an
+    answer. Each request carries the full observation, so a bot needs no
+    memory of a match to answer it, even one whose MatchStarted it missed
+    while away. A bot has at most one live stream: opening a new one ends the
+    older one (ABORTED) and moves everything pending to the new one.
+
+    Events and reconnects: the referee keeps every event it sends a bot
+    other than decision requests and the answers to its own messages
+    (MatchStarted, MatchEnded, and DecisionRejected for a late or illegal
+    answer) for an hour, each with an `event_id` (PlayResponse.event_id).
+    Reconnect with metadata `moonshot-last-event-id: <the newest event_id
+    you handled>` and the referee first sends every kept event after it
+    (the newest 500 at most), so a bot that was away misses no MatchEnded;
+    without it, a stream gets the events from its opening on. A malformed
+    value ends the call with INVALID_ARGUMENT. Welcome.live_matches says
+    which matches are under way, so a bot that missed more than was kept can
+    still forget the others.
 
     Decisions: a request stays pending until answered or until its time runs
     out, and is delivered again (same request_id) after every reconnect
@@ -208,12 +232,24 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
         RegisterBot); a missing or wrong token ends the call with
         UNAUTHENTICATED.
 
-        On a new stream the referee first sends Welcome, then every decision
-        request still waiting for an answer. Each request carries the full
-        observation, so a bot needs no memory of a match to answer it, even one
-        whose MatchStarted it missed while away. A bot has at most one live
-        stream: opening a new one ends the older one (ABORTED) and moves
-        everything pending to the new one.
+        On a new stream the referee first sends Welcome, then the kept events
+        the bot missed (below), then every decision request still waiting for an
+        answer. Each request carries the full observation, so a bot needs no
+        memory of a match to answer it, even one whose MatchStarted it missed
+        while away. A bot has at most one live stream: opening a new one ends the
+        older one (ABORTED) and moves everything pending to the new one.
+
+        Events and reconnects: the referee keeps every event it sends a bot
+        other than decision requests and the answers to its own messages
+        (MatchStarted, MatchEnded, and DecisionRejected for a late or illegal
+        answer) for an hour, each with an `event_id` (PlayResponse.event_id).
+        Reconnect with metadata `moonshot-last-event-id: <the newest event_id
+        you handled>` and the referee first sends every kept event after it
+        (the newest 500 at most), so a bot that was away misses no MatchEnded;
+        without it, a stream gets the events from its opening on. A malformed
+        value ends the call with INVALID_ARGUMENT. Welcome.live_matches says
+        which matches are under way, so a bot that missed more than was kept can
+        still forget the others.
 
         Decisions: a request stays pending until answered or until its time runs
         out, and is delivered again (same request_id) after every reconnect

@@ -80,6 +80,7 @@ class Match(_message.Message):
     STARTED_AT_FIELD_NUMBER: _builtins.int
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    BOARD_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Server-assigned id."""
     status: Global___MatchStatus.ValueType
@@ -103,6 +104,13 @@ class Match(_message.Message):
     """Actions accepted so far (every bid, trump, discard and play)."""
     error: _builtins.str
     """Why the match failed; empty unless status is MATCH_STATUS_FAILED."""
+    board: _builtins.str
+    """The board this tournament game is dealt from, `<tournament id>/<unit>`
+    (the unit is part of the match id too): the games of one board share
+    one deal, played at different tables (see DuplicateMode). Its results
+    are public once every game of the board has finished. Empty for a
+    single match.
+    """
     @_builtins.property
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The bot at each seat, in seat order (one bot may hold two seats of a
@@ -161,10 +169,11 @@ class Match(_message.Message):
         started_at: _timestamp_pb2.Timestamp | None = ...,
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         error: _builtins.str = ...,
+        board: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_at", b"created_at", "faults", b"faults", "finished_at", b"finished_at", "result", b"result", "rules", b"rules", "started_at", b"started_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -565,9 +574,13 @@ class WatchMatchResponse(_message.Message):
             KIND_UNSPECIFIED: WatchMatchResponse.Fault._Kind.ValueType  # 0
             """Never sent; the zero value proto3 requires."""
             KIND_ILLEGAL_ACTION: WatchMatchResponse.Fault._Kind.ValueType  # 1
-            """An illegal answer, replaced; a strike."""
+            """An illegal answer, replaced; a strike (a transcript's fault kind
+            `illegal`).
+            """
             KIND_LATE: WatchMatchResponse.Fault._Kind.ValueType  # 2
-            """No answer in time, replaced; a strike."""
+            """No answer in time, replaced; a strike (a transcript's fault kind
+            `late`).
+            """
             KIND_DISCONNECTED: WatchMatchResponse.Fault._Kind.ValueType  # 3
             """The seat's bot lost its connection; the grace period runs."""
             KIND_RECONNECTED: WatchMatchResponse.Fault._Kind.ValueType  # 4
@@ -579,9 +592,13 @@ class WatchMatchResponse(_message.Message):
         KIND_UNSPECIFIED: WatchMatchResponse.Fault.Kind.ValueType  # 0
         """Never sent; the zero value proto3 requires."""
         KIND_ILLEGAL_ACTION: WatchMatchResponse.Fault.Kind.ValueType  # 1
-        """An illegal answer, replaced; a strike."""
+        """An illegal answer, replaced; a strike (a transcript's fault kind
+        `illegal`).
+        """
         KIND_LATE: WatchMatchResponse.Fault.Kind.ValueType  # 2
-        """No answer in time, replaced; a strike."""
+        """No answer in time, replaced; a strike (a transcript's fault kind
+        `late`).
+        """
         KIND_DISCONNECTED: WatchMatchResponse.Fault.Kind.ValueType  # 3
         """The seat's bot lost its connection; the grace period runs."""
         KIND_RECONNECTED: WatchMatchResponse.Fault.Kind.ValueType  # 4

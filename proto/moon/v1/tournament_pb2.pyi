@@ -66,17 +66,27 @@ class _SeedingEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Seeding.Value
     SEEDING_UNSPECIFIED: _Seeding.ValueType  # 0
     """The default: SEEDING_RATING."""
     SEEDING_RATING: _Seeding.ValueType  # 1
-    """By current rating in the tournament's pool, best first."""
+    """By current rating in the tournament's pool, best first (an unrated bot
+    seeds as the pool mean). When no bot has a rating yet, the bracket is
+    seeded in the given order, and the stored spec says
+    SEEDING_GIVEN_ORDER.
+    """
     SEEDING_GIVEN_ORDER: _Seeding.ValueType  # 2
     """In the order of `bot_ids`, first is top seed."""
 
 class Seeding(_Seeding, metaclass=_SeedingEnumTypeWrapper):
-    """How a bracket is seeded."""
+    """How a bracket is seeded. A round robin ignores it: it seats its bots in
+    the order of `bot_ids`, so one spec and seed always make the same tables.
+    """
 
 SEEDING_UNSPECIFIED: Seeding.ValueType  # 0
 """The default: SEEDING_RATING."""
 SEEDING_RATING: Seeding.ValueType  # 1
-"""By current rating in the tournament's pool, best first."""
+"""By current rating in the tournament's pool, best first (an unrated bot
+seeds as the pool mean). When no bot has a rating yet, the bracket is
+seeded in the given order, and the stored spec says
+SEEDING_GIVEN_ORDER.
+"""
 SEEDING_GIVEN_ORDER: Seeding.ValueType  # 2
 """In the order of `bot_ids`, first is top seed."""
 Global___Seeding: _TypeAlias = Seeding  # noqa: Y015
@@ -256,7 +266,9 @@ class TournamentSpec(_message.Message):
     result, instead of one bot playing both seats of its team.
     """
     seeding: Global___Seeding.ValueType
-    """Brackets: how bots are seeded; byes go to the top seeds."""
+    """Brackets only: how bots are seeded; byes go to the top seeds. A round
+    robin seats its bots in the order of `bot_ids` whatever this says.
+    """
     all_triples: _builtins.bool
     """3-player round-robin: play every one of the C(n,3) triples instead of
     a balanced design of O(n^2) tables.
@@ -732,6 +744,7 @@ class Standings(_message.Message):
     MATCHES_DONE_FIELD_NUMBER: _builtins.int
     MATCHES_TOTAL_FIELD_NUMBER: _builtins.int
     NOTES_FIELD_NUMBER: _builtins.int
+    BOARDS_IN_PLAY_FIELD_NUMBER: _builtins.int
     tournament_id: _builtins.str
     """The tournament."""
     sequence: _builtins.int
@@ -760,6 +773,14 @@ class Standings(_message.Message):
     def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The tournament's notes (see Tournament.notes)."""
 
+    @_builtins.property
+    def boards_in_play(self) -> _containers.RepeatedCompositeFieldContainer[Global___BoardProgress]:
+        """The boards in play: created, with games not all finished, in the order
+        they were created. Counts only, for everyone: how many of a board's
+        games (its tables) have finished shows how far it is, while their
+        results stay hidden until the last one ends.
+        """
+
     def __init__(
         self,
         *,
@@ -771,14 +792,51 @@ class Standings(_message.Message):
         matches_done: _builtins.int = ...,
         matches_total: _builtins.int = ...,
         notes: _abc.Iterable[_builtins.str] | None = ...,
+        boards_in_play: _abc.Iterable[Global___BoardProgress] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_in_play", b"boards_in_play", "bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Standings: _TypeAlias = Standings  # noqa: Y015
+
+@_typing.final
+class BoardProgress(_message.Message):
+    """How far one board in play is: one deal, played at one or more tables."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOARD_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    GAMES_FINISHED_FIELD_NUMBER: _builtins.int
+    GAMES_RUNNING_FIELD_NUMBER: _builtins.int
+    board: _builtins.str
+    """The board, `<tournament id>/<unit>` as in Match.board."""
+    games: _builtins.int
+    """Games dealt from this board (one per table, or per seating under
+    DUPLICATE_MODE_REPLAY).
+    """
+    games_finished: _builtins.int
+    """Of those, games that have finished."""
+    games_running: _builtins.int
+    """Of those, games being played now (started, not finished)."""
+    def __init__(
+        self,
+        *,
+        board: _builtins.str = ...,
+        games: _builtins.int = ...,
+        games_finished: _builtins.int = ...,
+        games_running: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "games", b"games", "games_finished", b"games_finished", "games_running", b"games_running"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BoardProgress: _TypeAlias = BoardProgress  # noqa: Y015
 
 @_typing.final
 class CreateTournamentRequest(_message.Message):

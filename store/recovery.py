@@ -1,0 +1,67 @@
+"""What the recovery pass keeps in Redis: its lock (one pass a period across all workers)
+and the open matches it found with no live host, with when (Redis's clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+
+from store import keys
+from store.locks import Lock
+
+__all__ = ["clear", "is_alive", "keep_alive", "now", "nudge_lock", "pass_lock",
+           "suspected_since", "suspects"]
+
+
+def pass_lock(ttl_ms: int) -> Lock:
+    """A worker's lock on this period's pass: taken, never extended, it lapses."""
+    return Lock.fresh(keys.RECOVERY_LOCK, ttl_ms)
+
+
+def nudge_lock(ttl_ms: int) -> Lock:
+    """A worker's lock on this period's look at tournaments and fits."""
+    return Lock.fresh(keys.NUDGE_LOCK, ttl_ms)
+
+
+def keep_alive(r: redis.Redis, instance: str, ttl_ms: int) -> None:
+    """Say worker process `instance` lives for `ttl_ms` more (0: it ends now)."""
+    if ttl_ms > 0:
+        r.set(keys.worker_alive(instance), "1", px=ttl_ms)
+    else:
+        r.delete(keys.worker_alive(instance))
+
+
+def is_alive(r: redis.Redis, instance: str) -> bool:
+    """True while worker process `instance` keeps its liveness key fresh."""
+    return bool(r.exists(keys.worker_alive(instance)))
+
+
+def now(r: redis.Redis) -> float:
+    """Redis's clock (Unix seconds): the workers' own clocks may disagree."""
+    sec, usec = r.time()
+    return float(sec) + float(usec) / 1e6
+
+
+def suspects(r: redis.Redis) -> list[str]:
+    """Every open match recovery found with no live host and has not cleared."""
+    found: Any = r.hkeys(keys.RECOVERY_SUSPECTS)
+    return [str(m) for m in found]
+
+
+def suspected_since(r: redis.Redis, match_id: str, when: float) -> float | None:
+    """When recovery first found the match with no live host; None (and noted as `when`)
+    the first time."""
+    since = r.hget(keys.RECOVERY_SUSPECTS, match_id)
+    if since is None:
+        r.hset(keys.RECOVERY_SUSPECTS, match_id, repr(when))
+        return None
+    return float(str(since))
+
+
+def clear(r: redis.Redis, match_ids: Iterable[str]) -> None:
+    """These matches are not suspects (any more)."""
+    gone = list(match_ids)
+    if gone:
+        r.hdel(keys.RECOVERY_SUSPECTS, *gone)

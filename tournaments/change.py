@@ -1,0 +1,494 @@
+"""The plan of a test of a change: candidate C against baseline B on paired boards.
+
+A test (`ChangeSpec`) names C, B, the pool (3p or 2v2), the opponents and a
+seed. Board k is played twice (`board_games`): once by C, once by B, in the
+same seat position with the same opponents in the same seats (2v2: the same
+house partner against the same house team), on the same deal. Seat positions
+rotate over boards: 3p C/B take position k % 3 with the two opponents'
+order swapped every third board (all six seatings in six boards); 2v2 C/B
+take seat k % 4 with the opponents' order swapped every fourth board.
+
+It plans like a tournament format (`tournaments.plan`): `start` gives the
+first games and a state (a JSON object), `feed` folds newly finished result
+rows into it and gives the games to create now, so the scheduler's
+machinery can drive it; `stop` ends it early. The rules of the state machine:
+
+- At most `in_flight` pairs are in flight (started, not both games recorded):
+  the caller sets it from the bots' capacity.
+- A pair counts once both its games are recorded, and pairs count in board
+  order: a finished pair waits for the boards started before it. So what is
+  counted, the LLR path and the verdict are functions of the boards' results,
+  not of which game a worker finished first (a game that ends fast, a quick
+  loss, cannot jump the queue and bias a sequential test). A window of
+  `WINDOW * in_flight` boards past the oldest uncounted one bounds the wait.
+- A result for a game that is not open (recorded already, or not this
+  test's) changes nothing: no pair counts twice.
+- The sequential test is asked after every counted pair. The first crossing
+  fixes the verdict; from then on, like at the game limit or after `stop`,
+  no new pair starts. Pairs in flight finish, count and are shown (pentanomial,
+  LLR, estimate) but do not change the verdict.
+- A fixed-games test (`fixed_games` > 0) plays that many games and asks only
+  for the estimate.
+
+The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`,
+which `tournaments/` cannot import (the layout puts `ratings/` below it).
+Game scores come from `store.results.game_quarters` (a pair's is
+4 + q_C - q_B eighths, as `store.results.pair_eighths`).
+
+Board seeds: `BoardSeeds` maps a board id (`<test id>/p<k>`, unique across the
+stack) to its deal seed. The default derives it from the spec's seed and the
+board id with `tournaments.plan.derive_seed`, the tournaments' derivation;
+issue 17 makes board seeds keyed with a secret of the stack, which the job
+will pass here instead. Nothing else in this module knows how a seed is made.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from moon.deal import MAX_SEED
+from store.errors import InvalidArgument
+from store.results import game_quarters
+from tournaments.plan import Game, board_id, derive_seed
+
+__all__ = [
+    "HOUSE_PREFIX",
+    "MAX_GAMES",
+    "MAX_IN_FLIGHT",
+    "WINDOW",
+    "BoardSeeds",
+    "ChangeSpec",
+    "ChangeStep",
+    "EloRange",
+    "Judge",
+    "Pair",
+    "Progress",
+    "board_games",
+    "feed",
+    "is_house",
+    "plan",
+    "seating",
+    "spec_seeds",
+    "start",
+    "stop",
+]
+
+HOUSE_PREFIX = "house:"  # the stack's own players (issue 18): they may sit at every table
+MAX_GAMES = 1_000_000
+MAX_IN_FLIGHT = 10_000
+WINDOW = 4  # boards started past the oldest uncounted board, per pair allowed in flight
+PENDING = "pending"
+
+BoardSeeds = Callable[[str], int]
+
+
+def is_house(bot_id: str) -> bool:
+    """A house bot of the stack (trusted to keep nothing between games)."""
+    return bot_id.startswith(HOUSE_PREFIX)
+
+
+class EloRange(Protocol):
+    """An estimate of the test's Elo with its interval (`ratings.sprt.Estimate` is one)."""
+
+    @property
+    def elo(self) -> float:
+        """The estimate."""
+
+    @property
+    def low(self) -> float:
+        """The interval's lower end."""
+
+    @property
+    def high(self) -> float:
+        """The interval's upper end."""
+
+
+class Judge(Protocol):
+    """The sequential test and the estimate the planner asks (`ratings.sprt.Sprt` is one)."""
+
+    def judge(self, counts: Sequence[int]) -> tuple[float, str]:
+        """The LLR of nine-bin pair counts and the verdict: "H0", "H1" or "pending"."""
+
+    def estimate(self, counts: Sequence[int]) -> EloRange:
+        """The test's Elo from nine-bin pair counts, with its interval."""
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgument(f"{name} must be a whole number from {low} to {high}, "
+                              f"got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSpec:
+    """A test of a change as planned; checked on construction (InvalidArgument names the field).
+
+    `opponents`: 3p the two opponents; 2v2 the partner of C/B, then the two bots of the
+    other team. They must be house bots unless `trust_opponents` says the organiser trusts
+    them to keep no memory between games (they see every board twice). `elo0`, `elo1`,
+    `alpha`, `beta` are the sequential test's (`ratings.sprt`); `max_games` caps it;
+    `fixed_games` > 0 plays exactly that many games instead, for an estimate.
+    """
+
+    test_id: str
+    players: int
+    candidate: str
+    baseline: str
+    opponents: tuple[str, ...]
+    seed: int
+    elo0: float = 0.0
+    elo1: float = 5.0
+    alpha: float = 0.05
+    beta: float = 0.05
+    max_games: int = 20_000
+    fixed_games: int = 0
+    in_flight: int = 16
+    trust_opponents: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.test_id, str) or not self.test_id:
+            raise InvalidArgument("test_id must be a non-empty string")
+        if isinstance(self.players, bool) or self.players not in (3, 4):
+            raise InvalidArgument(f"players must be 3 or 4, got {self.players!r}")
+        for name in ("candidate", "baseline"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise InvalidArgument(f"{name} must be a bot id, got {value!r}")
+        if self.candidate == self.baseline:
+            raise InvalidArgument(f"candidate and baseline are the same bot ({self.candidate}): "
+                                  "a test compares two")
+        self._check_opponents()
+        _count("seed", self.seed, 0, MAX_SEED)
+        elo0, elo1 = _number("elo0", self.elo0), _number("elo1", self.elo1)
+        if not elo0 < elo1:
+            raise InvalidArgument(f"elo0 must be below elo1, got elo0={elo0:g}, elo1={elo1:g}")
+        for name in ("alpha", "beta"):
+            if not 0 < _number(name, getattr(self, name)) < 0.5:
+                raise InvalidArgument(f"{name} must be in (0, 0.5), got {getattr(self, name)}")
+        _count("max_games", self.max_games, 2, MAX_GAMES)
+        if self.max_games % 2:
+            raise InvalidArgument(f"max_games must be even (games come in pairs), "
+                                  f"got {self.max_games}")
+        _count("fixed_games", self.fixed_games, 0, MAX_GAMES)
+        if self.fixed_games % 2:
+            raise InvalidArgument(f"fixed_games must be even (games come in pairs), "
+                                  f"got {self.fixed_games}")
+        _count("in_flight", self.in_flight, 1, MAX_IN_FLIGHT)
+        if not isinstance(self.trust_opponents, bool):
+            raise InvalidArgument("trust_opponents must be true or false")
+
+    def _check_opponents(self) -> None:
+        need = 2 if self.players == 3 else 3
+        what = "two opponents" if self.players == 3 else "a partner and two opponents"
+        opponents = self.opponents
+        if not isinstance(opponents, tuple) or len(opponents) != need:
+            raise InvalidArgument(f"opponents: a {self.pool} test needs {what}, "
+                                  f"got {opponents!r}")
+        for bot in opponents:
+            if not isinstance(bot, str) or not bot:
+                raise InvalidArgument(f"opponents: every opponent must be a bot id, got {bot!r}")
+            if is_house(bot):
+                continue
+            if bot in (self.candidate, self.baseline):
+                raise InvalidArgument(f"opponents: {bot} is the candidate or the baseline; "
+                                      "C and B may see a board only once")
+            if not self.trust_opponents:
+                raise InvalidArgument(
+                    f"opponents: {bot} is not a house bot; it would play every board twice, "
+                    "so it is allowed only with trust_opponents (the organiser trusts it to "
+                    "keep no memory between games)")
+        remote = [b for b in opponents if not is_house(b)]
+        if self.players == 3 and len(set(remote)) != len(remote):
+            raise InvalidArgument("opponents: a bot may not play against itself")
+        if self.players == 4 and opponents[0] in opponents[1:] and not is_house(opponents[0]):
+            raise InvalidArgument(f"opponents: {opponents[0]} cannot partner C/B and play on "
+                                  "the other team")
+
+    @property
+    def pool(self) -> str:
+        """`3p` or `2v2`."""
+        return "3p" if self.players == 3 else "2v2"
+
+    @property
+    def sequential(self) -> bool:
+        """True for a sequential test, False for a fixed number of games."""
+        return self.fixed_games == 0
+
+    @property
+    def boards(self) -> int:
+        """The most boards (pairs) the test may start."""
+        return (self.max_games if self.sequential else self.fixed_games) // 2
+
+    def to_json(self) -> str:
+        """The spec as a JSON string."""
+        return json.dumps({
+            "test_id": self.test_id, "players": self.players, "candidate": self.candidate,
+            "baseline": self.baseline, "opponents": list(self.opponents), "seed": self.seed,
+            "elo0": self.elo0, "elo1": self.elo1, "alpha": self.alpha, "beta": self.beta,
+            "max_games": self.max_games, "fixed_games": self.fixed_games,
+            "in_flight": self.in_flight, "trust_opponents": self.trust_opponents,
+        }, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> ChangeSpec:
+        """Inverse of `to_json`."""
+        d = json.loads(text)
+        return ChangeSpec(**{**d, "opponents": tuple(d["opponents"])})
+
+
+# ------------------------------------------------------------------ boards
+
+
+def spec_seeds(spec: ChangeSpec) -> BoardSeeds:
+    """The default board seeds: the spec's seed and the board id (module doc: the seam)."""
+    return lambda board: derive_seed(spec.seed, board)
+
+
+def seating(spec: ChangeSpec, board: int) -> tuple[int, tuple[str, ...]]:
+    """The seat C/B holds on board `board` (from 0), and every seat's bot with "" there."""
+    o = spec.opponents
+    seats = [""] * spec.players
+    if spec.players == 3:
+        hero = board % 3
+        first, second = (o[1], o[0]) if (board // 3) % 2 else (o[0], o[1])
+        seats[(hero + 1) % 3], seats[(hero + 2) % 3] = first, second
+        return hero, tuple(seats)
+    hero = board % 4
+    seats[(hero + 2) % 4] = o[0]
+    first, second = (o[2], o[1]) if (board // 4) % 2 else (o[1], o[2])
+    seats[(hero + 1) % 4], seats[(hero + 3) % 4] = first, second
+    return hero, tuple(seats)
+
+
+def _unit(board: int) -> str:
+    return f"p{board + 1}"
+
+
+def _game_id(spec: ChangeSpec, board: int, role: str) -> str:
+    return f"{spec.test_id}-{_unit(board)}-{role}"
+
+
+def board_games(spec: ChangeSpec, board: int, seeds: BoardSeeds | None = None
+                ) -> tuple[Game, Game]:
+    """Board `board`'s two games: C's (id `<test>-p<k>-c`) and B's (`-b`), one deal."""
+    hero, seats = seating(spec, board)
+    unit = _unit(board)
+    seed = (seeds or spec_seeds(spec))(board_id(spec.test_id, unit))
+    out = []
+    for role, bot in (("c", spec.candidate), ("b", spec.baseline)):
+        bots = tuple(bot if s == hero else b for s, b in enumerate(seats))
+        out.append(Game(_game_id(spec, board, role), unit, bots, seed))
+    return out[0], out[1]
+
+
+# ------------------------------------------------------------------ steps
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A counted pair: its board, its two games, its score in eighths, the LLR after it."""
+
+    board: int  # from 0
+    board_id: str
+    candidate_game: str
+    baseline_game: str
+    eighths: int
+    llr: float  # 0.0 in a fixed-games test
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a test shows: games, pairs, the nine bins, the LLR, the verdict, the estimate."""
+
+    games: int  # games recorded
+    pairs: int  # pairs counted
+    in_flight: int  # pairs started and not both recorded
+    counts: tuple[int, ...]  # pair scores 0/8 .. 8/8
+    llr: float
+    verdict: str  # "pending", "H0", "H1": fixed at the first crossing
+    verdict_pairs: int  # pairs counted when it was reached (0 while pending)
+    elo: float
+    elo_low: float
+    elo_high: float
+    finished: bool
+    outcome: str  # "" while running; then "H0", "H1", "limit", "stopped" or "done" (fixed)
+
+
+@dataclass
+class ChangeStep:
+    """One step: the new state, games to create now, pairs newly counted, boards newly
+    complete (both games recorded: releasable), and the progress."""
+
+    state: dict[str, Any]
+    games: list[Game]
+    counted: list[Pair]
+    released: list[str]
+    progress: Progress
+    unknown: list[str] = field(default_factory=list)  # results not open here, ignored
+
+
+def _fresh_state() -> dict[str, Any]:
+    return {"next": 0, "counted": 0, "open": {}, "counts": [0] * 9, "games": 0, "llr": 0.0,
+            "verdict": PENDING, "verdict_pairs": 0, "stopped": False}
+
+
+def _copy(state: Mapping[str, Any]) -> dict[str, Any]:
+    st = dict(state)
+    st["open"] = {k: list(v) for k, v in state["open"].items()}
+    st["counts"] = list(state["counts"])
+    return st
+
+
+def _can_start(spec: ChangeSpec, st: Mapping[str, Any]) -> bool:
+    if st["stopped"] or st["next"] >= spec.boards:
+        return False
+    return not spec.sequential or st["verdict"] == PENDING
+
+
+def _in_flight(st: Mapping[str, Any]) -> int:
+    return sum(1 for v in st["open"].values() if min(v) < 0)
+
+
+def _fill(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, cap: int) -> list[Game]:
+    games: list[Game] = []
+    flying = _in_flight(st)
+    while _can_start(spec, st) and flying < cap and st["next"] - st["counted"] < WINDOW * cap:
+        games.extend(board_games(spec, st["next"], seeds))
+        st["open"][str(st["next"])] = [-1, -1]
+        st["next"] += 1
+        flying += 1
+    return games
+
+
+def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress:
+    counts = tuple(int(c) for c in st["counts"])
+    est = judge.estimate(counts)
+    finished = not _can_start(spec, st) and not st["open"]
+    outcome = ""
+    if finished:
+        if st["verdict"] != PENDING:
+            outcome = str(st["verdict"])
+        elif st["stopped"]:
+            outcome = "stopped"
+        else:
+            outcome = "limit" if spec.sequential else "done"
+    return Progress(int(st["games"]), int(st["counted"]), _in_flight(st), counts,
+                    float(st["llr"]), str(st["verdict"]), int(st["verdict_pairs"]),
+                    float(est.elo), float(est.low), float(est.high), finished, outcome)
+
+
+def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds | None,
+          in_flight: int | None, counted: list[Pair], released: list[str],
+          unknown: list[str]) -> ChangeStep:
+    cap = spec.in_flight if in_flight is None else _count("in_flight", in_flight, 0,
+                                                           MAX_IN_FLIGHT)
+    games = _fill(spec, st, seeds or spec_seeds(spec), cap)
+    return ChangeStep(st, games, counted, released, _progress(spec, st, judge), unknown)
+
+
+def start(spec: ChangeSpec, judge: Judge, seeds: BoardSeeds | None = None,
+          in_flight: int | None = None) -> ChangeStep:
+    """Nothing played: the first pairs' games. `in_flight` overrides the spec's cap for
+    this step (the bots' capacity now)."""
+    return _step(spec, _fresh_state(), judge, seeds, in_flight, [], [], [])
+
+
+def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
+    """(board, 0 for C's game / 1 for B's) of one of this test's game ids, else None."""
+    prefix = f"{spec.test_id}-p"
+    if not match_id.startswith(prefix):
+        return None
+    number, _, role = match_id[len(prefix):].partition("-")
+    if not number.isdigit() or number.startswith("0") or role not in ("c", "b"):
+        return None
+    return int(number) - 1, 0 if role == "c" else 1
+
+
+def _quarters_of(spec: ChangeSpec, board: int, index: int, row: Mapping[str, Any]) -> int:
+    """The hero's game score (quarters) in a result row, after checking the row is the game
+    that was planned."""
+    hero, _ = seating(spec, board)
+    planned = board_games(spec, board, lambda _: 0)[index].bot_ids
+    mid = row.get("match_id")
+    try:
+        bots = tuple(str(b) for b in row["bot_ids"])
+        placement = [int(p) for p in row["placement"]]
+    except (KeyError, TypeError, ValueError):
+        raise InvalidArgument(f"result of {mid}: needs bot_ids and placement") from None
+    if bots != planned:
+        raise InvalidArgument(f"result of {mid}: seats {list(bots)}, planned {list(planned)}")
+    return game_quarters(spec.players, placement, hero)
+
+
+def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
+         judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None
+         ) -> ChangeStep:
+    """Fold newly finished result rows (`store.results.result_row`) into the state: record
+    each open game once, count finished pairs in board order, ask the judge after each,
+    then start new pairs while allowed."""
+    st = _copy(state)
+    counted: list[Pair] = []
+    released: list[str] = []
+    unknown: list[str] = []
+    for row in results:
+        mid = str(row.get("match_id", ""))
+        where = _parse(spec, mid)
+        slot = st["open"].get(str(where[0])) if where else None
+        if where is None or slot is None or slot[where[1]] >= 0:
+            unknown.append(mid)  # not this test's, or recorded already: counts nothing
+            continue
+        board, index = where
+        slot[index] = _quarters_of(spec, board, index, row)
+        st["games"] += 1
+        if min(slot) >= 0:
+            released.append(board_id(spec.test_id, _unit(board)))
+    while (slot := st["open"].get(str(st["counted"]))) is not None and min(slot) >= 0:
+        board = st["counted"]
+        eighths = 4 + slot[0] - slot[1]
+        del st["open"][str(board)]
+        st["counts"][eighths] += 1
+        st["counted"] += 1
+        if spec.sequential:
+            value, verdict = judge.judge(tuple(st["counts"]))
+            st["llr"] = float(value)
+            if st["verdict"] == PENDING and verdict in ("H0", "H1"):
+                st["verdict"], st["verdict_pairs"] = verdict, st["counted"]
+        counted.append(Pair(board, board_id(spec.test_id, _unit(board)),
+                            _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
+                            float(st["llr"])))
+    return _step(spec, st, judge, seeds, in_flight, counted, released, unknown)
+
+
+def stop(spec: ChangeSpec, state: Mapping[str, Any], judge: Judge) -> ChangeStep:
+    """Stop early: no new pair starts; pairs in flight still finish and count."""
+    st = _copy(state)
+    st["stopped"] = True
+    return _step(spec, st, judge, None, None, [], [], [])
+
+
+def plan(spec: ChangeSpec, results: Mapping[str, Mapping[str, Any]], judge: Judge,
+         seeds: BoardSeeds | None = None) -> tuple[list[Game], ChangeStep]:
+    """Every game created and the last step, folding the results (by match id) of created
+    games through `start` and `feed` in creation order: what the tests check it with."""
+    step = start(spec, judge, seeds)
+    games = list(step.games)
+    seen = 0
+    while True:
+        batch = [results[g.match_id] for g in games[seen:] if g.match_id in results]
+        seen = len(games)
+        if not batch:
+            return games, step
+        step = feed(spec, step.state, batch, judge, seeds)
+        games += step.games
