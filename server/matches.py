@@ -96,7 +96,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             # Finished before games were released board by board: the tournament being
             # finished (every game of it played) releases it.
             released = await self.reads.run(_tournament_finished, record.spec.tournament_id)
-        return sight(audience, tournament_game=bool(record.spec.tournament_id),
+        return sight(audience, tournament_game=record.spec.boarded,
                      over=record.status.over, released=released)
 
     @unary

@@ -178,12 +178,23 @@ def fit_requested(r: redis.Redis, pool: str) -> bool:
         keys.ratings_lock(pool))
 
 
+FIT_SHARE = 0.9  # the fit is served while it covers this share of the provisional's games
+
+
 def current(r: redis.Redis, pool: str) -> RatingTable | None:
-    """What a pool's ratings are now: the fit, unless the provisional figure covers more
-    games (results arrived since the fit)."""
+    """What a pool's ratings are now: the fit, unless the provisional figure covers a tenth
+    more games than it (results arrived since the fit) or a bot it does not rate.
+
+    A pool whose results never stop (the arena) always has a few games waiting for the
+    next fit: the fit, with its intervals, stands while it lags by that little."""
     fitted = load(r, pool)
     live = load(r, pool, "live")
-    if live is not None and (fitted is None or live.games > fitted.games):
+    if live is None or fitted is None:
+        return live or fitted
+    rated = {x.bot_id for x in fitted.rows}
+    if live.games > fitted.games and (
+            fitted.games < FIT_SHARE * live.games or any(x.bot_id not in rated
+                                                         for x in live.rows)):
         return live
     return fitted
 

@@ -27,6 +27,7 @@ SURFACE = {
     "TournamentService": ["CreateTournament", "GetTournament", "ListTournaments",
                           "GetStandings", "WatchTournament"],
     "RatingService": ["GetRatings", "GetRatingHistory"],
+    "ArenaService": ["StartArena", "StopArena", "GetArena", "JoinArena", "LeaveArena"],
 }
 
 

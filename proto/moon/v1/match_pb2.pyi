@@ -81,6 +81,7 @@ class Match(_message.Message):
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     BOARD_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Server-assigned id."""
     status: Global___MatchStatus.ValueType
@@ -109,7 +110,12 @@ class Match(_message.Message):
     (the unit is part of the match id too): the games of one board share
     one deal, played at different tables (see DuplicateMode). Its results
     are public once every game of the board has finished. Empty for a
-    single match.
+    single match. An arena game's board is `arena-<pool>/b<n>`.
+    """
+    arena: _builtins.str
+    """The pool of the arena that dealt this game (`3p` or `2v2`); empty for
+    any other match. Like a tournament game, it is hidden (status only)
+    until every game of its board has finished.
     """
     @_builtins.property
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -170,10 +176,11 @@ class Match(_message.Message):
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         error: _builtins.str = ...,
         board: _builtins.str = ...,
+        arena: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_at", b"created_at", "faults", b"faults", "finished_at", b"finished_at", "result", b"result", "rules", b"rules", "started_at", b"started_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "arena", b"arena", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
