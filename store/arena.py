@@ -46,6 +46,7 @@ __all__ = [
     "ask_step",
     "check_pool",
     "claim_queue",
+    "figures",
     "info",
     "join",
     "joined",
@@ -195,6 +196,16 @@ def info(r: redis.Redis, pool: str) -> ArenaInfo:
                      float(d["started_at"]),
                      float(d["stopped_at"]) if d.get("stopped_at") else None,
                      json.loads(d.get("step", "{}")))
+
+
+def figures(r: redis.Redis) -> dict[str, dict[str, Any]]:
+    """What the latest step of each pool's arena saw (empty for one never started), in one
+    round trip: for the metrics."""
+    pipe = r.pipeline(transaction=False)
+    for pool in POOLS:
+        pipe.hget(keys.arena(pool), "step")
+    return {pool: json.loads(raw) if raw else {}
+            for pool, raw in zip(POOLS, pipe.execute(), strict=True)}
 
 
 def arena_of(r: redis.Redis, pool: str) -> ArenaInfo | None:

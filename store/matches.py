@@ -202,10 +202,11 @@ def release(r: Redis, match_id: str, players: int, when: float) -> None:
     pipe.execute()
 
 
-def index(tournament_id: str = "", bot_id: str = "") -> str:
-    """The narrowest time-ordered index holding a listing's matches: a tournament's, a
-    bot's, or every match's."""
+def index(tournament_id: str = "", bot_id: str = "", arena: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: a tournament's, an
+    arena's, a bot's, or every match's."""
     return (keys.tournament_matches(tournament_id) if tournament_id
+            else keys.arena_games(arena) if arena
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 

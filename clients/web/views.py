@@ -293,6 +293,8 @@ def match_row(m: match_pb2.Match) -> Row:
         "board": m.board,
         "tournament_id": m.tournament_id,
         "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
+        "arena": m.arena,  # the pool of the arena that dealt it, or ''
+        "boarded": bool(m.tournament_id or m.arena),  # hidden until its board is released
         "created": when(m.created_at),
         "finished": when(m.finished_at, m.HasField("finished_at")),
         "finished_at": m.finished_at.seconds + m.finished_at.nanos / 1e9,

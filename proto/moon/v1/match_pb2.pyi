@@ -346,6 +346,7 @@ class ListMatchesRequest(_message.Message):
     TOURNAMENT_ID_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     BOT_ID_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most matches to return; 0 means the server's default page size. At most 1000
     come in one page whatever this asks; follow `next_page_token` for the rest.
@@ -358,6 +359,10 @@ class ListMatchesRequest(_message.Message):
     """Only matches in this status; MATCH_STATUS_UNSPECIFIED for any."""
     bot_id: _builtins.str
     """Only matches this bot plays in; empty for any."""
+    arena: _builtins.str
+    """Only games of this pool's arena (`3p` or `2v2`), newest first; empty for
+    any.
+    """
     def __init__(
         self,
         *,
@@ -366,10 +371,11 @@ class ListMatchesRequest(_message.Message):
         tournament_id: _builtins.str = ...,
         status: Global___MatchStatus.ValueType = ...,
         bot_id: _builtins.str = ...,
+        arena: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "page_size", b"page_size", "page_token", b"page_token", "status", b"status", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "bot_id", b"bot_id", "page_size", b"page_size", "page_token", b"page_token", "status", b"status", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
