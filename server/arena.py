@@ -73,8 +73,8 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                         context: grpc.aio.ServicerContext[Any, Any]
                         ) -> arena_pb2.JoinArenaResponse:
         """The calling bot joins the running arena of a pool."""
+        bot = await self._bot(context)  # first: nothing is looked at for a stranger
         pool = wire.arena_pool_from_pb(request.pool)
-        bot = await self._bot(context)
         joined = await self.reads.run(store_arena.join, pool, bot.bot_id)
         await self.reads.run(request_arena_step, self.rq_conn, pool)
         return arena_pb2.JoinArenaResponse(bot_id=bot.bot_id, pool=request.pool, joined=joined)
@@ -84,8 +84,8 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                          context: grpc.aio.ServicerContext[Any, Any]
                          ) -> arena_pb2.LeaveArenaResponse:
         """The calling bot leaves the arena of a pool (its games under way finish)."""
-        pool = wire.arena_pool_from_pb(request.pool)
         bot = await self._bot(context)
+        pool = wire.arena_pool_from_pb(request.pool)
         left = await self.reads.run(store_arena.leave, pool, bot.bot_id)
         return arena_pb2.LeaveArenaResponse(bot_id=bot.bot_id, pool=request.pool, left=left)
 

@@ -140,7 +140,7 @@ class ArenaPages:
         ratings = await api.get_ratings(pool)
         games = await api.list_matches(arena=pool, page_size=GAMES_SHOWN)
         ctx = arena_rows(a, ratings)
-        ctx.update(pool=pool, games=[views.match_row(m) for m in games.matches])
+        ctx.update(pool=pool, game_rows=[views.match_row(m) for m in games.matches])
         return ctx
 
     async def snapshot(self, pool: str) -> _Snapshot:

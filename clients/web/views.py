@@ -559,5 +559,6 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
 
 
 def live_singles(rows: Sequence[Row]) -> list[Row]:
-    """The single matches (no tournament) of a listing that are queued or being played."""
-    return [g for g in rows if not g["tournament_id"] and g["status"] in ("queued", "running")]
+    """The single matches (no tournament, no arena) of a listing that are queued or being
+    played."""
+    return [g for g in rows if not g["boarded"] and g["status"] in ("queued", "running")]

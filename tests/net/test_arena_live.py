@@ -119,9 +119,10 @@ def _arena_of(stub: arena_pb2_grpc.ArenaServiceStub, pool: int) -> arena_pb2.Are
     return stub.GetArena(arena_pb2.GetArenaRequest(pool=pool), timeout=10).arena
 
 
-def _page_is_live(st: Stack, stub: arena_pb2_grpc.ArenaServiceStub) -> None:
+def _page_is_live(st: Stack, stub: arena_pb2_grpc.ArenaServiceStub, bot_id: str) -> None:
     """The page in Chromium, desktop and phone: the leaderboard, the bots, updates
-    arriving without a reload; the front page links to it."""
+    arriving without a reload; the front page links to it. A bot's page lists its arena
+    games (linked to the arena) and draws its rating over time."""
     from playwright.sync_api import sync_playwright
 
     assert os.path.exists(CHROMIUM), "needs Debian's Chromium (scripts/test.sh installs it)"
@@ -148,6 +149,17 @@ def _page_is_live(st: Stack, stub: arena_pb2_grpc.ArenaServiceStub) -> None:
                 shot = st.workdir / f"arena-{'phone' if phone else 'desktop'}.png"
                 tab.page.screenshot(path=str(shot), full_page=True)
                 tab.close()
+            tab = Tab(browser, url)
+
+            def bot_page() -> bool | None:
+                tab.open(f"/bot/{bot_id}")
+                return (tab.page.locator(".bot-games a[href='/arena/3p']").count() >= 1
+                        and tab.page.locator("#history-3p").count() == 1) or None
+
+            wait_until("the bot's page shows its arena games and rating", bot_page,
+                       timeout=30)
+            assert int(tab.attr("#history-3p", "data-points")) >= 1
+            tab.close()
         finally:
             browser.close()
 
@@ -213,7 +225,7 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     wait_until("the dead bot is offline", lambda: not next(
         b for b in _arena(stub).bots if b.bot_id == gone).online or None, timeout=20)
     print(f"kills done at {time.monotonic() - t0:.0f} s")
-    _page_is_live(st, stub)
+    _page_is_live(st, stub, regs[0][0])
     print(f"page done at {time.monotonic() - t0:.0f} s")
     # Stop: no new tables; what is under way finishes and is released.
     res = _cli(st, "arena", "stop", "--pool", "3p")
