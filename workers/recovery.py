@@ -48,6 +48,7 @@ from workers.queues import (
     enqueue_fit,
     enqueue_match,
     request_arena_step,
+    taken,
     waiting,
 )
 
@@ -68,13 +69,16 @@ class _Queues:
 
     def __init__(self, rq_conn: redis.Redis) -> None:
         self.rq_conn = rq_conn
-        self.seen: dict[str, set[str]] = {}
+        self.seen: dict[str, tuple[set[str], set[str]]] = {}
 
-    def holds(self, queue_name: str, job_id: str) -> bool:
-        """True when the job waits in the queue's list."""
+    def where(self, queue_name: str, job_id: str) -> str:
+        """"waiting" in the queue's list, "taken" by a worker that has not started it yet
+        (RQ's intermediate list), or "" (in neither)."""
         if queue_name not in self.seen:
-            self.seen[queue_name] = waiting(self.rq_conn, queue_name)
-        return job_id in self.seen[queue_name]
+            self.seen[queue_name] = (waiting(self.rq_conn, queue_name),
+                                     taken(self.rq_conn, queue_name))
+        lists = self.seen[queue_name]
+        return "waiting" if job_id in lists[0] else "taken" if job_id in lists[1] else ""
 
 
 def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
@@ -87,13 +91,20 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
         status = job.get_status()
     except NoSuchJobError:
-        return "requeue", "no job"
+        # Created a moment ago and its job not queued yet (CreateMatch stores, then queues),
+        # or lost: looked at twice before it is queued again.
+        return "stale", "no job"
     if status == JobStatus.QUEUED:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
         # maintenance pass, minutes later) or the push was lost: then queue it again.
-        if queues.holds(job.origin, job_id):
+        found = queues.where(job.origin, job_id)
+        if found == "waiting":
             return "wait", "queued"
+        if found == "taken":
+            # A busy worker may take seconds between taking a job and starting it; one
+            # killed in between leaves it here.
+            return "hung", "taken by a worker, not started"
         return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
@@ -152,8 +163,12 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             cleared.append(mid)
         if what == "requeue":
             cleared.append(mid)
+            # Looked at again just before: a run that ended (or began) since this pass
+            # read the open matches and their leases needs no second run.
+            if not store_matches.abandoned(r, mid):
+                continue
             enqueue_match(rq_conn, mid, resume=True)
-            requeued.append(mid)
+            requeued.append(f"{mid} ({detail})")
         elif what == "failed":
             spec = store_matches.mark_failed(r, mid, detail)
             if spec is None:
@@ -166,13 +181,13 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
                 store_arena.record(r, spec.arena, mid)
                 request_arena_step(r, rq_conn, spec.arena)
     store_recovery.clear(r, cleared)
-    out = {"requeued": requeued, "failed": failed, "at": time.time()}
-    out["arenas"] = wake_arenas(r, rq_conn, now)
+    woken = wake_arenas(r, rq_conn, now)
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
         log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
-    return out
+    return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
+            "at": time.time(), "arenas": woken}
 
 
 def wake_arenas(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
