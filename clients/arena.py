@@ -19,7 +19,7 @@ from clients.commands import (
     server_target,
     web_link,
 )
-from clients.parser import Parser
+from clients.parser import Parser, UsageError
 from clients.render import elo, plural
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, game_pb2, rating_pb2
 
@@ -34,7 +34,27 @@ def _stub(admin: Admin) -> arena_pb2_grpc.ArenaServiceStub:
     return arena_pb2_grpc.ArenaServiceStub(admin.channel)
 
 
+def _pool_arg(parser: argparse.ArgumentParser) -> None:
+    """The pool, as `moonshot arena start 3p` or `--pool 3p`."""
+    parser.add_argument("pool", nargs="?", choices=tuple(_POOLS), metavar="POOL",
+                        help="3p or 2v2 (or --pool)")
+    parser.add_argument("--pool", dest="pool_flag", choices=tuple(_POOLS),
+                        help=argparse.SUPPRESS)
+
+
+def _pool(args: argparse.Namespace) -> str:
+    """The pool given by position or by --pool; UsageError when neither, or both differ."""
+    given = {p for p in (args.pool, args.pool_flag) if p}
+    if len(given) != 1:
+        what = "two different pools" if given else "no pool"
+        raise UsageError(f"moonshot arena {args.arena_command}: {what}: name one, 3p or 2v2 "
+                         f"(moonshot arena {args.arena_command} 3p)")
+    args.pool = given.pop()
+    return str(args.pool)
+
+
 def _run_start(args: argparse.Namespace) -> int:
+    _pool(args)
     admin = Admin(server_target(args), admin_token(args))
     settings = arena_pb2.ArenaSettings(
         rules=rules_options(3 if args.pool == "3p" else 4, args.rule, "moonshot arena start"),
@@ -58,6 +78,7 @@ def _run_start(args: argparse.Namespace) -> int:
 
 
 def _run_stop(args: argparse.Namespace) -> int:
+    _pool(args)
     admin = Admin(server_target(args), admin_token(args))
     try:
         resp = _stub(admin).StopArena(arena_pb2.StopArenaRequest(pool=_POOLS[args.pool]),
@@ -123,12 +144,13 @@ def _presence(b: arena_pb2.ArenaBot) -> str:
     """`playing 2`, `waiting`, `offline`, ... for one bot of the arena."""
     if not b.online:
         return "offline"
-    text = f"playing {b.playing}" if b.playing else "online"
+    text = f"playing {b.playing}" if b.playing else "waiting" if b.waiting else "online"
     return text + (", waiting" if b.waiting and b.playing else "") + (
         " (house)" if b.house else "")
 
 
 def _run_show(args: argparse.Namespace) -> int:
+    _pool(args)
     admin = Admin(server_target(args), None)
     try:
         arena, ratings = _fetch(admin, args.pool)
@@ -139,6 +161,7 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _run_watch(args: argparse.Namespace) -> int:
+    _pool(args)
     admin = Admin(server_target(args), None)
     live = sys.stdout.isatty()
     last = ""
@@ -172,7 +195,7 @@ def add_arena(sub: argparse._SubParsersAction[Parser]) -> None:
                                          "watch").add_subparsers(
         dest="arena_command", required=True, parser_class=Parser)
     p = arena.add_parser("start", help="start the arena of a pool (admin)")
-    p.add_argument("--pool", required=True, choices=tuple(_POOLS))
+    _pool_arg(p)
     p.add_argument("--concurrency", type=flags.int_in(1, 100), default=2,
                    help="games one bot may play at once, 1 to 100 (default 2)")
     p.add_argument("--anchor", action="append", default=[], metavar="HOUSE_BOT",
@@ -194,7 +217,7 @@ def add_arena(sub: argparse._SubParsersAction[Parser]) -> None:
     _admin_flag(p)
     p.set_defaults(run=_run_start)
     p = arena.add_parser("stop", help="stop the arena of a pool (admin): no new tables")
-    p.add_argument("--pool", required=True, choices=tuple(_POOLS))
+    _pool_arg(p)
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_stop)
@@ -202,7 +225,7 @@ def add_arena(sub: argparse._SubParsersAction[Parser]) -> None:
             ("show", "the leaderboard with intervals, who is online and playing", _run_show),
             ("watch", "the same, live (Ctrl-C stops)", _run_watch)):
         p = arena.add_parser(name, help=helps)
-        p.add_argument("--pool", required=True, choices=tuple(_POOLS))
+        _pool_arg(p)
         if name == "watch":
             p.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
         _server_flag(p)

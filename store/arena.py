@@ -191,7 +191,7 @@ def info(r: redis.Redis, pool: str) -> ArenaInfo:
     d: dict[str, str] = r.hgetall(keys.arena(pool))  # type: ignore[assignment]
     if not d.get("spec"):
         raise NotFound(f"no {pool} arena: an organiser starts one (moonshot arena start "
-                       f"--pool {pool})")
+                       f"{pool})")
     return ArenaInfo(ArenaSpec.from_json(d["spec"]), ArenaStatus(d["status"]),
                      float(d["started_at"]),
                      float(d["stopped_at"]) if d.get("stopped_at") else None,
@@ -243,7 +243,7 @@ def start(r: redis.Redis, spec: ArenaSpec) -> ArenaInfo:
     if not int(r.eval(_START_LUA, 1, keys.arena(spec.pool), spec.to_json(),
                       repr(time.time()))):
         raise FailedPrecondition(f"the {spec.pool} arena is running already: stop it first "
-                                 f"to change its settings (moonshot arena stop --pool "
+                                 f"to change its settings (moonshot arena stop "
                                  f"{spec.pool})")
     return info(r, spec.pool)
 

@@ -20,6 +20,7 @@ from store.rating_tables import LOS_MAX_BOTS, RatingPoint, RatingRow, RatingTabl
 __all__ = [
     "HISTORY_MAX",
     "LOS_MAX_BOTS",
+    "QUEUED_S",
     "RatingPoint",
     "RatingRow",
     "RatingTable",
@@ -112,6 +113,13 @@ def los_matrix(r: redis.Redis, pool: str) -> list[list[float]] | None:
 
 # ------------------------------------------------------- coalesced requests
 
+# A queued fit job unheard of this long counts as lost: the marker lapses and recovery
+# queues another (`fit_requested`). A worker killed after it took the job and before it
+# started it leaves the marker behind; with an hour's lapse, ratings went stale for an
+# hour after such a kill. A job merely slow to start costs one spare job, which finds
+# the request taken or the lock held and does nothing.
+QUEUED_S = 60
+
 
 def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
     """Ask for a fit of `pool` (and of the tournament's own games); True when no fit job is
@@ -120,7 +128,7 @@ def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
     pipe.set(keys.ratings_dirty(pool), 1)
     if tournament_id:
         pipe.sadd(keys.ratings_tournaments(pool), tournament_id)
-    pipe.set(keys.ratings_queued(pool), 1, nx=True, ex=3600)
+    pipe.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S)
     return bool(pipe.execute()[-1])
 
 
@@ -157,7 +165,7 @@ def unqueue(r: redis.Redis, pool: str) -> None:
 
 def claim_queue(r: redis.Redis, pool: str) -> bool:
     """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
-    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=3600))
+    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S))
 
 
 def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]]:

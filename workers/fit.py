@@ -31,7 +31,10 @@ log = logging.getLogger("moonshot.ratings")
 POOLS = ("3p", "2v2")
 OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
 PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
-LOCK_MS = 600_000  # extended after every fit; a dead job's lock lapses this soon
+# Extended after every fit; a dead job's lock lapses this soon, and until then no fit of
+# its pool runs (an arena's ratings stand still). A fit of 100,000 games takes some 7 s,
+# so this leaves a wide margin; one that outlasts it stops after its fit (see run_fits).
+LOCK_MS = 120_000
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:

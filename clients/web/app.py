@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clients.channel import Target, diagnose, not_answered, target_of
 from clients.web import views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
-from clients.web.arena import ArenaPages, front_arenas
+from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.live import Feed, Hub, sse
 from proto.moon.v1 import tournament_pb2
 
@@ -265,7 +265,7 @@ class Pages:
                                           "created": views.when(b.created_at,
                                                                 b.HasField("created_at"))},
                          ratings=ratings, history=history, games=games, more=bool(token),
-                         tally=tally,
+                         tally=tally, arenas=await bot_arenas(self, b.bot_id),
                          chart=views.bot_results_chart(games))
 
     async def games(self, request: Request) -> Response:

@@ -29,7 +29,7 @@ from clients.web.api import POOLS, PublicApi, is_gone
 from clients.web.live import sse
 from proto.moon.v1 import arena_pb2
 
-__all__ = ["ArenaPages", "arena_rows", "front_arenas"]
+__all__ = ["ArenaPages", "arena_rows", "bot_arenas", "front_arenas"]
 
 SNAPSHOT_S = 2.0  # a pool's snapshot is read again after this long
 GAMES_SHOWN = 40
@@ -117,6 +117,24 @@ async def front_arenas(pages: Pages) -> list[dict[str, Any]]:
             raise
         out.append({"pool": pool, "status": _STATUS.get(a.status, "unknown"),
                     "online": a.online, "playing": a.playing, "released": a.released})
+    return out
+
+
+async def bot_arenas(pages: Pages, bot_id: str) -> list[dict[str, Any]]:
+    """The arenas a bot is in (joined, or an anchor), for its page: pool, the arena's
+    status, where the bot is, its games there."""
+    out = []
+    for pool in POOLS:
+        try:
+            a = await pages.client.arena(pool)
+        except grpc.aio.AioRpcError as exc:
+            if is_gone(exc):
+                continue
+            raise
+        b = next((x for x in a.bots if x.bot_id == bot_id), None)
+        if b is not None:
+            out.append({"pool": pool, "status": _STATUS.get(a.status, "unknown"),
+                        "where": _where(b), "games": b.games})
     return out
 
 

@@ -29,8 +29,9 @@ from test_web_pages import CHROMIUM, CHROMIUM_ARGS, Tab, _start_web
 from clients.admin import Admin
 from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
-from proto.moon.v1 import arena_pb2, arena_pb2_grpc, match_pb2, rating_pb2
+from proto.moon.v1 import arena_pb2, arena_pb2_grpc, match_pb2, match_pb2_grpc, rating_pb2
 from store import keys
+from workers.arena import game_id
 
 POOL = rating_pb2.RATING_POOL_THREE_PLAYER
 
@@ -119,14 +120,13 @@ def _arena_of(stub: arena_pb2_grpc.ArenaServiceStub, pool: int) -> arena_pb2.Are
     return stub.GetArena(arena_pb2.GetArenaRequest(pool=pool), timeout=10).arena
 
 
-def _page_is_live(st: Stack, stub: arena_pb2_grpc.ArenaServiceStub, bot_id: str) -> None:
+def _page_is_live(st: Stack, url: str, bot_id: str) -> None:
     """The page in Chromium, desktop and phone: the leaderboard, the bots, updates
     arriving without a reload; the front page links to it. A bot's page lists its arena
     games (linked to the arena) and draws its rating over time."""
     from playwright.sync_api import sync_playwright
 
     assert os.path.exists(CHROMIUM), "needs Debian's Chromium (scripts/test.sh installs it)"
-    _, url = _start_web(st, st.address)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=CHROMIUM_ARGS)
@@ -159,9 +159,36 @@ def _page_is_live(st: Stack, stub: arena_pb2_grpc.ArenaServiceStub, bot_id: str)
             wait_until("the bot's page shows its arena games and rating", bot_page,
                        timeout=30)
             assert int(tab.attr("#history-3p", "data-points")) >= 1
+            assert "3p arena" in tab.page.locator("#bot-arenas").inner_text()
             tab.close()
         finally:
             browser.close()
+
+
+def _hidden_until_released(st: Stack, r: redis.Redis, stub: arena_pb2_grpc.ArenaServiceStub
+                           ) -> None:
+    """A watcher without the admin token reads the games of boards in play: a finished
+    game shows its status and nothing else (no result, no transcript, seed 0) unless its
+    board was released, and it is seen hidden at least once (the check is not vacuous)."""
+    seen: dict[str, int] = {"hidden": 0}
+    with grpc.insecure_channel(st.address) as ch:
+        public = match_pb2_grpc.MatchServiceStub(ch)
+
+        def probe() -> bool | None:
+            for b in _arena(stub).boards_in_play:
+                number = int(b.board.rpartition("/b")[2])
+                for table in range(b.games):
+                    mid = game_id("3p", number, table)
+                    m = public.GetMatch(match_pb2.GetMatchRequest(match_id=mid),
+                                        timeout=10).match
+                    shown = m.HasField("result") or bool(m.transcript_json) or m.seed != 0
+                    if shown:  # read after: a release is one transaction, never undone
+                        assert r.zscore(keys.results("3p"), mid) is not None, mid
+                    elif m.status == match_pb2.MATCH_STATUS_FINISHED:
+                        seen["hidden"] += 1
+            return seen["hidden"] >= 2 or None
+
+        wait_until("finished games of boards in play, hidden", probe, timeout=60)
 
 
 def _wait_released(stub: arena_pb2_grpc.ArenaServiceStub, timeout: float = 90
@@ -171,6 +198,7 @@ def _wait_released(stub: arena_pb2_grpc.ArenaServiceStub, timeout: float = 90
         timeout=timeout)
 
 
+@pytest.mark.timeout(480)  # about a minute; up to four when the kill lands mid-fit
 def test_an_arena_plays_through_joins_leaves_and_kills(
         own: tuple[Stack, redis.Redis, RedisServer], admin_token: str) -> None:
     st, r, _ = own
@@ -178,9 +206,12 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     port = free_port()
     referee, _ = st.referee(listen=f"127.0.0.1:{port}")
     workers = [st.worker(), st.worker()]
+    # The pages start now (a slow start on a loaded machine overlaps the play), and
+    # follow the referee through its restart below.
+    _, url = _start_web(st, st.address)
     admin = Admin(st.address, admin_token)
     stub = arena_pb2_grpc.ArenaServiceStub(admin.channel)
-    res = _cli(st, "arena", "start", "--pool", "3p", "--anchor", "house:greedy",
+    res = _cli(st, "arena", "start", "3p", "--anchor", "house:greedy",
                "--anchor", "house:random", "--rule", "max_hands=1", "--max-wait", "1s",
                "--disconnect-grace", "3s", "--time-per-move", "1s")
     assert res.returncode == 0, res.stderr
@@ -225,10 +256,11 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     wait_until("the dead bot is offline", lambda: not next(
         b for b in _arena(stub).bots if b.bot_id == gone).online or None, timeout=20)
     print(f"kills done at {time.monotonic() - t0:.0f} s")
-    _page_is_live(st, stub, regs[0][0])
+    _hidden_until_released(st, r, stub)
+    _page_is_live(st, url, regs[0][0])
     print(f"page done at {time.monotonic() - t0:.0f} s")
     # Stop: no new tables; what is under way finishes and is released.
-    res = _cli(st, "arena", "stop", "--pool", "3p")
+    res = _cli(st, "arena", "stop", "3p")
     assert res.returncode == 0, res.stderr
     a = _wait_released(stub)
     print(f"released at {time.monotonic() - t0:.0f} s")
@@ -268,9 +300,19 @@ def _check_games(r: redis.Redis, a: arena_pb2.Arena, remote: list[str], gone: st
 
 
 def _check_leaderboard(st: Stack, admin: Admin, a: arena_pb2.Arena) -> None:
-    resp = wait_until("the fit covers every game", lambda: (
-        x if (x := admin.get_ratings("3p")).fitted_games == x.games == a.released
-        and not x.provisional else None), timeout=60)
+    last: list[Any] = []
+
+    def fitted() -> rating_pb2.GetRatingsResponse | None:
+        x = admin.get_ratings("3p")
+        last[:] = [x.fitted_games, x.games, a.released, x.provisional]
+        return x if x.fitted_games == x.games == a.released and not x.provisional else None
+
+    # A fit takes seconds on a loaded machine; and when the killed worker was fitting,
+    # its lock holds every fit back until it lapses (workers.fit.LOCK_MS).
+    try:
+        resp = wait_until("the fit covers every game", fitted, timeout=180)
+    except TimeoutError:
+        raise AssertionError(f"fitted, in the pool, released, provisional: {last}") from None
     rows = {x.bot_id: x for x in resp.ratings}
     assert {"house:greedy", "house:random"} <= set(rows)
     assert all(x.HasField("ci_low") and x.ci_low < x.rating < x.ci_high for x in rows.values())
