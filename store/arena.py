@@ -457,7 +457,11 @@ def step_requested(r: redis.Redis, pool: str, now: float) -> tuple[bool, bool]:
         return False, False
     due = retry_at is not None and status == ArenaStatus.RUNNING and float(retry_at) <= now
     idle = not queued and not locked
-    return idle and (bool(dirty) or due), status == ArenaStatus.RUNNING
+    live = status == ArenaStatus.RUNNING
+    if not live:  # stopped: live until its last boards are released (a lost step owes that)
+        st = state(r, pool)
+        live = bool(st and st.get("open"))
+    return idle and (bool(dirty) or due), live
 
 
 # ------------------------------------------------------------ what GetArena shows

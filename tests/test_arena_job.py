@@ -230,3 +230,70 @@ def test_bad_input_is_refused_and_changes_nothing(conns: tuple[redis.Redis, redi
     store_arena.stop(r, "3p")
     with pytest.raises(FailedPrecondition, match="not running"):
         store_arena.stop(r, "3p")
+
+
+def _recover_step(r: redis.Redis, rq: redis.Redis) -> list[str]:
+    """What recovery does for the arenas (a nudge, then the owed step queued), and the
+    step jobs it queued, run here as a worker would run them."""
+    from workers.queues import CONTROL_QUEUE, queue
+    from workers.recovery import nudge, wake_arenas
+
+    nudge(r, rq)
+    wake_arenas(r, rq, time.time())
+    control = queue(rq, CONTROL_QUEUE)
+    ran = []
+    for job in control.jobs:
+        if job.id.startswith("arena-3p-"):
+            control.remove(job)
+            ran.append(job.id)
+            arena_job.run_step(r, rq, *job.args)
+    return ran
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_a_step_lost_with_its_worker_is_taken_again_by_recovery(
+        conns: tuple[redis.Redis, redis.Redis], running: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step dies after it took the ask (its worker killed): nothing asks again by itself,
+    its lock holds until it lapses, and then recovery queues the step, which does what the
+    lost one owed: while the arena runs, deal the boards; once stopped, release the last
+    board (the last game's end was the only ask)."""
+    r, rq = conns
+    _start(r)
+    for b in _bots(r, 6):
+        store_arena.join(r, "3p", b)
+    if not running:
+        _step(r, rq)
+        board = _games(r)
+        assert len(board) == 2
+        store_arena.stop(r, "3p")
+        for mid in board:
+            _finish(r, mid)
+
+    def die(name: str) -> None:
+        if name == "arena.before-save":
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(arena_job.failpoints, "reached", die)
+    with pytest.raises(SystemExit):
+        _step(r, rq)
+    monkeypatch.undo()
+    # Killed, it released nothing: its lock stands until it lapses (here the raise ran
+    # the job's `finally`, which a SIGKILL does not).
+    r.set(keys.arena_lock("3p"), "the dead run's token", px=arena_job.LOCK_MS)
+    before = _games(r)
+    assert not r.exists(keys.arena_dirty("3p"))  # the lost step had taken the ask
+    # Each nudge asks and queues a job; while the dead run's lock holds, the job steps
+    # aside, leaving the ask standing and creating nothing.
+    for _ in range(2):
+        assert len(_recover_step(r, rq)) == 1
+        assert r.exists(keys.arena_dirty("3p")) and _games(r) == before
+    r.delete(keys.arena_lock("3p"))  # the dead run's lock lapses
+    assert len(_recover_step(r, rq)) == 1
+    st = store_arena.state(r, "3p")
+    assert st is not None
+    if running:
+        assert len(_games(r)) == 2 and not before  # the board it owed, dealt once
+    else:
+        assert _games(r) == before and st["open"] == {}  # released, nothing new dealt
+        assert set(r.zrange(keys.results("3p"), 0, -1)) == set(before)

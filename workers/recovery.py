@@ -225,8 +225,9 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
             enqueue_advance(rq_conn, tid)
             nudged.append(tid)
     for pool in store_arena.POOLS:
-        # A running arena looks at its bots every NUDGE_S at least: a bot that came back
-        # on a referee that could not ask for a step, a step lost with its worker.
+        # A running arena (or a stopped one with boards to release) looks at its bots
+        # every NUDGE_S at least: a bot that came back on a referee that could not ask for
+        # a step, a step lost with its worker (which had taken the ask).
         _, live = store_arena.step_requested(r, pool, 0.0)
         if live:
             request_arena_step(r, rq_conn, pool)
