@@ -30,6 +30,7 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, match_pb2, match_pb2_grpc, rating_pb2
+from store import arena as store_arena
 from store import keys
 from workers.arena import game_id
 
@@ -236,7 +237,18 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     # One bot leaves cleanly (Ctrl-C: LeaveArena), one disconnects hard (its games in
     # progress run into the grace and forfeit rules).
     bots[1].stop(signal.SIGINT)
+    gone = regs[2][0]
+
+    def in_play() -> list[str] | None:
+        st = store_arena.state(r, "3p") or {}
+        live = st.get("bots", {}).get(gone, {}).get("live", [])
+        return [m for m in live if not r.exists(keys.result(m))] or None
+
+    wait_until("the bot to kill in a game", in_play, timeout=30)
     bots[2].kill()
+    # Read after the kill: games it had not finished when it died.
+    cut = [m for m in in_play() or [] if not r.exists(keys.result(m))]
+    assert cut, "the bot's games ended just before the kill: no disconnect to see"
     left = wait_until("the bot that left is out", lambda: next(
         (b for b in _arena(stub).bots if b.bot_id == regs[1][0]), None) is None or None,
         timeout=20)
@@ -252,7 +264,6 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     wait_until("play goes on after the kills", lambda: _arena(stub).games >= played + 10
                or None, timeout=60)
     # The disconnected bot is offline: no new table seats it.
-    gone = regs[2][0]
     wait_until("the dead bot is offline", lambda: not next(
         b for b in _arena(stub).bots if b.bot_id == gone).online or None, timeout=20)
     print(f"kills done at {time.monotonic() - t0:.0f} s")
@@ -264,12 +275,13 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     assert res.returncode == 0, res.stderr
     a = _wait_released(stub)
     print(f"released at {time.monotonic() - t0:.0f} s")
-    _check_games(r, a, [b for b, _ in regs], gone)
+    _check_games(r, a, [b for b, _ in regs], cut)
     _check_leaderboard(st, admin, a)
     admin.close()
 
 
-def _check_games(r: redis.Redis, a: arena_pb2.Arena, remote: list[str], gone: str) -> None:
+def _check_games(r: redis.Redis, a: arena_pb2.Arena, remote: list[str], cut: list[str]
+                 ) -> None:
     games = [str(m) for m in r.zrange(keys.arena_games("3p"), 0, -1)]
     assert len(games) == len(set(games)) == a.games > 40
     recorded = r.zrange(keys.arena_recorded("3p"), 0, -1, withscores=True)
@@ -294,9 +306,9 @@ def _check_games(r: redis.Redis, a: arena_pb2.Arena, remote: list[str], gone: st
         assert len({s for _, s in mine}) == len(mine), f"{bot} was dealt a deal twice"
         dealt = r.hgetall(keys.bot_deals(bot))
         assert {str(s) for _, s in mine} <= set(dealt)
-    # The bot that disconnected hard forfeited what it was playing.
-    assert any(t["result"]["result"]["end"] == "forfeit" for ts in boards.values()
-               for t in ts if gone in t["bots"])
+    # The bot that disconnected hard forfeited what it was playing (after the grace).
+    ends = {t["id"]: t["result"]["result"]["end"] for ts in boards.values() for t in ts}
+    assert any(ends[m] == "forfeit" for m in cut), {m: ends[m] for m in cut}
 
 
 def _check_leaderboard(st: Stack, admin: Admin, a: arena_pb2.Arena) -> None:
