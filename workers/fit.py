@@ -31,10 +31,7 @@ log = logging.getLogger("moonshot.ratings")
 POOLS = ("3p", "2v2")
 OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
 PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
-# Extended after every fit; a dead job's lock lapses this soon, and until then no fit of
-# its pool runs (an arena's ratings stand still). A fit of 100,000 games takes some 7 s,
-# so this leaves a wide margin; one that outlasts it stops after its fit (see run_fits).
-LOCK_MS = 120_000
+LOCK_MS = 600_000  # extended after every fit; a dead job's lock is freed by recovery
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
@@ -67,13 +64,16 @@ def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
     store_ratings.save_tournament(r, tournament_id, table)
 
 
-def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS) -> dict[str, Any]:
+def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
+             instance: str = "") -> dict[str, Any]:
     """The job: fit the pool (and the tournaments asked for) while requests keep coming.
 
     A job that finds its lock lost after a fit (it stalled past `lock_ms`; another job
-    may be fitting now) stops there and leaves the rest to the holder."""
+    may be fitting now) stops there and leaves the rest to the holder. The lock names the
+    worker `instance` running the job: when that worker dies, recovery frees the lock and
+    asks again at once (`workers.recovery.nudge`) rather than after `lock_ms`."""
     store_ratings.unqueue(r, pool)  # requests from now on queue another job
-    lock = store_ratings.fit_lock(pool, lock_ms)
+    lock = store_ratings.fit_lock(pool, lock_ms, instance)
     if not lock.acquire(r):
         return {"pool": pool, "skipped": "another fit of this pool is running"}
     fits = 0

@@ -199,7 +199,7 @@ def _wait_released(stub: arena_pb2_grpc.ArenaServiceStub, timeout: float = 90
         timeout=timeout)
 
 
-@pytest.mark.timeout(480)  # about a minute; up to four when the kill lands mid-fit
+@pytest.mark.timeout(480)  # about a minute; up to three when the kill lands on a fit
 def test_an_arena_plays_through_joins_leaves_and_kills(
         own: tuple[Stack, redis.Redis, RedisServer], admin_token: str) -> None:
     st, r, _ = own
@@ -319,8 +319,8 @@ def _check_leaderboard(st: Stack, admin: Admin, a: arena_pb2.Arena) -> None:
         last[:] = [x.fitted_games, x.games, a.released, x.provisional]
         return x if x.fitted_games == x.games == a.released and not x.provisional else None
 
-    # A fit takes seconds on a loaded machine; and when the killed worker was fitting,
-    # its lock holds every fit back until it lapses (workers.fit.LOCK_MS).
+    # A fit takes seconds on a loaded machine; and when the killed worker had taken a fit
+    # job, the next waits until recovery sees that (store.ratings.QUEUED_S at most).
     try:
         resp = wait_until("the fit covers every game", fitted, timeout=180)
     except TimeoutError:
