@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
+from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
 __all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ratings_table", "side_names",
@@ -145,9 +146,6 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
 _STATUS = {tournament_pb2.TOURNAMENT_STATUS_RUNNING: "running",
            tournament_pb2.TOURNAMENT_STATUS_FINISHED: "finished",
            tournament_pb2.TOURNAMENT_STATUS_FAILED: "failed"}
-_FORMAT = {tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
-           tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elim.",
-           tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elim."}
 
 
 def tournament_list(ts: Iterable[tournament_pb2.Tournament]) -> str:
@@ -156,7 +154,8 @@ def tournament_list(ts: Iterable[tournament_pb2.Tournament]) -> str:
              f"{'created (UTC)':<17}  name"]
     for t in ts:
         total = max(t.matches_total, t.matches_done)
-        kind = f"{'3p' if t.spec.players == 3 else '2v2'} {_FORMAT.get(t.spec.format, '?')}"
+        title = format_title(t.spec, "?").replace("elimination", "elim.")
+        kind = f"{'3p' if t.spec.players == 3 else '2v2'} {title}"
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created_at.seconds))
         lines.append(f"{t.tournament_id:<14}{_STATUS.get(t.status, '?'):<10}"
                      f"{f'{t.matches_done}/{total}':>11}  {kind:<17}{len(t.spec.bot_ids):>5}  "

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -64,6 +65,7 @@ from store.records import (
 from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
+from tournaments.options import option_fields
 from tournaments.plan import board_id
 from tournaments.view import StandingsView
 
@@ -559,6 +561,34 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 }
 
 
+# The flat option fields of the spec from before formats owned their options (deprecated):
+# a request may still set them instead of `format_options`; responses mirror them.
+_LEGACY_OPTIONS = ("rounds", "series_length", "rotate_partners", "all_triples")
+_ONEOF: Literal["format_options"] = "format_options"
+
+
+def _options_from_pb(pb: tournament_pb2.TournamentSpec, fmt: str) -> dict[str, Any]:
+    """The format's options a request asks for, in their JSON form: the format's message
+    in `format_options` (the proto3 JSON of it is the options' JSON form, see
+    `tournaments.options`), or else the deprecated flat fields the format takes."""
+    legacy = [f for f in _LEGACY_OPTIONS if getattr(pb, f)]  # set: not the zero value
+    which: str | None = pb.WhichOneof(_ONEOF)
+    if which is None:
+        takes = {f.name for f in option_fields(formats.get(fmt).options_type)}
+        for name in legacy:
+            if name not in takes:
+                raise InvalidArgument(f"spec.{name}: not an option of the {fmt} format "
+                                      f"(its options: {', '.join(sorted(takes)) or 'none'})")
+        return {name: getattr(pb, name) for name in legacy}
+    if which != fmt:
+        raise InvalidArgument(f"spec.{which}: options of the {which} format, but spec.format "
+                              f"is {fmt}; set spec.{fmt} (or nothing) instead")
+    if legacy:
+        raise InvalidArgument(f"spec.{legacy[0]}: deprecated; with spec.{which} set, give "
+                              f"every option there")
+    return json_format.MessageToDict(getattr(pb, which), preserving_proto_field_name=True)
+
+
 def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
     """The fields of a CreateTournament spec as `tournaments.spec.make_spec` takes them."""
     if pb.format not in _FORMATS:
@@ -566,21 +596,19 @@ def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
             n.upper() for n in _FORMATS.values()))
     if pb.seeding not in _SEEDINGS:
         raise InvalidArgument(f"spec.seeding: unknown value {pb.seeding}")
+    fmt = _FORMATS[pb.format]
     return {
         "name": pb.name,
         "players": pb.players,
-        "format": _FORMATS[pb.format],
+        "format": fmt,
         "bot_ids": list(pb.bot_ids),
         "rules": dict(pb.rules),
         "clock": clock_from_pb(pb.clock if pb.HasField("clock") else None),
         "faults": faults_from_pb(pb.faults if pb.HasField("faults") else None),
-        "rounds": pb.rounds or 1,
-        "series_length": pb.series_length or 1,
         "seed": pb.seed if pb.HasField("seed") else None,
         "duplicate": _duplicate_from_pb(pb),
-        "rotate_partners": pb.rotate_partners,
         "seeding": _SEEDINGS[pb.seeding],
-        "all_triples": pb.all_triples,
+        "options": _options_from_pb(pb, fmt),
     }
 
 
@@ -608,13 +636,18 @@ def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentS
     pb = tournament_pb2.TournamentSpec(
         name=spec.name, players=spec.players, format=_FORMAT_PB[spec.format],
         bot_ids=spec.bot_ids, rules={k: _option_text(v) for k, v in spec.rules.options().items()},
-        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults), rounds=spec.rounds,
-        series_length=spec.series_length, duplicate_deals=spec.duplicate != "fresh",
-        duplicate=_DUPLICATE[spec.duplicate],
-        rotate_partners=spec.rotate_partners, all_triples=spec.all_triples,
+        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
+        duplicate_deals=spec.duplicate != "fresh", duplicate=_DUPLICATE[spec.duplicate],
         seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
                  else tournament_pb2.SEEDING_GIVEN_ORDER),
     )
+    options = formats.get(spec.format).options(spec).to_json()  # every field, defaults too
+    message = getattr(pb, spec.format)
+    message.SetInParent()
+    json_format.ParseDict(options, message)
+    for name in _LEGACY_OPTIONS:  # mirrored for clients that read the flat fields
+        if isinstance(options.get(name), (bool, int)):
+            setattr(pb, name, options[name])
     if reveal:
         pb.seed = spec.seed
     return pb

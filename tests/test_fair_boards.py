@@ -37,7 +37,7 @@ def _spec(players: int, fmt: str, n: int, duplicate: str = "boards", **kw: Any
     bots = tuple(f"b{i}" for i in range(n))
     return TournamentSpec(tournament_id="t-fair", name="fair", players=players, format=fmt,
                           bot_ids=bots, names=bots, rules=Rules.make(players), seed=7,
-                          duplicate=duplicate, **kw)
+                          duplicate=duplicate, options=kw)
 
 
 def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:

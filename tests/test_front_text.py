@@ -122,9 +122,8 @@ def _spec(fmt: str, players: int, ratings: dict[str, float] | None, seeding: str
           ) -> tuple[tuple[str, ...], str]:
     bots = [(f"b-{i}", f"bot{i}") for i in range(1, 7)]
     spec = make_spec(tournament_id="t-1", name="n", players=players, format=fmt, bots=bots,
-                     rules={}, clock=Clock(), faults=Faults(), rounds=1, series_length=1,
-                     seed=7, duplicate="boards", rotate_partners=False, seeding=seeding,
-                     all_triples=False, ratings=ratings)
+                     rules={}, clock=Clock(), faults=Faults(), seed=7, duplicate="boards",
+                     seeding=seeding, ratings=ratings)
     return spec.bot_ids, spec.seeding
 
 

@@ -20,11 +20,13 @@ from tournaments.swiss_standings import side_points, swiss_standings
 SWISS = Swiss()
 
 
-def _spec(players: int, n: int, rounds: int, **kw: Any) -> TournamentSpec:
+def _spec(players: int, n: int, rounds: int, duplicate: str = "boards",
+          **options: Any) -> TournamentSpec:
     bots = tuple(f"b{i}" for i in range(n))
     return TournamentSpec(tournament_id="t1", name="swiss test", players=players,
                           format="swiss", bot_ids=bots, names=bots,
-                          rules=Rules.make(players, {}), seed=7, rounds=rounds, **kw)
+                          rules=Rules.make(players, {}), seed=7, duplicate=duplicate,
+                          options={"rounds": rounds, **options})
 
 
 def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:
@@ -74,8 +76,7 @@ def _run(spec: TournamentSpec, seed: int = 1, batch: int = 3
 ])
 def test_rounds_on_boards(players: int, n: int, rounds: int, rotate: bool,
                           per_round: int) -> None:
-    spec = _spec(players, n, rounds, rotate_partners=rotate)
-    SWISS.check(spec)
+    spec = SWISS.prepare(_spec(players, n, rounds, rotate_partners=rotate))
     games, _, steps = _run(spec)
     assert len(games) == rounds * per_round
     assert len({g.match_id for g in games}) == len(games)
@@ -141,17 +142,19 @@ def test_whole_bot_teams_hold_both_seats_of_their_side() -> None:
 @pytest.mark.parametrize(("players", "n", "kw", "field"), [
     (3, 2, {}, "bot_ids"),
     (4, 3, {"rotate_partners": True}, "bot_ids"),
-    (3, 13, {"rounds": 7}, "rounds"),
-    (4, 8, {"rounds": 8, "rotate_partners": True}, "rounds"),
-    (4, 4, {"rounds": 4}, "rounds"),
+    (3, 13, {"rounds": 7}, "swiss.rounds"),
+    (4, 8, {"rounds": 8, "rotate_partners": True}, "swiss.rounds"),
+    (4, 4, {"rounds": 4}, "swiss.rounds"),
+    (3, 9, {"rounds": 0}, "swiss.rounds"),
     (3, 9, {"duplicate": "replay"}, "duplicate"),
-    (3, 9, {"all_triples": True}, "all_triples"),
-    (3, 9, {"series_length": 3}, "series_length"),
+    (3, 9, {"all_triples": True}, "swiss.all_triples"),
+    (3, 9, {"series_length": 3}, "swiss.series_length"),
+    (3, 9, {"rotate_partners": True}, "swiss.rotate_partners"),
 ])
 def test_bad_specs_name_the_field(players: int, n: int, kw: dict[str, Any], field: str) -> None:
     spec = _spec(players, n, kw.pop("rounds", 1), **kw)
     with pytest.raises(InvalidArgument, match=f"^{field}:"):
-        SWISS.check(spec)
+        SWISS.prepare(spec)
 
 
 def test_notes_say_how_a_bye_scores() -> None:

@@ -128,6 +128,7 @@ class Plan:
     bracket: brk.BracketState | None = None
     series: dict[str, brk.SeriesState] = field(default_factory=dict)
     bracket_games: dict[str, list[str]] = field(default_factory=dict)  # in creation order
+    state: dict[str, Any] | None = None  # the format's state the plan was read from
 
 
 _PERMS: tuple[tuple[int, int, int], ...] = tuple(

@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from clients import format_options
 from clients.render import elo, plural, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
@@ -38,11 +39,6 @@ __all__ = [
 
 Row = dict[str, Any]
 
-_FORMAT_NAMES = {
-    tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
-    tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elimination",
-    tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elimination",
-}
 _DUPLICATE_NAMES = {
     tournament_pb2.DUPLICATE_MODE_BOARDS: "duplicate boards",
     tournament_pb2.DUPLICATE_MODE_REPLAY: "duplicate replay",
@@ -104,17 +100,9 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
     done = t.matches_done
     if status == "finished":
         total = max(total, done)
-    details = [_FORMAT_NAMES.get(spec.format, "unknown format"),
-               "3 players" if spec.players == 3 else "2v2",
-               f"{len(spec.bot_ids)} bots"]
-    if spec.format == tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.rounds > 1:
-        details.append(f"{spec.rounds} rounds")
-    if spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.series_length > 1:
-        details.append(f"best of {spec.series_length}")
-    if spec.rotate_partners:
-        details.append("rotating partners")
-    if spec.all_triples:
-        details.append("every triple")
+    title = format_options.format_title(spec)
+    details = [title, "3 players" if spec.players == 3 else "2v2", f"{len(spec.bot_ids)} bots",
+               *format_options.summary(spec)]
     details.append(_DUPLICATE_NAMES.get(spec.duplicate, "duplicate boards"))
     clock = ""
     if spec.HasField("clock"):
@@ -128,7 +116,7 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "total": total,
         "percent": _percent(done, total),
         "players": spec.players,
-        "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
+        "format": title,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
         "clock": clock,

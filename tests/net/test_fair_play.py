@@ -182,7 +182,7 @@ def test_a_bot_that_remembers_everything_learns_nothing_hidden(
         got.clear()
         k = admin.create_tournament(name="fair ko", players=4, format="single_elimination",
                                     bot_ids=four, rules=SHORT, seeding="given",
-                                    series_length=3)
+                                    options={"series_length": 3})
         probe = Probe(stack.address, k.tournament_id)
         runner = threading.Thread(target=probe.run, daemon=True)
         runner.start()

@@ -242,7 +242,7 @@ def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(
     out = _ok(cli.run("tournament", "create", "--name", "seeded", "--players", "4", "--format",
                       "single-elimination", "--bots", ",".join(names), "--disconnect-grace",
                       "0s", admin=True))
-    assert ("note: --seeding rating: no bot has a rating in the 2v2 pool yet, so the bracket "
+    assert ("note: --seeding rating: no bot has a rating in the 2v2 pool yet, so the draw "
             "is seeded in the --bots order") in out
     tid = re.search(r"tournament (t-\w+) created", out).group(1)  # type: ignore[union-attr]
     a = Admin(stack.address, None)

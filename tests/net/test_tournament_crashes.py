@@ -448,7 +448,8 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
         with logs_on_failure(st), contextlib.closing(admin):
             t = admin.create_tournament(name="kill a referee", players=3,
                                         format="round_robin", bot_ids=own.bots, rules=RULES,
-                                        rounds=3, duplicate="replay", time_bank_ms=2000,
+                                        options={"rounds": 3}, duplicate="replay",
+                                        time_bank_ms=2000,
                                         grace_ms=60_000)
             tid = t.tournament_id
 

@@ -239,7 +239,8 @@ def test_2v2_single_elimination_of_five(stack: Stack, admin: Admin, r: redis.Red
     try:
         with paused(bots7.procs[:5]):
             t = admin.create_tournament(name="se5", players=4, format="single_elimination",
-                                        bot_ids=ids, seeding="given", series_length=3,
+                                        bot_ids=ids, seeding="given",
+                                        options={"series_length": 3},
                                         rules=SHORT, duplicate="replay")
             tid = t.tournament_id
             assert list(t.spec.bot_ids) == ids and t.spec.HasField("seed")

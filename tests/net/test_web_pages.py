@@ -560,7 +560,7 @@ def _stuck(stack: Stack, pool: dict[str, PoolBot], name: str) -> tuple[str, str]
     a = Admin(stack.address, stack.admin_token)
     try:
         t = a.create_tournament(
-            name=name, players=3, format="round_robin", rounds=2, seed=91,
+            name=name, players=3, format="round_robin", options={"rounds": 2}, seed=91,
             bot_ids=[*(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1",
                                                  "random2")), late_id],
             rules={"max_hands": "2"}, grace_ms=600_000)

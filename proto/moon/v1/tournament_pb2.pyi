@@ -19,6 +19,11 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
+if sys.version_info >= (3, 13):
+    from warnings import deprecated as _deprecated
+else:
+    from typing_extensions import deprecated as _deprecated
+
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class _TournamentFormat:
@@ -203,6 +208,15 @@ Global___BracketSide: _TypeAlias = BracketSide  # noqa: Y015
 class TournamentSpec(_message.Message):
     """Everything that defines a tournament. The schedule is a deterministic
     function of the spec and the results so far.
+
+    What a format takes beyond the common fields is its own options message,
+    set in `format_options` under the format's name (`round_robin`, `swiss`,
+    ...); setting another format's options there, or an option the format
+    does not take, is INVALID_ARGUMENT naming the field. The flat option
+    fields below (`rounds`, `series_length`, `rotate_partners`, `all_triples`)
+    are deprecated: a request that leaves `format_options` unset may still use
+    them (each must be an option of the chosen format), and responses fill
+    them where the format has an option of that name, for older clients.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -242,18 +256,39 @@ class TournamentSpec(_message.Message):
     SEEDING_FIELD_NUMBER: _builtins.int
     ALL_TRIPLES_FIELD_NUMBER: _builtins.int
     DUPLICATE_FIELD_NUMBER: _builtins.int
+    ROUND_ROBIN_FIELD_NUMBER: _builtins.int
+    SINGLE_ELIMINATION_FIELD_NUMBER: _builtins.int
+    DOUBLE_ELIMINATION_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people."""
     players: _builtins.int
     """3 (tables of three) or 4 (2v2: two teams of two seats)."""
     format: Global___TournamentFormat.ValueType
     """How the bots are paired."""
-    rounds: _builtins.int
-    """Round-robin: how many times the whole schedule is played (0 means 1)."""
-    series_length: _builtins.int
-    """Brackets: each bracket match is a series, best of N, N odd (0 means 1).
-    A game of the series is one duplicate set.
-    """
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def rounds(self) -> _builtins.int:
+        """Deprecated: use `round_robin.rounds` or `swiss.rounds`."""
+
+    @rounds.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def rounds(self, value: _builtins.int) -> None:
+        """Deprecated: use `round_robin.rounds` or `swiss.rounds`."""
+
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def series_length(self) -> _builtins.int:
+        """Deprecated: use `single_elimination.series_length` or
+        `double_elimination.series_length`.
+        """
+
+    @series_length.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def series_length(self, value: _builtins.int) -> None:
+        """Deprecated: use `single_elimination.series_length` or
+        `double_elimination.series_length`.
+        """
+
     seed: _builtins.int
     """Seeds every deal of the tournament; unset: the server draws one."""
     duplicate_deals: _builtins.bool
@@ -261,20 +296,35 @@ class TournamentSpec(_message.Message):
     (boards by default); false means DUPLICATE_MODE_FRESH, whatever
     `duplicate` says. Kept for older clients; prefer `duplicate`.
     """
-    rotate_partners: _builtins.bool
-    """2v2 round-robin: rotate partners so every bot gets an individual
-    result, instead of one bot playing both seats of its team.
-    """
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def rotate_partners(self) -> _builtins.bool:
+        """Deprecated: use `round_robin.rotate_partners` or `swiss.rotate_partners`."""
+
+    @rotate_partners.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def rotate_partners(self, value: _builtins.bool) -> None:
+        """Deprecated: use `round_robin.rotate_partners` or `swiss.rotate_partners`."""
+
     seeding: Global___Seeding.ValueType
-    """Brackets only: how bots are seeded; byes go to the top seeds. A round
-    robin seats its bots in the order of `bot_ids` whatever this says.
+    """How bots are seeded, for the formats whose draw depends on the order
+    (brackets and Swiss); byes go to the top seeds. A round robin seats its
+    bots in the order of `bot_ids` whatever this says.
     """
-    all_triples: _builtins.bool
-    """3-player round-robin: play every one of the C(n,3) triples instead of
-    a balanced design of O(n^2) tables.
-    """
+    @_builtins.property
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def all_triples(self) -> _builtins.bool:
+        """Deprecated: use `round_robin.all_triples`."""
+
+    @all_triples.setter
+    @_deprecated("""This field has been marked as deprecated using proto field options.""")
+    def all_triples(self, value: _builtins.bool) -> None:
+        """Deprecated: use `round_robin.all_triples`."""
+
     duplicate: Global___DuplicateMode.ValueType
-    """How games share their deals; unset means DUPLICATE_MODE_BOARDS."""
+    """How games share their deals; unset means DUPLICATE_MODE_BOARDS. A Swiss
+    offers boards only.
+    """
     @_builtins.property
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The registered bots taking part; in seed order for SEEDING_GIVEN_ORDER."""
@@ -290,6 +340,18 @@ class TournamentSpec(_message.Message):
     @_builtins.property
     def faults(self) -> _game_pb2.FaultPolicy:
         """The fault policy of every match; unset: 3 strikes, 30 s grace."""
+
+    @_builtins.property
+    def round_robin(self) -> Global___RoundRobinOptions:
+        """Options of TOURNAMENT_FORMAT_ROUND_ROBIN."""
+
+    @_builtins.property
+    def single_elimination(self) -> Global___BracketOptions:
+        """Options of TOURNAMENT_FORMAT_SINGLE_ELIMINATION."""
+
+    @_builtins.property
+    def double_elimination(self) -> Global___BracketOptions:
+        """Options of TOURNAMENT_FORMAT_DOUBLE_ELIMINATION."""
 
     def __init__(
         self,
@@ -309,21 +371,86 @@ class TournamentSpec(_message.Message):
         seeding: Global___Seeding.ValueType = ...,
         all_triples: _builtins.bool = ...,
         duplicate: Global___DuplicateMode.ValueType = ...,
+        round_robin: Global___RoundRobinOptions | None = ...,
+        single_elimination: Global___BracketOptions | None = ...,
+        double_elimination: Global___BracketOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "seed", b"seed", "single_elimination", b"single_elimination"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__duplicate_deals: _TypeAlias = _typing.Literal["duplicate_deals"]  # noqa: Y015
     _WhichOneofArgType__duplicate_deals: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals"]  # noqa: Y015
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
+    _WhichOneofReturnType_format_options: _TypeAlias = _typing.Literal["round_robin", "single_elimination", "double_elimination"]  # noqa: Y015
+    _WhichOneofArgType_format_options: _TypeAlias = _typing.Literal["format_options", b"format_options"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__duplicate_deals) -> _WhichOneofReturnType__duplicate_deals | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_format_options) -> _WhichOneofReturnType_format_options | None: ...
 
 Global___TournamentSpec: _TypeAlias = TournamentSpec  # noqa: Y015
+
+@_typing.final
+class RoundRobinOptions(_message.Message):
+    """A round robin's options."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUNDS_FIELD_NUMBER: _builtins.int
+    ROTATE_PARTNERS_FIELD_NUMBER: _builtins.int
+    ALL_TRIPLES_FIELD_NUMBER: _builtins.int
+    rounds: _builtins.int
+    """How many times the whole schedule is played, 1 to 100 (0 means 1)."""
+    rotate_partners: _builtins.bool
+    """2v2 only: rotate partners so every bot gets an individual result,
+    instead of one bot playing both seats of its team.
+    """
+    all_triples: _builtins.bool
+    """3-player only: play every one of the C(n,3) triples instead of a
+    balanced design of O(n^2) tables.
+    """
+    def __init__(
+        self,
+        *,
+        rounds: _builtins.int = ...,
+        rotate_partners: _builtins.bool = ...,
+        all_triples: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_triples", b"all_triples", "rotate_partners", b"rotate_partners", "rounds", b"rounds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundRobinOptions: _TypeAlias = RoundRobinOptions  # noqa: Y015
+
+@_typing.final
+class BracketOptions(_message.Message):
+    """An elimination bracket's options."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERIES_LENGTH_FIELD_NUMBER: _builtins.int
+    series_length: _builtins.int
+    """Each bracket match is a series, best of N, N odd from 1 to 99 (0 means
+    1). A game of the series is one duplicate set.
+    """
+    def __init__(
+        self,
+        *,
+        series_length: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["series_length", b"series_length"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BracketOptions: _TypeAlias = BracketOptions  # noqa: Y015
 
 @_typing.final
 class Tournament(_message.Message):
