@@ -30,7 +30,9 @@ from clients.render import (
     crosstable_text,
     elo,
     plural,
+    ranking_text,
     ratings_table,
+    rounds_text,
     standings_table,
     tournament_list,
 )
@@ -69,7 +71,12 @@ def _pool(t: tournament_pb2.Tournament) -> str:
 
 
 def _print_standings(st: tournament_pb2.Standings, title: str, pool: str) -> None:
-    print(standings_table(st, title, pool))
+    ranked = ranking_text(st, title)  # a format's own ranking replaces the common table
+    print(ranked or standings_table(st, title, pool))
+    rounds = rounds_text(st, 4 if pool == "2v2" else 3)
+    if rounds:
+        print()
+        print(rounds)
     text = bracket_text(st)
     if not text and len(st.rows) <= CROSSTABLE_MAX_BOTS:
         text = crosstable_text(st)

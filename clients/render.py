@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
-__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ratings_table", "side_names",
-           "standings_table", "tournament_list"]
+__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ranking_text", "ratings_table",
+           "rounds_text", "side_names", "standings_table", "tournament_list"]
 
 
 def side_names(players: int, seats: Sequence[str]) -> list[str]:
@@ -78,6 +78,65 @@ def crosstable_text(st: tournament_pb2.Standings) -> str:
     for i, a in enumerate(order, 1):
         row_cells = "".join(f"{'x' if a == b else cells.get((a, b), '.'):>{cw}}" for b in order)
         lines.append(f"{i:>3}  {names[a]:<{w}}{row_cells}")
+    return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    """A score as short as it is exact: 2, 1.5, 0.75, -0.25."""
+    return f"{x:g}"
+
+
+def _entrant(names: dict[str, str], bot_ids: Sequence[str]) -> str:
+    return " & ".join(names.get(b, b) for b in bot_ids)
+
+
+def ranking_text(st: tournament_pb2.Standings, title: str = "") -> str:
+    """A format's own ranking (a Swiss's), with every measure explained and each
+    entrant's rounds (`t2 1`: table 2, 1 point; `?` while the result is not public)."""
+    if not st.HasField("ranking"):
+        return ""
+    names = {row.bot_id: row.name for row in st.rows}
+    rk = st.ranking
+    lines = [title] if title else []
+    w = _width(_entrant(names, row.bot_ids) for row in rk.rows)
+    heads = [c.title.lower() for c in rk.columns]
+    cw = [max(8, len(h) + 2) for h in heads]
+    rounds = max((len(row.rounds) for row in rk.rows), default=0)
+    lines.append(f"{'#':>3}  {'entrant':<{w}}" + "".join(f"{h:>{c}}" for h, c in zip(
+        heads, cw, strict=True)) + f"{'games':>7}{'byes':>6}  "
+        + "  ".join(f"{'R' + str(r + 1):<7}" for r in range(rounds)).rstrip())
+    for row in rk.rows:
+        cells = "".join(f"{_num(v):>{c}}" for v, c in zip(row.values, cw, strict=False))
+        played = "  ".join(f"{_round_cell(e):<7}" for e in row.rounds)
+        lines.append(f"{row.rank:>3}  {_entrant(names, row.bot_ids):<{w}}{cells}"
+                     f"{row.games:>7}{row.byes:>6}  {played}".rstrip())
+    lines.append("(ranked by " + ", then ".join(c.title.lower() for c in rk.columns) + ")")
+    lines.extend(f"  {c.title.lower()}: {c.explanation}" for c in rk.columns)
+    return "\n".join(lines)
+
+
+def _round_cell(e: tournament_pb2.EntrantRound) -> str:
+    """`t2 1` (table 2, 1 point), `bye 0.5`, `t1 ?` (not public yet)."""
+    where = "bye" if e.table == 0 else f"t{e.table}"
+    return f"{where} {_num(e.points) if e.HasField('points') else '?'}"
+
+
+def rounds_text(st: tournament_pb2.Standings, players: int) -> str:
+    """Each round's tables (seats in order) and byes, with the sides' points once public."""
+    if not st.rounds:
+        return ""
+    names = {row.bot_id: row.name for row in st.rows}
+    lines = []
+    for rnd in st.rounds:
+        lines.append(f"round {rnd.number} (board {rnd.board}):")
+        for t, table in enumerate(rnd.tables, 1):
+            sides = side_names(players, [names.get(b, b) for b in table.bot_ids])
+            points = (" -> " + ", ".join(_num(p) for p in table.points)) if table.points \
+                else ""
+            lines.append(f"  table {t}: {' vs '.join(sides) if players == 4 else ', '.join(sides)}"
+                         f"{points}")
+        if rnd.bye_bot_ids:
+            lines.append(f"  bye: {', '.join(names.get(b, b) for b in rnd.bye_bot_ids)}")
     return "\n".join(lines)
 
 

@@ -67,6 +67,7 @@ from store.tournaments import TournamentInfo
 from tournaments import formats
 from tournaments.options import option_fields
 from tournaments.plan import board_id
+from tournaments.ranking import Ranking
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -699,7 +700,28 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
         tournament_pb2.BoardProgress(board=board_id(view.tournament_id, unit), games=games,
                                      games_finished=done, games_running=running)
         for unit, games, done, running in view.boards)
+    if view.ranking is not None:
+        pb.ranking.CopyFrom(_ranking_to_pb(view.ranking))
+    pb.rounds.extend(tournament_pb2.Round(
+        number=r.number, board=board_id(view.tournament_id, r.unit),
+        tables=[tournament_pb2.RoundTable(match_id=t.match_id, bot_ids=t.bot_ids,
+                                          points=t.points) for t in r.tables],
+        bye_bot_ids=[b for entrant in r.byes for b in entrant])
+        for r in view.rounds)
     return pb
+
+
+def _ranking_to_pb(ranking: Ranking) -> tournament_pb2.Ranking:
+    """A format's own ranking (`tournaments.ranking`) as a message."""
+    return tournament_pb2.Ranking(
+        columns=[tournament_pb2.RankingColumn(key=c.key, title=c.title,
+                                              explanation=c.explanation, short_title=c.short)
+                 for c in ranking.columns],
+        rows=[tournament_pb2.RankingRow(
+            rank=row.rank, bot_ids=row.bot_ids, values=row.values, games=row.games,
+            byes=row.byes, rounds=[tournament_pb2.EntrantRound(table=e.table, points=e.points)
+                                   for e in row.rounds])
+              for row in ranking.rows])
 
 
 def _bracket_to_pb(view: StandingsView) -> tournament_pb2.Bracket:

@@ -67,7 +67,8 @@ CASES = [(3, "round_robin", {}), (3, "round_robin", {"rounds": 2}),
          (3, "round_robin", {"all_triples": True}), (4, "round_robin", {}),
          (4, "round_robin", {"rotate_partners": True}), (3, "single_elimination", {}),
          (4, "single_elimination", {"series_length": 3}),
-         (4, "double_elimination", {"series_length": 3})]
+         (4, "double_elimination", {"series_length": 3}),
+         (3, "swiss", {}), (4, "swiss", {}), (4, "swiss", {"rotate_partners": True})]
 
 
 FIELDS = [(p, f, kw, n) for p, f, kw in CASES for n in range(3, 17)

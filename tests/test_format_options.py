@@ -49,6 +49,9 @@ def _round_trip(name: str, data: dict[str, Any]) -> dict[str, Any]:
     ("round_robin", {"rounds": 3, "rotate_partners": True, "all_triples": False}),
     ("single_elimination", {"series_length": 5}),
     ("double_elimination", {"series_length": 1}),
+    ("swiss", {"rounds": 4, "teams": [{"bot_ids": ["a", "b"]}, {"bot_ids": ["c", "d"]}]}),
+    ("swiss", {"rotate_partners": True}),
+    ("swiss", {}),
 ])
 def test_the_json_form_is_the_messages_proto3_json(name: str, data: dict[str, Any]) -> None:
     options = formats.get(name).read_options(data)
@@ -173,3 +176,32 @@ def test_cli_flags_give_the_chosen_formats_options() -> None:
         format_options.collect(_cli("--rounds", "0"), "round_robin", "x")
     with pytest.raises(UsageError, match=r"^x: argument --rounds: must be a whole number"):
         format_options.collect(_cli("--rounds", "many"), "round_robin", "x")
+
+
+def test_swiss_rounds_unset_is_not_zero_on_the_wire() -> None:
+    """`optional uint32 rounds`: unset means the field's default, 0 is refused."""
+    assert "rounds" not in _round_trip("swiss", {})
+    pb = _request(format=tournament_pb2.TOURNAMENT_FORMAT_SWISS,
+                  swiss=tournament_pb2.SwissOptions(rounds=0))
+    data = wire.spec_request_from_pb(pb)["options"]
+    assert data == {"rounds": 0}
+    with pytest.raises(InvalidArgument, match=r"^swiss\.rounds: must be from 1"):
+        formats.get("swiss").read_options(data)
+
+
+def test_cli_teams_and_shared_flags() -> None:
+    args = _cli("--teams", "a+b, c+d", "--rounds", "2")
+    assert format_options.collect(args, "swiss", "x") == {
+        "rounds": 2, "teams": [{"bot_ids": ["a", "b"]}, {"bot_ids": ["c", "d"]}],
+        "rotate_partners": False}
+    for argv, needle in [(("--teams", "a+b,,c+d"), "argument --teams: team 2 is empty"),
+                         (("--teams", "a+a"), "argument --teams: team 1 names 'a' twice"),
+                         (("--teams", "a+b,b+c"), "argument --teams: 'b' is in team 1 and"),
+                         (("--teams", "a+b+c"), "argument --teams: team 1 names 3 bots"),
+                         (("--teams", "a+b", "--rotate-partners"),
+                          "x: swiss.rotate_partners: not with teams")]:
+        with pytest.raises(UsageError) as err:
+            format_options.collect(_cli(*argv), "swiss", "x")
+        assert needle in str(err.value), err.value
+    with pytest.raises(UsageError, match="--teams is not an option of --format round-robin"):
+        format_options.collect(_cli("--teams", "a+b"), "round_robin", "x")

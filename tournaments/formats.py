@@ -11,7 +11,9 @@ from tournaments.double_elimination import DoubleElimination
 from tournaments.registry import Format, describe, get, names, notes, plan, prepare, register
 from tournaments.round_robin import RoundRobin
 from tournaments.single_elimination import SingleElimination
+from tournaments.swiss import Swiss
 
 __all__ = ["FORMATS", "Format", "describe", "get", "names", "notes", "plan", "prepare"]
 
-FORMATS = tuple(register(f) for f in (RoundRobin(), SingleElimination(), DoubleElimination()))
+FORMATS = tuple(register(f) for f in (RoundRobin(), SingleElimination(), DoubleElimination(),
+                                      Swiss()))

@@ -17,11 +17,13 @@ __all__ = ["Column", "EntrantRound", "PlayRound", "Ranking", "RankingRow", "Roun
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One measure of a ranking: a key, a title and a sentence that explains it."""
+    """One measure of a ranking: a key, a title (and a short one, for a narrow screen) and
+    a sentence that explains it."""
 
     key: str
     title: str
     explanation: str
+    short: str = ""
 
 
 @dataclass(frozen=True, slots=True)

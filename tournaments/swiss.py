@@ -49,7 +49,6 @@ from tournaments.ranking import (
     RoundTable,
 )
 from tournaments.registry import Format
-from tournaments.swiss_pairing import Round3, pair_tables
 from tournaments.swiss_rules import (
     BYE_POINTS,
     Mode,
@@ -64,12 +63,11 @@ from tournaments.swiss_standings import (
     side_points,
     swiss_standings,
 )
-from tournaments.swiss_teams import PartnerRound, TeamRound, pair_partners, pair_teams
 
 __all__ = ["Swiss", "SwissOptions", "Team", "entrants", "mode_of", "parse_teams", "rounds_of"]
 
-_TITLES = {"points": "Points", "buchholz": "Buchholz", "duplicate": "Duplicate",
-           "rating": "Rating"}
+_TITLES = {"points": ("Points", "Pts"), "buchholz": ("Buchholz", "BH"),
+           "duplicate": ("Duplicate", "Dup"), "rating": ("Rating", "Rtg")}
 
 
 def parse_teams(text: str) -> list[dict[str, list[str]]]:
@@ -127,7 +125,7 @@ class SwissOptions(Options):
 
     def summary(self) -> list[str]:
         """`5 rounds`, `4 fixed teams`, `rotating partners`."""
-        out = [f"{self.rounds} rounds"] if self.rounds else []
+        out = [f"{self.rounds} round{'s' if self.rounds != 1 else ''}"] if self.rounds else []
         if self.teams:
             out.append(f"{len(self.teams)} fixed teams")
         if self.rotate_partners:
@@ -224,10 +222,16 @@ class Swiss(Format[SwissOptions]):
         return SwissOptions(rounds=rounds, teams=teams, rotate_partners=options.rotate_partners)
 
     def notes(self, spec: TournamentSpec) -> list[str]:
-        """How byes score, and whole-bot teams."""
+        """How byes score (when the field has them), and whole-bot teams."""
         options = self.options(spec)
-        out = [f"an entrant that sits a round out (a bye) scores {BYE_POINTS:g}"]
-        if mode_of(spec, options) is Mode.TEAMS and not options.teams:
+        mode = mode_of(spec, options)
+        n = len(entrants(spec, options))
+        per_table = {Mode.TABLES: 3, Mode.TEAMS: 2, Mode.PARTNERS: 4}[mode]
+        out = []
+        if n % per_table:
+            out.append(f"{n % per_table} of the {n} entrants sit each round out (a bye), never "
+                       f"twice while another has not; a bye scores {BYE_POINTS:g}")
+        if mode is Mode.TEAMS and not options.teams:
             out.append("each bot is a whole team: it plays both seats of its side")
         return out
 
@@ -264,6 +268,11 @@ class Swiss(Format[SwissOptions]):
     def _pair(self, spec: TournamentSpec, options: SwissOptions,
               st: dict[str, Any]) -> list[Game]:
         """Pair the next round into `st`; its games."""
+        # Imported here: the pairing's search needs numpy and scipy (0.5 s to load), which
+        # a process that only reads the registry (the CLI) should not pay for.
+        from tournaments.swiss_pairing import Round3, pair_tables
+        from tournaments.swiss_teams import PartnerRound, TeamRound, pair_partners, pair_teams
+
         mode = mode_of(spec, options)
         number = len(st["rounds"]) + 1
         seed = derive_seed(spec.seed, f"pairing-r{number}")
@@ -327,7 +336,8 @@ class Swiss(Format[SwissOptions]):
             for e in rnd.byes:
                 per[e].append(EntrantRound(0, BYE_POINTS))
         rows = swiss_standings(len(ents), rounds, points, mean)
-        columns = tuple(Column(key, _TITLES[key], text) for key, text in TIEBREAKS)
+        columns = tuple(Column(key, _TITLES[key][0], text, _TITLES[key][1])
+                        for key, text in TIEBREAKS)
         return Ranking(columns, tuple(
             RankingRow(row.rank, ents[row.entry],
                        (row.points, row.buchholz, round(row.duplicate, 4), round(row.rating, 1)),
@@ -369,6 +379,7 @@ def _team_ids(spec: TournamentSpec, options: SwissOptions) -> list[tuple[str, st
     for bot_id, name in zip(spec.bot_ids, spec.names, strict=True):
         index[bot_id.casefold()] = bot_id
         index.setdefault(name.casefold(), bot_id)
+    names = dict(zip(spec.bot_ids, spec.names, strict=True))
     where: dict[str, int] = {}
     out = []
     for t, team in enumerate(options.teams, 1):
@@ -379,13 +390,15 @@ def _team_ids(spec: TournamentSpec, options: SwissOptions) -> list[tuple[str, st
                 raise InvalidArgument(f"swiss.teams: team {t} names {x[:64]!r}, which is not "
                                       "one of the tournament's bots (bot_ids)")
             bot_id = found
+            if where.get(bot_id) == t:
+                raise InvalidArgument(f"swiss.teams: team {t} names {names[bot_id]} twice; a "
+                                      "team is two different bots")
             if bot_id in where:
                 raise InvalidArgument(f"swiss.teams: {x[:64]!r} is in team {where[bot_id]} "
                                       f"and in team {t}; a bot plays in one team")
             where[bot_id] = t
             ids.append(bot_id)
         out.append((ids[0], ids[1]))
-    names = dict(zip(spec.bot_ids, spec.names, strict=True))
     for bot_id in spec.bot_ids:
         if bot_id not in where:
             raise InvalidArgument(f"swiss.teams: {names[bot_id]} is in bot_ids but in no team; "

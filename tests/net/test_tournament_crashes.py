@@ -12,6 +12,7 @@ import contextlib
 import json
 import re
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -193,6 +194,40 @@ def test_worker_killed_mid_tournament(own: Own) -> None:
         assert match_log(own.r, mid)[: len(log_at_kill)] == log_at_kill
         _check_all_recorded(own, admin, tid, events)
         print(f"\nkilled worker's match {mid} resumed {resumed_after:.1f} s after the kill")
+
+
+def test_a_swiss_survives_a_worker_killed_mid_match(own: Own) -> None:
+    """A 3p Swiss of ten (three tables and a bye a round): SIGKILL a worker while it hosts a
+    game; the game resumes from its log, the next round is paired once the round's games
+    are all in, and every game is recorded once."""
+    st = own.stack
+    extra = [register(st.address, f"sw{i}") for i in range(6)]
+    many = st.start("manybots", [sys.executable, str(Path(__file__).with_name("manybots.py")),
+                                 st.address, "greedy", *(token for _, token in extra)])
+    many.wait_for(r"connected 6 bots", timeout=60)
+    admin = Admin(st.address, st.admin_token)
+    rq_conn = rq_connection(own.redis.url)
+    with logs_on_failure(st), contextlib.closing(admin), contextlib.closing(rq_conn):
+        t = admin.create_tournament(name="kill a worker in a Swiss", players=3, format="swiss",
+                                    bot_ids=[*own.bots, *(b for b, _ in extra)], rules=RULES,
+                                    options={"rounds": 3})
+        tid = t.tournament_id
+        watch = Watcher(admin, tid).start()
+        victim, mid = wait_until(
+            "a worker frozen mid-match",
+            lambda: next(((w, m) for w in own.workers
+                          if (m := _freeze_mid_match(rq_conn, own.r, w)) is not None), None),
+            timeout=60)
+        log_at_kill = match_log(own.r, mid)
+        victim.kill_tree()
+        wait_finished(admin, tid, timeout=150)
+        events = watch.join()
+        assert match_log(own.r, mid)[: len(log_at_kill)] == log_at_kill
+        _check_all_recorded(own, admin, tid, events, count=3 * 3)
+        st_ = admin.standings(tid)
+        assert [len(r.tables) for r in st_.rounds] == [3, 3, 3]
+        assert all(len(r.bye_bot_ids) == 1 for r in st_.rounds)
+        assert len({b for r in st_.rounds for b in r.bye_bot_ids}) == 3
 
 
 def _dump_unfinished(own: Own, tid: str) -> None:

@@ -44,6 +44,12 @@ class _TournamentFormatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Tour
     """A knock-out bracket: a loss eliminates."""
     TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: _TournamentFormat.ValueType  # 3
     """A bracket with a losers' side: two losses eliminate."""
+    TOURNAMENT_FORMAT_SWISS: _TournamentFormat.ValueType  # 4
+    """A few rounds, each pairing bots (or 2v2 teams) of equal or near score:
+    3-player tables, 2v2 fixed teams, or 2v2 with rotating partners. Every
+    table of a round plays the round's board; a round is paired once the
+    previous round's games have all finished.
+    """
 
 class TournamentFormat(_TournamentFormat, metaclass=_TournamentFormatEnumTypeWrapper):
     """How the bots are paired."""
@@ -60,6 +66,12 @@ TOURNAMENT_FORMAT_SINGLE_ELIMINATION: TournamentFormat.ValueType  # 2
 """A knock-out bracket: a loss eliminates."""
 TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: TournamentFormat.ValueType  # 3
 """A bracket with a losers' side: two losses eliminate."""
+TOURNAMENT_FORMAT_SWISS: TournamentFormat.ValueType  # 4
+"""A few rounds, each pairing bots (or 2v2 teams) of equal or near score:
+3-player tables, 2v2 fixed teams, or 2v2 with rotating partners. Every
+table of a round plays the round's board; a round is paired once the
+previous round's games have all finished.
+"""
 Global___TournamentFormat: _TypeAlias = TournamentFormat  # noqa: Y015
 
 class _Seeding:
@@ -259,6 +271,7 @@ class TournamentSpec(_message.Message):
     ROUND_ROBIN_FIELD_NUMBER: _builtins.int
     SINGLE_ELIMINATION_FIELD_NUMBER: _builtins.int
     DOUBLE_ELIMINATION_FIELD_NUMBER: _builtins.int
+    SWISS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people."""
     players: _builtins.int
@@ -353,6 +366,10 @@ class TournamentSpec(_message.Message):
     def double_elimination(self) -> Global___BracketOptions:
         """Options of TOURNAMENT_FORMAT_DOUBLE_ELIMINATION."""
 
+    @_builtins.property
+    def swiss(self) -> Global___SwissOptions:
+        """Options of TOURNAMENT_FORMAT_SWISS."""
+
     def __init__(
         self,
         *,
@@ -374,16 +391,17 @@ class TournamentSpec(_message.Message):
         round_robin: Global___RoundRobinOptions | None = ...,
         single_elimination: Global___BracketOptions | None = ...,
         double_elimination: Global___BracketOptions | None = ...,
+        swiss: Global___SwissOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "seed", b"seed", "single_elimination", b"single_elimination"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "seed", b"seed", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__duplicate_deals: _TypeAlias = _typing.Literal["duplicate_deals"]  # noqa: Y015
     _WhichOneofArgType__duplicate_deals: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals"]  # noqa: Y015
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
-    _WhichOneofReturnType_format_options: _TypeAlias = _typing.Literal["round_robin", "single_elimination", "double_elimination"]  # noqa: Y015
+    _WhichOneofReturnType_format_options: _TypeAlias = _typing.Literal["round_robin", "single_elimination", "double_elimination", "swiss"]  # noqa: Y015
     _WhichOneofArgType_format_options: _TypeAlias = _typing.Literal["format_options", b"format_options"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__duplicate_deals) -> _WhichOneofReturnType__duplicate_deals | None: ...
@@ -427,6 +445,73 @@ class RoundRobinOptions(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RoundRobinOptions: _TypeAlias = RoundRobinOptions  # noqa: Y015
+
+@_typing.final
+class SwissTeam(_message.Message):
+    """Two bots that play as one team."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The two bots, by id or name (responses give ids)."""
+
+    def __init__(
+        self,
+        *,
+        bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_ids", b"bot_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SwissTeam: _TypeAlias = SwissTeam  # noqa: Y015
+
+@_typing.final
+class SwissOptions(_message.Message):
+    """A Swiss's options."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUNDS_FIELD_NUMBER: _builtins.int
+    TEAMS_FIELD_NUMBER: _builtins.int
+    ROTATE_PARTNERS_FIELD_NUMBER: _builtins.int
+    rounds: _builtins.int
+    """Rounds to play, from 1 to what the field allows (while everyone can
+    still meet someone new: 3 players (n - 1) / 2 rounds, 2v2 teams t - 1,
+    rotating partners n - 1; at most 100). Unset: ceil(log2 n) + 1 (n the
+    bots, or the teams), within that bound.
+    """
+    rotate_partners: _builtins.bool
+    """2v2 only, not with `teams`: bots at tables of four with new partners
+    each round (never the same partner twice while the field allows).
+    """
+    @_builtins.property
+    def teams(self) -> _containers.RepeatedCompositeFieldContainer[Global___SwissTeam]:
+        """2v2 only: fixed teams, every bot of `bot_ids` in exactly one. Unset (and
+        without `rotate_partners`): each bot is a whole team, holding both seats
+        of its side.
+        """
+
+    def __init__(
+        self,
+        *,
+        rounds: _builtins.int | None = ...,
+        teams: _abc.Iterable[Global___SwissTeam] | None = ...,
+        rotate_partners: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_rounds", b"_rounds", "rounds", b"rounds"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rounds", b"_rounds", "rotate_partners", b"rotate_partners", "rounds", b"rounds", "teams", b"teams"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__rounds: _TypeAlias = _typing.Literal["rounds"]  # noqa: Y015
+    _WhichOneofArgType__rounds: _TypeAlias = _typing.Literal["_rounds", b"_rounds"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rounds) -> _WhichOneofReturnType__rounds | None: ...
+
+Global___SwissOptions: _TypeAlias = SwissOptions  # noqa: Y015
 
 @_typing.final
 class BracketOptions(_message.Message):
@@ -872,6 +957,8 @@ class Standings(_message.Message):
     MATCHES_TOTAL_FIELD_NUMBER: _builtins.int
     NOTES_FIELD_NUMBER: _builtins.int
     BOARDS_IN_PLAY_FIELD_NUMBER: _builtins.int
+    RANKING_FIELD_NUMBER: _builtins.int
+    ROUNDS_FIELD_NUMBER: _builtins.int
     tournament_id: _builtins.str
     """The tournament."""
     sequence: _builtins.int
@@ -908,6 +995,20 @@ class Standings(_message.Message):
         results stay hidden until the last one ends.
         """
 
+    @_builtins.property
+    def ranking(self) -> Global___Ranking:
+        """The format's own ranking of its entrants (a Swiss: points, then its
+        tiebreaks), each measure explained; unset for formats whose standings
+        are `rows`. When set, `rows` are in its order.
+        """
+
+    @_builtins.property
+    def rounds(self) -> _containers.RepeatedCompositeFieldContainer[Global___Round]:
+        """The rounds paired so far, for formats that pair round by round (a
+        Swiss), oldest first. A pairing is public once made; each table's
+        points only once its board is released.
+        """
+
     def __init__(
         self,
         *,
@@ -920,14 +1021,234 @@ class Standings(_message.Message):
         matches_total: _builtins.int = ...,
         notes: _abc.Iterable[_builtins.str] | None = ...,
         boards_in_play: _abc.Iterable[Global___BoardProgress] | None = ...,
+        ranking: Global___Ranking | None = ...,
+        rounds: _abc.Iterable[Global___Round] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bracket", b"bracket", "ranking", b"ranking"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_in_play", b"boards_in_play", "bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_in_play", b"boards_in_play", "bracket", b"bracket", "crosstable", b"crosstable", "matches_done", b"matches_done", "matches_total", b"matches_total", "notes", b"notes", "ranking", b"ranking", "rounds", b"rounds", "rows", b"rows", "sequence", b"sequence", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Standings: _TypeAlias = Standings  # noqa: Y015
+
+@_typing.final
+class RankingColumn(_message.Message):
+    """One measure a format ranks by."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    EXPLANATION_FIELD_NUMBER: _builtins.int
+    SHORT_TITLE_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """A stable key: `points`, `buchholz`, ..."""
+    title: _builtins.str
+    """A short title for a column heading."""
+    explanation: _builtins.str
+    """What the measure is, in a sentence, for people."""
+    short_title: _builtins.str
+    """A shorter title, for a narrow column heading (`BH`); empty: the title."""
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        title: _builtins.str = ...,
+        explanation: _builtins.str = ...,
+        short_title: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["explanation", b"explanation", "key", b"key", "short_title", b"short_title", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RankingColumn: _TypeAlias = RankingColumn  # noqa: Y015
+
+@_typing.final
+class EntrantRound(_message.Message):
+    """One round of one entrant."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    table: _builtins.int
+    """The table it played at (see Round.tables, 1 first); 0 for a bye."""
+    points: _builtins.float
+    """The points it made there (a bye's are fixed); unset until the result
+    is public.
+    """
+    def __init__(
+        self,
+        *,
+        table: _builtins.int = ...,
+        points: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_points", b"_points", "points", b"points"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_points", b"_points", "points", b"points", "table", b"table"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__points: _TypeAlias = _typing.Literal["points"]  # noqa: Y015
+    _WhichOneofArgType__points: _TypeAlias = _typing.Literal["_points", b"_points"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__points) -> _WhichOneofReturnType__points | None: ...
+
+Global___EntrantRound: _TypeAlias = EntrantRound  # noqa: Y015
+
+@_typing.final
+class RankingRow(_message.Message):
+    """One entrant's line of a format's ranking."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RANK_FIELD_NUMBER: _builtins.int
+    BOT_IDS_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    BYES_FIELD_NUMBER: _builtins.int
+    ROUNDS_FIELD_NUMBER: _builtins.int
+    rank: _builtins.int
+    """1 is best."""
+    games: _builtins.int
+    """Games played (with a public result)."""
+    byes: _builtins.int
+    """Rounds sat out."""
+    @_builtins.property
+    def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The entrant: one bot, or a team's two bots."""
+
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """One value per column of the ranking, in the same order."""
+
+    @_builtins.property
+    def rounds(self) -> _containers.RepeatedCompositeFieldContainer[Global___EntrantRound]:
+        """Its rounds so far, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        rank: _builtins.int = ...,
+        bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+        games: _builtins.int = ...,
+        byes: _builtins.int = ...,
+        rounds: _abc.Iterable[Global___EntrantRound] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_ids", b"bot_ids", "byes", b"byes", "games", b"games", "rank", b"rank", "rounds", b"rounds", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RankingRow: _TypeAlias = RankingRow  # noqa: Y015
+
+@_typing.final
+class Ranking(_message.Message):
+    """A format's own ranking: entrants best first, ranked by the first column,
+    ties broken by the next, and so on.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLUMNS_FIELD_NUMBER: _builtins.int
+    ROWS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def columns(self) -> _containers.RepeatedCompositeFieldContainer[Global___RankingColumn]:
+        """The measures, in order of precedence."""
+
+    @_builtins.property
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___RankingRow]:
+        """The entrants, best first."""
+
+    def __init__(
+        self,
+        *,
+        columns: _abc.Iterable[Global___RankingColumn] | None = ...,
+        rows: _abc.Iterable[Global___RankingRow] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["columns", b"columns", "rows", b"rows"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Ranking: _TypeAlias = Ranking  # noqa: Y015
+
+@_typing.final
+class RoundTable(_message.Message):
+    """One table of a round: one game."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    BOT_IDS_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """The game."""
+    @_builtins.property
+    def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The bot at each seat, in seat order."""
+
+    @_builtins.property
+    def points(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Each side's points (3 players: one per seat; 2v2: seats 0 and 2, then
+        seats 1 and 3); empty until the result is public.
+        """
+
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+        points: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_ids", b"bot_ids", "match_id", b"match_id", "points", b"points"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundTable: _TypeAlias = RoundTable  # noqa: Y015
+
+@_typing.final
+class Round(_message.Message):
+    """A round as paired: every table plays the round's board."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NUMBER_FIELD_NUMBER: _builtins.int
+    BOARD_FIELD_NUMBER: _builtins.int
+    TABLES_FIELD_NUMBER: _builtins.int
+    BYE_BOT_IDS_FIELD_NUMBER: _builtins.int
+    number: _builtins.int
+    """1, 2, 3, ..."""
+    board: _builtins.str
+    """The board every table of the round plays, `<tournament id>/<unit>`."""
+    @_builtins.property
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoundTable]:
+        """The tables, 1 first."""
+
+    @_builtins.property
+    def bye_bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The bots sitting the round out (a team's two bots each)."""
+
+    def __init__(
+        self,
+        *,
+        number: _builtins.int = ...,
+        board: _builtins.str = ...,
+        tables: _abc.Iterable[Global___RoundTable] | None = ...,
+        bye_bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board", b"board", "bye_bot_ids", b"bye_bot_ids", "number", b"number", "tables", b"tables"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Round: _TypeAlias = Round  # noqa: Y015
 
 @_typing.final
 class BoardProgress(_message.Message):
