@@ -565,6 +565,9 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 # The flat option fields of the spec from before formats owned their options (deprecated):
 # a request may still set them instead of `format_options`; responses mirror them.
 _LEGACY_OPTIONS = ("rounds", "series_length", "rotate_partners", "all_triples")
+# What older clients sent for every format whatever it took (the SDK's defaults): a flat
+# field at this value is no option asked for, and a format without it takes no offence.
+_OLD_DEFAULTS = {"rounds": 1, "series_length": 1}
 _ONEOF: Literal["format_options"] = "format_options"
 
 
@@ -572,20 +575,21 @@ def _options_from_pb(pb: tournament_pb2.TournamentSpec, fmt: str) -> dict[str, A
     """The format's options a request asks for, in their JSON form: the format's message
     in `format_options` (the proto3 JSON of it is the options' JSON form, see
     `tournaments.options`), or else the deprecated flat fields the format takes."""
-    legacy = [f for f in _LEGACY_OPTIONS if getattr(pb, f)]  # set: not the zero value
+    legacy = {f: getattr(pb, f) for f in _LEGACY_OPTIONS if getattr(pb, f)}  # not zero
     which: str | None = pb.WhichOneof(_ONEOF)
     if which is None:
         takes = {f.name for f in option_fields(formats.get(fmt).options_type)}
-        for name in legacy:
-            if name not in takes:
+        for name, value in legacy.items():
+            if name not in takes and value != _OLD_DEFAULTS.get(name):
                 raise InvalidArgument(f"spec.{name}: not an option of the {fmt} format "
                                       f"(its options: {', '.join(sorted(takes)) or 'none'})")
-        return {name: getattr(pb, name) for name in legacy}
+        return {name: value for name, value in legacy.items() if name in takes}
     if which != fmt:
         raise InvalidArgument(f"spec.{which}: options of the {which} format, but spec.format "
                               f"is {fmt}; set spec.{fmt} (or nothing) instead")
-    if legacy:
-        raise InvalidArgument(f"spec.{legacy[0]}: deprecated; with spec.{which} set, give "
+    stray = [name for name, value in legacy.items() if value != _OLD_DEFAULTS.get(name)]
+    if stray:
+        raise InvalidArgument(f"spec.{stray[0]}: deprecated; with spec.{which} set, give "
                               f"every option there")
     return json_format.MessageToDict(getattr(pb, which), preserving_proto_field_name=True)
 

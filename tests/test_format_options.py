@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -108,6 +110,18 @@ def test_a_request_names_its_options_in_the_formats_message() -> None:
     assert wire.spec_request_from_pb(pb)["options"] == {}
 
 
+def test_what_older_clients_sent_for_every_format_still_reads() -> None:
+    """The old SDK sent rounds=1 and series_length=1 whatever the format took."""
+    pb = _request(format=tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION, rounds=1,
+                  series_length=3)
+    assert wire.spec_request_from_pb(pb)["options"] == {"series_length": 3}
+    pb = _request(format=tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN, rounds=2,
+                  series_length=1)
+    assert wire.spec_request_from_pb(pb)["options"] == {"rounds": 2}
+    pb = _request(format=tournament_pb2.TOURNAMENT_FORMAT_SWISS, rounds=1, series_length=1)
+    assert wire.spec_request_from_pb(pb)["options"] == {"rounds": 1}
+
+
 def test_the_deprecated_flat_fields_still_read() -> None:
     pb = _request(format=tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION, series_length=3)
     assert wire.spec_request_from_pb(pb)["options"] == {"series_length": 3}
@@ -205,3 +219,12 @@ def test_cli_teams_and_shared_flags() -> None:
         assert needle in str(err.value), err.value
     with pytest.raises(UsageError, match="--teams is not an option of --format round-robin"):
         format_options.collect(_cli("--teams", "a+b"), "round_robin", "x")
+
+
+def test_the_command_line_loads_no_pairing_search() -> None:
+    """Every format registers at import, but the Swiss search's numpy and scipy (about
+    half a second) load only when a round is paired: no CLI command pays for them."""
+    out = subprocess.run([sys.executable, "-c", "import sys, clients.cli; print(sorted("
+                          "m for m in ('numpy', 'scipy') if m in sys.modules))"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

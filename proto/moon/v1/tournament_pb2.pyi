@@ -229,8 +229,10 @@ class TournamentSpec(_message.Message):
     does not take, is INVALID_ARGUMENT naming the field. The flat option
     fields below (`rounds`, `series_length`, `rotate_partners`, `all_triples`)
     are deprecated: a request that leaves `format_options` unset may still use
-    them (each must be an option of the chosen format), and responses fill
-    them where the format has an option of that name, for older clients.
+    them (each must be an option of the chosen format; 1, which older clients
+    sent for `rounds` and `series_length` whatever the format, counts as unset
+    where the format has no such option), and responses fill them where the
+    format has an option of that name, for older clients.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
