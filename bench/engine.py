@@ -18,6 +18,14 @@ line, `name: value unit`:
 - `copy/s`, `observation/s`, `sample_state/s`: what a search bot pays per
   `GameState.copy()`, per `observation(seat)` and per determinization
   (`moon.sample_state`), on states taken at random points of random 3p hands.
+  `sample_state/bare 3p` divides the last by this run's `bare loop 3p hands/s`
+  (issue 18 asks for at least 0.6). `sampler draws/s`: further draws from one
+  `moon.sampling.Sampler(obs)`, as a search bot takes many for one decision.
+- What `bots.pimc` builds on the engine's masks: `playouts/s`, the rest of a 3p
+  hand played by the greedy rule (`bots.playout`) from the play positions
+  above; `solver nodes/s` and `solve 3p N left`, the exact solver
+  (`bots.solver`, in-place moves undone on return, a transposition table at
+  trick starts) on 3p positions with N tricks to go, each solved from scratch.
 
 All loops draw their random numbers the same way (`getrandbits(32) % count`,
 uniform to within 1e-8, the cheapest draw in pure Python) in the same order,
@@ -39,11 +47,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from bots.playout import playout
+from bots.solver import Solver, won_code
 from moon import GameState, Rules, sample_state
 from moon.actions import MOON, TRUMP_BASE
 from moon.contracts import FOLLOW, POWER
 from moon.deal import deal_masks, first_bidder
 from moon.observation import Observation
+from moon.sampling import Sampler
 from moon.state import tile_set
 
 T = TypeVar("T")
@@ -252,6 +263,73 @@ def sample_loop() -> Loop:
     return per_item_loop(make, lambda obs: sample_state(obs, rng))
 
 
+def sampler_loop() -> Loop:
+    """`Sampler.sample(rng)`: one more deal from an observation already prepared."""
+    rng = random.Random(0)
+
+    def make(seed: int) -> list[Sampler]:
+        return [Sampler(st.observation(st.to_act)) for st in _sample_points(200, seed)]
+
+    return per_item_loop(make, lambda sampler: sampler.sample(rng))
+
+
+def _play_position(st: GameState) -> tuple[int, list[int], int, list[int], list[int], int]:
+    """A play-phase state as the search code holds it: contract, hands, leader, trick,
+    tricks won and the mask of tiles gone."""
+    k = st.in_trick
+    trick = [t for _, t in st.plays[len(st.plays) - k:]]
+    leader = st.plays[-k][0] if k else st.to_act
+    return st.contract, st.hands, leader, trick, st.tricks_won, sum(1 << t for _, t in st.plays)
+
+
+def playout_loop() -> Loop:
+    """Greedy playouts of the rest of the hand from play positions."""
+
+    def make(seed: int) -> list[GameState]:
+        return [st for st in _sample_points(400, seed) if st.phase == 3][:200]
+
+    def work(st: GameState) -> object:
+        c, hands, leader, trick, won, gone = _play_position(st)
+        return playout(st.n, c, hands, leader, trick, won, gone)
+
+    return per_item_loop(make, work)
+
+
+def _tricks_left_points(count: int, left: int, seed: int) -> list[GameState]:
+    """3p states at the start of a trick with `left` tricks to go."""
+    rng = random.Random(seed)
+    out: list[GameState] = []
+    while len(out) < count:
+        st = GameState.new(Rules(), rng.getrandbits(32))
+        while not st.is_over:
+            if st.phase == 3 and not st.in_trick and len(st.winners) == 7 - left:
+                out.append(st)
+                break
+            st.apply_id(rng.choice(st.legal_ids()))
+    return out
+
+
+def solve_figures(left: int, count: int) -> tuple[float, float]:
+    """Mean CPU ms per solve and nodes per CPU second, `left` tricks to go, from scratch.
+
+    The value searched is the tricks of the seat to act; the two others play against it.
+    """
+    nodes = 0
+    points = _tricks_left_points(count, left, 5)
+    start = _clock()
+    for st in points:
+        root = st.to_act
+        values = [0] * 512
+        for code in range(512):
+            won = [code >> 3 * s & 7 for s in range(3)]
+            values[won_code(won)] = won[root]
+        solver = Solver(3, st.contract, [s == root for s in range(3)], values)
+        solver.solve(st.hands[:], root, [], st.tricks_won)
+        nodes += solver.nodes
+    took = _clock() - start
+    return took / count * 1000, nodes / took
+
+
 def median_rate(loop: Loop, seconds: float, runs: int) -> float:
     """The median over `runs` runs (seeds 1, 1001, ...) of work per CPU second."""
     rates = []
@@ -310,8 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def show(name: str, value: float, unit: str, fmt: str = ",.0f") -> None:
         print(f"{name}: {value:{fmt}} {unit}", flush=True)
 
+    bare_3p = 0.0
     for n in (3, 4):
         engine, bare, ratio = paired_rates(engine_loop(n), bare_loop(n), sec, runs)
+        bare_3p = bare if n == 3 else bare_3p
         show(f"random {n}p hands/s", engine, "hands/s")
         show(f"bare loop {n}p hands/s", bare, "hands/s")
         show(f"engine/bare {n}p", ratio, "ratio", ".2f")
@@ -319,7 +399,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         show("checked 3p hands/s", median_rate(checked_loop(3), sec, runs), "hands/s")
         show("copy/s", median_rate(copy_loop(), sec, runs), "copies/s")
         show("observation/s", median_rate(observation_loop(), sec, runs), "observations/s")
-        show("sample_state/s", median_rate(sample_loop(), sec, runs), "samples/s")
+        samples = median_rate(sample_loop(), sec, runs)
+        show("sample_state/s", samples, "samples/s")
+        show("sample_state/bare 3p", samples / bare_3p, "ratio", ".2f")
+        show("sampler draws/s", median_rate(sampler_loop(), sec, runs), "samples/s")
+        show("playouts/s", median_rate(playout_loop(), sec, runs), "playouts/s")
+        rates = []
+        for left in (3, 4, 5, 6):
+            ms, rate = solve_figures(left, max(4, 40 >> max(0, left - 3)))
+            rates.append(rate)
+            show(f"solve 3p {left} left", ms, "ms", ".2f")
+        show("solver nodes/s", statistics.median(rates), "nodes/s")
     return 0
 
 

@@ -40,7 +40,7 @@ def _add_selfplay(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--seed", type=int_in(*SEED), default=0,
                    help="seed of the first game; game k uses seed+k")
     p.add_argument("--bots", default=None,
-                   help="comma-separated bot per seat: random, greedy or MODULE:CLASS "
+                   help="comma-separated bot per seat: random, greedy, pimc or MODULE:CLASS "
                         "(default: greedy in every seat)")
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
                    help="a rules option; repeat for several")

@@ -684,7 +684,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     _admin_flag(p)
     p.set_defaults(run=_run_bot_register)
     p = bot.add_parser("run", help="connect a bot to a referee and play its matches")
-    p.add_argument("--bot", required=True, help="random, greedy or MODULE:CLASS")
+    p.add_argument("--bot", required=True, help="random, greedy, pimc or MODULE:CLASS")
     p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")
     p.add_argument("--threads", type=flags.int_in(*flags.THREADS), default=8,
                    help="decisions computed at once across matches; 0 decides inline")

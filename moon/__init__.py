@@ -1,7 +1,8 @@
 """Moon, the trick-taking domino game: a pure engine with no I/O.
 
 The public surface: `Rules`, `GameState`, `Action`, `Tile`, `Observation`,
-`sample_state` and the transcript helpers in `moon.transcript`.
+`sample_state` and `Sampler` (deals for search bots), and the transcript helpers
+in `moon.transcript`.
 """
 
 from moon.actions import Action, ActionKind
@@ -9,7 +10,7 @@ from moon.contracts import DOUBLES, NO_TRUMP, contract_name, parse_contract
 from moon.errors import IllegalActionError, MoonError, ParseError, RulesError, TranscriptError
 from moon.observation import BidMade, Observation, Phase, Play, Trick
 from moon.rules import Rules
-from moon.sampling import sample_state
+from moon.sampling import Sampler, sample_state
 from moon.state import GameState
 from moon.tiles import ALL_TILES, Tile
 
@@ -29,6 +30,7 @@ __all__ = [
     "Play",
     "Rules",
     "RulesError",
+    "Sampler",
     "Tile",
     "TranscriptError",
     "Trick",

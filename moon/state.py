@@ -27,7 +27,7 @@ from moon.observation import BidMade, Observation, Phase, Play, Trick
 from moon.rules import Rules
 from moon.tiles import ALL_TILES, BIT, tiles_of
 
-__all__ = ["GameState", "Phase", "tile_set"]
+__all__ = ["GameState", "Phase", "rule_constants", "tile_set"]
 
 
 _BID, _DISCARD, _TRUMP, _PLAY, _OVER = 0, 1, 2, 3, 4
@@ -86,6 +86,25 @@ _TILES_0, _TILES_7, _TILES_14, _TILES_21 = (
     tuple(tuple(ALL_TILES[lo + i] for i in reversed(range(7)) if m >> i & 1) for m in range(128))
     for lo in (0, 7, 14, 21)
 )
+
+
+_Constants = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, ...], ...], tuple[int, ...]]
+# Keyed by the only options they depend on, so the cache stays small (24 entries at most).
+_CONSTANTS: dict[tuple[int, bool, int, str], _Constants] = {}
+
+
+def rule_constants(rules: Rules) -> _Constants:
+    """The per-rules constants a state holds: tile bits, next seat, open and forced bids."""
+    key = (rules.players, rules.double_blank, rules.min_bid, rules.all_pass)
+    found = _CONSTANTS.get(key)
+    if found is None:
+        found = _CONSTANTS[key] = (
+            tuple(BIT[t] for t in tile_set(rules)),
+            (*range(1, rules.players), 0),
+            _BIDS_OPEN[rules.min_bid],
+            _BIDS_FORCED[rules.min_bid] if rules.all_pass == "forced" else (),
+        )
+    return found
 
 
 class GameState:
@@ -184,10 +203,7 @@ class GameState:
         self.end = None
         self.record = record
         self.hand_log = []
-        self._tile_bits = tuple(BIT[t] for t in tile_set(rules))
-        self._next = (*range(1, self.n), 0)
-        self._bid_open = _BIDS_OPEN[rules.min_bid]
-        self._bid_forced = _BIDS_FORCED[rules.min_bid] if rules.all_pass == "forced" else ()
+        self._tile_bits, self._next, self._bid_open, self._bid_forced = rule_constants(rules)
         # The trick in progress: set by each lead and read only while in_trick > 0;
         # set here too so that a state copies before its first trick.
         self.powers = ()

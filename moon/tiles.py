@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from moon.errors import ParseError
 
@@ -24,15 +24,15 @@ class Tile:
 
     high: int
     low: int
+    # Stable index 0..27: `0-0` is 0, `1-0` is 1, ..., `6-6` is 27. Stored, not a
+    # property: search code reads it in its inner loops. Derived from the two ends,
+    # so it takes no part in equality, order, hashing or the repr.
+    index: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (0 <= self.low <= self.high <= 6):
             raise ParseError(f"not a double-six tile: {self.high}-{self.low}")
-
-    @property
-    def index(self) -> int:
-        """Stable index 0..27: `0-0` is 0, `1-0` is 1, ..., `6-6` is 27."""
-        return tile_index(self.high, self.low)
+        object.__setattr__(self, "index", tile_index(self.high, self.low))
 
     @property
     def is_double(self) -> bool:

@@ -65,9 +65,9 @@ from store.records import (
 from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
-from tournaments.options import option_fields
-from tournaments.plan import board_id
+from tournaments.plan import board_id, redeal_notes
 from tournaments.ranking import Ranking
+from tournaments.spec import OLD_DEFAULTS, flat_options
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -500,8 +500,11 @@ def match_status_name(status: int) -> str:
 
 def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:
     """A stored bot as a message (never its token hash)."""
-    return bot_pb2.Bot(bot_id=record.bot_id, name=record.name,
-                       created_at=_timestamp(record.created_at), connected=connected)
+    pb = bot_pb2.Bot(bot_id=record.bot_id, name=record.name, connected=connected,
+                     house=record.house)
+    if not record.house:  # a house bot was never registered
+        pb.created_at.CopyFrom(_timestamp(record.created_at))
+    return pb
 
 
 def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
@@ -565,9 +568,6 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 # The flat option fields of the spec from before formats owned their options (deprecated):
 # a request may still set them instead of `format_options`; responses mirror them.
 _LEGACY_OPTIONS = ("rounds", "series_length", "rotate_partners", "all_triples")
-# What older clients sent for every format whatever it took (the SDK's defaults): a flat
-# field at this value is no option asked for, and a format without it takes no offence.
-_OLD_DEFAULTS = {"rounds": 1, "series_length": 1}
 _ONEOF: Literal["format_options"] = "format_options"
 
 
@@ -578,16 +578,11 @@ def _options_from_pb(pb: tournament_pb2.TournamentSpec, fmt: str) -> dict[str, A
     legacy = {f: getattr(pb, f) for f in _LEGACY_OPTIONS if getattr(pb, f)}  # not zero
     which: str | None = pb.WhichOneof(_ONEOF)
     if which is None:
-        takes = {f.name for f in option_fields(formats.get(fmt).options_type)}
-        for name, value in legacy.items():
-            if name not in takes and value != _OLD_DEFAULTS.get(name):
-                raise InvalidArgument(f"spec.{name}: not an option of the {fmt} format "
-                                      f"(its options: {', '.join(sorted(takes)) or 'none'})")
-        return {name: value for name, value in legacy.items() if name in takes}
+        return flat_options(fmt, legacy)
     if which != fmt:
         raise InvalidArgument(f"spec.{which}: options of the {which} format, but spec.format "
                               f"is {fmt}; set spec.{fmt} (or nothing) instead")
-    stray = [name for name, value in legacy.items() if value != _OLD_DEFAULTS.get(name)]
+    stray = [name for name, value in legacy.items() if value != OLD_DEFAULTS.get(name)]
     if stray:
         raise InvalidArgument(f"spec.{stray[0]}: deprecated; with spec.{which} set, give "
                               f"every option there")
@@ -669,7 +664,7 @@ def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
         tournament_id=spec.tournament_id, spec=spec_to_pb(spec, reveal),
         status=_T_STATUS.get(info.status, tournament_pb2.TOURNAMENT_STATUS_UNSPECIFIED),
         matches_total=info.total, matches_done=info.done,
-        error=info.error, notes=formats.notes(spec),
+        error=info.error, notes=formats.notes(spec) + redeal_notes(info.redealt),
     )
     if info.created_at:
         pb.created_at.CopyFrom(_timestamp(info.created_at))

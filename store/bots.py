@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import redis
 
+from bots import house as house_ids
 from store import ids, keys
 from store import matches as store_matches
 from store.errors import (
@@ -39,6 +40,7 @@ __all__ = [
     "ensure_admin_token",
     "find_bot",
     "get_bot",
+    "house_bot",
     "ids_after",
     "is_admin",
     "is_connected",
@@ -80,15 +82,31 @@ def _hash(secret: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BotRecord:
-    """A registered bot."""
+    """A registered bot, or a house bot (the stack's own player: its canonical id is its
+    name, it was never registered and is always there)."""
 
     bot_id: str
     name: str
     created_at: float
+    house: bool = False
+
+
+def house_bot(bot_id: str) -> BotRecord:
+    """The house bot an id names, canonicalised (`house:pimc` -> `house:pimc?samples=...`);
+    InvalidArgument naming what is wrong with the id."""
+    try:
+        canonical = house_ids.parse(bot_id).id
+    except house_ids.HouseBotError as exc:
+        raise InvalidArgument(str(exc)) from None
+    return BotRecord(canonical, canonical, 0.0, house=True)
 
 
 def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
     """Register `name`; return the record and its secret token (shown once)."""
+    if isinstance(name, str) and house_ids.is_house(name):
+        raise InvalidArgument(f"name: {name[:80]!r}: names beginning with 'house:' are the "
+                              "stack's own bots (house:random, house:greedy, house:pimc); "
+                              "choose another")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidArgument(
             f"name: {name!r} is not a valid bot name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
@@ -107,7 +125,10 @@ def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
 
 
 def get_bot(r: Redis, bot_id: str) -> BotRecord:
-    """The bot with this id, or NotFound (also for a string that is not a bot id)."""
+    """The bot with this id, or NotFound (also for a string that is not a bot id); a house
+    bot's id gives its record (InvalidArgument if it names no house bot)."""
+    if house_ids.is_house(bot_id):
+        return house_bot(bot_id)
     if not ids.is_bot_id(bot_id):
         raise NotFound(f"no bot with id {bot_id!r}")
     d: dict[str, str] = r.hgetall(keys.bot(bot_id))  # type: ignore[assignment]
@@ -117,7 +138,9 @@ def get_bot(r: Redis, bot_id: str) -> BotRecord:
 
 
 def find_bot(r: Redis, id_or_name: str) -> BotRecord:
-    """A bot by id, or by name when no id matches."""
+    """A bot by id, or by name when no id matches; a house bot by its id."""
+    if house_ids.is_house(id_or_name):
+        return house_bot(id_or_name)
     if ids.is_bot_id(id_or_name) and r.exists(keys.bot(id_or_name)):
         return get_bot(r, id_or_name)
     if not NAME_RE.fullmatch(id_or_name):
@@ -136,6 +159,8 @@ def resolve(r: Redis, ids_or_names: Sequence[str], field: str = "bot_ids"
     for i, b in enumerate(ids_or_names):
         try:
             out.append(find_bot(r, b))
+        except InvalidArgument as exc:  # a house bot id that names none, or bad options
+            raise InvalidArgument(f"{field}[{i}]: {exc}") from None
         except NotFound:
             names = {x.name.lower(): x.name for x in list_bots(r)}
             close = difflib.get_close_matches(b[:64].lower(), names, n=3, cutoff=0.6)
@@ -144,6 +169,8 @@ def resolve(r: Redis, ids_or_names: Sequence[str], field: str = "bot_ids"
             raise InvalidArgument(f"{field}[{i}]: no bot with id or name {b[:100]!r}{hint}"
                                   ) from None
     return out
+
+
 def ids_after(r: Redis, after: str) -> list[str]:
     """Bot ids in registration order after the id `after` ('' from the first)."""
     return store_matches.ids_after(r, keys.BOTS, after, newest_first=False)
@@ -176,7 +203,10 @@ def authenticate_bot(r: Redis, token: str) -> BotRecord:
 
 
 def is_connected(r: Redis, bot_id: str, now: float | None = None) -> bool:
-    """True while at least one live stream of the bot is registered."""
+    """True while at least one live stream of the bot is registered; a house bot always is
+    (the stack runs it)."""
+    if ids.is_house_bot(bot_id):
+        return True
     if not ids.is_bot_id(bot_id):
         return False
     if now is None:  # Redis's clock, which the referee that scored the entries used too

@@ -31,7 +31,10 @@ import redis
 
 from store import keys
 
-__all__ = ["CLAIM_LUA", "board_secret", "claim", "deal_seed", "dealt"]
+__all__ = ["CLAIM_LUA", "MAX_ATTEMPTS", "board_secret", "claim", "deal", "deal_seed", "dealt",
+           "record"]
+
+MAX_ATTEMPTS = 1000  # deals tried for one board before giving up (each a 2^-63 chance)
 
 # KEYS: the deal hashes of the board's bots. ARGV: deal seed, board id.
 # If none of the bots holds the seed for another board, records it for all of them and
@@ -72,6 +75,29 @@ def claim(r: redis.Redis, bot_ids: Iterable[str], seed: int, board: str) -> str 
     found = int(r.eval(CLAIM_LUA, len(bots), *(keys.bot_deals(b) for b in bots),
                        str(seed), board))
     return bots[found - 1] if found else None
+
+
+def deal(r: redis.Redis, planned: int, board: str, bot_ids: Iterable[str]) -> tuple[int, int]:
+    """The deal `board` is played with, claimed for every bot of it: the planned seed through
+    the stack's secret, or the next deal of the board while one of the bots was dealt that
+    one for another board. Returns (deal seed, deals refused first). Called again for the
+    same board (its other tables, a step redone after a crash), it gives the same deal."""
+    secret = board_secret(r)
+    bots = list(bot_ids)
+    for attempt in range(MAX_ATTEMPTS):
+        seed = deal_seed(secret, planned, attempt)
+        if claim(r, bots, seed, board) is None:
+            return seed, attempt
+    raise RuntimeError(f"board {board}: no deal in {MAX_ATTEMPTS} that none of its bots had")
+
+
+def record(r: redis.Redis, bot_ids: Iterable[str], seed: int, board: str) -> None:
+    """Note a deal the organiser chose (a single match's seed) as dealt to each bot, unless
+    the bot holds it already: later boards are then dealt around it."""
+    pipe = r.pipeline(transaction=False)
+    for b in set(bot_ids):
+        pipe.hsetnx(keys.bot_deals(b), str(seed), board)
+    pipe.execute()
 
 
 def dealt(r: redis.Redis, bot_id: str) -> dict[int, str]:

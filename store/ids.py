@@ -20,11 +20,13 @@ import re
 import secrets
 
 __all__ = [
+    "HOUSE_PREFIX",
     "MAX_SEQ_DIGITS",
     "advance_job_id",
     "bot_of_token",
     "fit_job_id",
     "is_bot_id",
+    "is_house_bot",
     "is_match_id",
     "is_tournament_id",
     "match_job_id",
@@ -63,6 +65,15 @@ def new_match_id() -> str:
 def is_bot_id(text: str) -> bool:
     """True when `text` has the form of a bot id."""
     return _BOT.fullmatch(text) is not None
+
+
+HOUSE_PREFIX = "house:"
+
+
+def is_house_bot(bot_id: str) -> bool:
+    """True for a house bot's id (`house:...`): the stack's own players, trusted to keep
+    nothing between games, so the rule that no bot is dealt a deal twice is not theirs."""
+    return bot_id.startswith(HOUSE_PREFIX)
 
 
 def is_tournament_id(text: str) -> bool:

@@ -40,6 +40,7 @@
 | ms:tournament:{id}:state    | string | the scheduler's cached plan state and its cursor    |
 | ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
 | ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
+| ms:tournament:{id}:redealt  | set    | its units dealt afresh (a bot had had the deal)     |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
 | ms:recovery:nudge_lock      | string | ... and this period's look at tournaments and fits  |
@@ -224,6 +225,11 @@ def tournament_state(tournament_id: str) -> str:
 def tournament_units(tournament_id: str) -> str:
     """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
     return f"{P}tournament:{tournament_id}:units"
+
+
+def tournament_redealt(tournament_id: str) -> str:
+    """Units of the tournament dealt afresh: a bot had been dealt the planned deal."""
+    return f"{P}tournament:{tournament_id}:redealt"
 
 
 def tournament_failed(tournament_id: str) -> str:

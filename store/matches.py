@@ -86,8 +86,14 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     at = now if listed_at is None else listed_at
     if spec.tournament_id:
         pipe.zadd(keys.tournament_matches(spec.tournament_id), {spec.match_id: at}, nx=True)
+    board = str(spec.meta.get("board", "")) or spec.match_id
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
+        if not ids.is_house_bot(bot_id):
+            # Every deal a bot is dealt is on its record (store.deals): a tournament game's
+            # was claimed already; a single match's seed is the organiser's, noted here so
+            # that no later board deals it to the bot again.
+            pipe.hsetnx(keys.bot_deals(bot_id), str(spec.seed), board)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:
@@ -244,6 +250,15 @@ def open_count(r: Redis) -> int:
 def hosted(r: Redis, match_id: str) -> bool:
     """True while a run holds the match's lease."""
     return bool(r.exists(keys.lease(match_id)))
+
+
+def abandoned(r: Redis, match_id: str) -> bool:
+    """True while the match is open and no run holds its lease (read in one step)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.sismember(keys.OPEN_MATCHES, match_id)
+    pipe.exists(keys.lease(match_id))
+    is_open, held = pipe.execute()
+    return bool(is_open) and not held
 
 
 def hosted_many(r: Redis, match_ids: Sequence[str]) -> list[bool]:

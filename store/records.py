@@ -11,6 +11,7 @@ from typing import Any
 
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
+from store import ids
 from store.errors import InvalidArgument
 
 __all__ = [
@@ -79,12 +80,15 @@ DEFAULT_FAULTS = Faults()
 
 def check_seating(players: int, bot_ids: Sequence[str]) -> None:
     """InvalidArgument unless every bot plays on one side only: in 3p each bot once, in 2v2
-    a bot may take both seats of its team (seats 0+2 or 1+3) but never both teams.
+    a bot may take both seats of its team (seats 0+2 or 1+3) but never both teams. House
+    bots are exempt: a house bot may hold several seats, on both sides.
 
     Checked when a match is made, not when a stored one is read back: a match stored
     before this rule must stay readable.
     """
     for seat, bot in enumerate(bot_ids):
+        if ids.is_house_bot(bot):
+            continue  # the stack's own player keeps nothing: it may hold any seats
         for other in range(seat):
             same_team = players == 4 and (seat - other) % 2 == 0
             if bot_ids[other] == bot and not same_team:
@@ -310,3 +314,4 @@ class StandingsInputs:
     ratings: Mapping[str, float]
     own_ratings: Mapping[str, float] | None
     boards: Sequence[tuple[str, int, int, int]] = ()
+    redealt: int = 0  # boards dealt afresh (a bot had been dealt the planned deal)

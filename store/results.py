@@ -68,7 +68,7 @@ def forfeit_winner(players: int, final: Sequence[int], forfeit_seat: int) -> int
 
 
 def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],
-               board: str = "", unit: str = "") -> dict[str, Any]:
+               board: str = "", unit: str = "", actions: int = 0) -> dict[str, Any]:
     """A finished match as a small standings row (what standings and ratings read).
 
     `board` names the deal the game was played on (games that share it share their
@@ -80,7 +80,7 @@ def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],
         "final": result["final"], "winner": result["winner"],
         "placement": result["placement"], "end": result["end"],
         "forfeit": result.get("forfeit"), "seats": result["seats"],
-        "board": board, "unit": unit,
+        "board": board, "unit": unit, "actions": actions,
     }
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import redis
 
-from store import keys, messages
+from store import ids, keys, messages
 from store import matches as store_matches
 from store.locks import Lock
 from store.lua import FENCED_SEND_LUA, PRESENT_LUA, Command
@@ -126,9 +126,10 @@ class Run:
               now: float) -> None:
         """The run starts hosting: the match is running (first started now, one run
         more), under way for each bot, and each seat's bot hears it started."""
-        live = [Command("SADD", keys.bot_live(b), (self.match_id,)) for b in sorted(set(bot_ids))]
+        live = [Command("SADD", keys.bot_live(b), (self.match_id,)) for b in _remote(bot_ids)]
         self._batch([*store_matches.running(self.match_id, now), *live,
-                     *(notify(bot_ids[e.seat], e) for e in started)])
+                     *(notify(bot_ids[e.seat], e) for e in started
+                       if not ids.is_house_bot(bot_ids[e.seat]))])
 
     def send(self, bot_id: str, log_entry: str | None, request: DecisionRequest,
              payload: str) -> int:
@@ -171,9 +172,10 @@ class Run:
                     ] if entries else []
         if result:
             commands.append(Command("SETNX", keys.result(self.match_id), (result,)))
-            commands += [notify(bot_ids[e.seat], e) for e in ended]
+            commands += [notify(bot_ids[e.seat], e) for e in ended
+                         if not ids.is_house_bot(bot_ids[e.seat])]
             commands += [Command("SREM", keys.bot_live(b), (self.match_id,))
-                         for b in sorted(set(bot_ids))]
+                         for b in _remote(bot_ids)]
         if not commands:
             return False
         out = self._batch(commands)
@@ -182,6 +184,11 @@ class Run:
     def fail(self, error: str) -> None:
         """Note the error that ended this run on the match (it shows with the match)."""
         self._batch([store_matches.errored(self.match_id, error)])
+
+
+def _remote(bot_ids: Sequence[str]) -> list[str]:
+    """The bots of a match that have streams to tell (house bots have none), each once."""
+    return sorted({b for b in bot_ids if not ids.is_house_bot(b)})
 
 
 def _stored(replies: list[Any], had_entries: bool) -> bool:

@@ -74,21 +74,26 @@ class TournamentInfo:
     done: int  # games recorded
     total: int  # games the format plans so far (0 before the first step)
     error: str
+    redealt: int = 0  # boards dealt afresh: a bot had been dealt the planned deal
 
     @staticmethod
-    def from_hash(d: dict[str, str]) -> TournamentInfo:
+    def from_hash(d: dict[str, str], redealt: int = 0) -> TournamentInfo:
         """From the tournament's hash (a missing one reads as a running tournament)."""
         return TournamentInfo(
             status=TournamentStatus(d.get("status", TournamentStatus.RUNNING)),
             created_at=float(d["created_at"]) if d.get("created_at") else None,
             finished_at=float(d["finished_at"]) if d.get("finished_at") else None,
-            done=int(d.get("done", 0)), total=int(d.get("total", 0)), error=d.get("error", ""))
+            done=int(d.get("done", 0)), total=int(d.get("total", 0)), error=d.get("error", ""),
+            redealt=redealt)
 
 
 def info(r: redis.Redis, tournament_id: str) -> TournamentInfo:
-    """The tournament's status (status, progress, timestamps, error)."""
-    d: Any = r.hgetall(keys.tournament(tournament_id))
-    return TournamentInfo.from_hash(d)
+    """The tournament's status (status, progress, timestamps, error, boards dealt afresh)."""
+    pipe = r.pipeline(transaction=False)
+    pipe.hgetall(keys.tournament(tournament_id))
+    pipe.scard(keys.tournament_redealt(tournament_id))
+    d, redealt = pipe.execute()
+    return TournamentInfo.from_hash(d, int(redealt))
 
 
 def all_ids(r: redis.Redis) -> list[str]:
@@ -130,6 +135,11 @@ def results(r: redis.Redis, tournament_id: str,
              else keys.tournament_matches(tournament_id))
     match_ids: list[str] = r.zrange(index, 0, -1)  # type: ignore[assignment]
     return read_rows(r, match_ids)
+
+
+def note_redealt(r: redis.Redis, tournament_id: str, unit: str) -> None:
+    """Unit `unit` was dealt afresh: one of its bots had been dealt the planned deal."""
+    r.sadd(keys.tournament_redealt(tournament_id), unit)
 
 
 def mark_released(r: redis.Redis, tournament_id: str, match_id: str, number: int) -> None:
@@ -305,4 +315,5 @@ def standings_inputs(r: redis.Redis, spec: TournamentSpec,
         ratings=store_ratings.current_ratings(r, spec.pool),
         own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
         boards=[(unit, int(b[0]), int(b[1]), running[unit]) for unit, b in opened.items()],
+        redealt=int(r.scard(keys.tournament_redealt(tid))),
     )

@@ -10,14 +10,29 @@ import pytest
 import redis
 
 from clients.redisproc import RedisServer
-from store import bots, deals, keys
+from store import bots, deals, ids, keys
+from store import matches as store_matches
+from store import tournaments as store_t
+from store.records import Clock, Faults
 from tournaments.plan import derive_seed
+from tournaments.spec import make_spec
+from workers.queues import create_tournament, rq_connection
+from workers.scheduler import advance
 
 
 @pytest.fixture
 def r(tmp_path: Path) -> Iterator[redis.Redis]:
     with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        _URLS[0] = srv.url
         yield bots.connect(srv.url)
+
+
+_URLS = [""]
+
+
+def _rq(r: redis.Redis) -> redis.Redis:
+    """RQ's (bytes) client on the test's Redis."""
+    return rq_connection(_URLS[0])
 
 
 def test_the_secret_is_made_once_and_kept(r: redis.Redis) -> None:
@@ -58,3 +73,67 @@ def test_a_bot_is_dealt_a_seed_for_one_board_only(r: redis.Redis) -> None:
     assert deals.claim(r, ["b-6", "b-7"], 11, "t-b/x1-r1") is None
     assert deals.dealt(r, "b-7") == {11: "t-b/x1-r1"}
     assert deals.claim(r, [], 12, "t-c/x1") is None
+
+
+def _round_robin(r: redis.Redis, rq_conn: redis.Redis, named: list[tuple[str, str]],
+                 seed: int) -> str:
+    """A 3p round robin on boards of `named` bots, its first scheduling step taken."""
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="t", players=3,
+                     format="round_robin", bots=named, rules={}, clock=Clock(),
+                     faults=Faults(), rounds=1, series_length=1, seed=seed,
+                     duplicate="boards", rotate_partners=False, seeding="given",
+                     all_triples=False)
+    create_tournament(r, rq_conn, spec)
+    advance(r, rq_conn, spec.tournament_id)
+    return spec.tournament_id
+
+
+def _dealt_in(r: redis.Redis, tid: str) -> dict[tuple[str, int], str]:
+    """(bot, deal seed) -> game, for every game the tournament created."""
+    out = {}
+    for mid in r.zrange(keys.tournament_matches(tid), 0, -1):
+        spec = store_matches.load_spec(r, str(mid))
+        for b in spec.bot_ids:
+            out[(b, spec.seed)] = str(mid)
+    return out
+
+
+def test_two_tournaments_with_one_seed_deal_no_bot_a_deal_twice(r: redis.Redis) -> None:
+    """The same six bots, the same `--seed 7`, twice: the second tournament plans the same
+    boards, and each is dealt afresh, since its bots were dealt the first one's; its notes
+    say so. The first one's deals are its planned boards through the stack's secret, so the
+    same seed still plans the same event on this stack."""
+    rq_conn = _rq(r)
+    named = [(b.bot_id, b.name) for b in (bots.register_bot(r, f"d{i}")[0] for i in range(6))]
+    first = _round_robin(r, rq_conn, named, seed=7)
+    second = _round_robin(r, rq_conn, named, seed=7)
+    a, b = _dealt_in(r, first), _dealt_in(r, second)
+    assert len(a) == len(b) == 60  # 10 rounds of two tables of three
+    assert not set(a) & set(b)
+    secret = deals.board_secret(r)
+    for mid in r.zrange(keys.tournament_matches(first), 0, -1):
+        spec = store_matches.load_spec(r, str(mid))
+        assert spec.seed == deals.deal_seed(secret, derive_seed(7, str(spec.meta["unit"])))
+    assert store_t.info(r, first).redealt == 0
+    assert store_t.info(r, second).redealt == 10
+    # Every bot's record names each deal once, with the board it was dealt for.
+    for bot_id, _ in named:
+        record = deals.dealt(r, bot_id)
+        assert len(record) == 20  # ten boards in each tournament
+        assert {board.split("/")[0] for board in record.values()} == {first, second}
+    # A step taken again (a crash before its state was saved) deals nothing new.
+    r.delete(keys.tournament_state(second))
+    advance(r, rq_conn, second)
+    assert _dealt_in(r, second) == b
+    assert all(len(deals.dealt(r, bot_id)) == 20 for bot_id, _ in named)
+
+
+def test_a_memorable_seed_is_not_found_from_a_released_deal(r: redis.Redis) -> None:
+    """A `--seed 7` tournament's first board, as it would be released: searching small seeds
+    the public way finds nothing that deals it."""
+    named = [(b.bot_id, b.name) for b in (bots.register_bot(r, f"s{i}")[0] for i in range(3))]
+    tid = _round_robin(r, _rq(r), named, seed=7)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    spec = store_matches.load_spec(r, mid)
+    unit = str(spec.meta["unit"])
+    assert all(derive_seed(s, unit) != spec.seed for s in range(100_000))

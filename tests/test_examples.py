@@ -52,3 +52,22 @@ def test_example_bot_beats_random_as_the_readme_says() -> None:
     report = selfplay(Rules.make(3), [cls, rnd, rnd], ["highest", "random", "random"],
                       games=100, seed=1)
     assert report.seats[0].wins >= 60, report.lines()  # "about 7 games in 10"
+
+
+def test_the_search_example_plays_and_beats_random() -> None:
+    cls = load_bot("examples.search_bot:SearchBot")
+    rnd = load_bot("random")
+    report = selfplay(Rules.make(3), [cls, rnd, rnd], ["search", "random", "random"],
+                      games=3, seed=1)
+    assert report.games == 3
+    assert report.seats[0].wins >= 2, report.lines()
+    report = selfplay(Rules.make(4), [cls, rnd, cls, rnd], ["search", "random"] * 2,
+                      games=1, seed=2)
+    assert report.games == 1
+
+
+def test_the_readme_shows_the_search_example_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text()
+    source = (ROOT / "examples" / "search_bot.py").read_text()
+    code = source[source.index("from bots import"):].strip()
+    assert f"```python\n{code}\n```" in readme

@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ("moon", "proto", "store", "tournaments", "ratings", "telemetry", "workers", "server",
-         "clients")
+ORDER = ("moon", "proto", "bots", "store", "tournaments", "ratings", "telemetry", "workers",
+         "server", "clients")
 PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "rating_tables",
               "records", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.
@@ -72,9 +72,17 @@ def test_the_gateway_uses_only_the_enqueue_functions_of_the_workers() -> None:
 
 def test_pure_packages_do_no_io() -> None:
     io = ("redis", "rq", "grpc", "socket", "subprocess")
-    pure = [m for m in MODULES if _package(m) in ("moon", "tournaments", "ratings")
+    pure = [m for m in MODULES if _package(m) in ("moon", "bots", "tournaments", "ratings")
             or (_package(m) == "store" and m.split(".")[-1] in PURE_STORE)]
     bad = [(m, i) for m in pure for i in _imports(MODULES[m]) if i.split(".")[0] in io]
+    assert not bad, bad
+
+
+def test_bots_use_nothing_of_the_project_but_the_engine() -> None:
+    # Players are pure: the SDK and the house-bot runner both call them, so they may
+    # know the game and nothing of Redis records, the wire or the gateway.
+    bad = [(mod, dep) for mod, deps in GRAPH.items() if _package(mod) == "bots"
+           for dep in deps if _package(dep) not in ("bots", "moon")]
     assert not bad, bad
 
 

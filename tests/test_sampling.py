@@ -182,3 +182,25 @@ def test_a_sample_can_be_copied_for_search() -> None:
         twin = sample.copy()
         play_out_hand(twin, random.Random(0))
         assert sample.observation(seat) == state.observation(seat)
+
+
+def test_a_sampler_draws_what_sample_state_draws() -> None:
+    # A search bot prepares one Sampler per decision and draws many deals from it; each
+    # draw is what sample_state gives from the same generator state, and each is whole.
+    rng = random.Random(4)
+    for players in (3, 4):
+        state = GameState.new(Rules.make(players, {"max_hands": 2}), 40 + players)
+        while not state.is_over:
+            seat = rng.randrange(players)
+            obs = state.observation(seat)
+            sampler = moon.sampling.Sampler(obs)
+            for k in range(3):
+                a = sampler.sample(random.Random(k))
+                b = sample_state(obs, random.Random(k))
+                assert (a.hands, a.widow, a.discard, a.dealt, a.seed) == (
+                    b.hands, b.widow, b.discard, b.dealt, b.seed)
+                assert a.observation(seat) == obs
+            twin = sampler.sample(rng)
+            play_out_hand(twin, rng)  # the template is untouched by a draw played on
+            assert sampler.sample(random.Random(0)).observation(seat) == obs
+            state.apply(choose(state, rng), state.to_act)

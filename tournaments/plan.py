@@ -32,6 +32,7 @@ __all__ = [
     "board_label",
     "derive_seed",
     "pair_games",
+    "redeal_notes",
     "seatings3",
 ]
 
@@ -138,6 +139,14 @@ _PERMS: tuple[tuple[int, int, int], ...] = tuple(
 def seatings3(unit_index: int, replay: bool) -> list[tuple[int, int, int]]:
     """The seat orders a table of three plays: all six (replay), or one that rotates by unit."""
     return list(_PERMS) if replay else [_PERMS[unit_index % 6]]
+
+
+def redeal_notes(redealt: int) -> list[str]:
+    """What the tournament's notes say of boards dealt afresh (none: nothing)."""
+    if not redealt:
+        return []
+    return [f"{redealt} board(s) dealt afresh: a bot had been dealt the planned deal before, "
+            "in this event or another (no bot is ever dealt the same deal twice)"]
 
 
 def board_id(tournament_id: str, unit: str) -> str:

@@ -11,9 +11,14 @@ from store.errors import InvalidArgument
 from store.records import Clock, Faults, TournamentSpec
 from tournaments import bracket as brk
 from tournaments import formats
-from tournaments.options import Options
+from tournaments.options import Options, option_fields
 
-__all__ = ["make_spec"]
+__all__ = ["OLD_DEFAULTS", "flat_options", "make_spec"]
+
+# What older callers passed for every format whatever it took: a flat option at this
+# value is no option asked for, and a format without it takes no offence.
+OLD_DEFAULTS: dict[str, object] = {"rounds": 1, "series_length": 1, "rotate_partners": False,
+                                   "all_triples": False}
 
 
 def make_spec(
@@ -22,10 +27,16 @@ def make_spec(
     seed: int | None, duplicate: str, seeding: str,
     options: Mapping[str, Any] | Options | None = None,
     ratings: Mapping[str, float] | None = None,
+    rounds: int | None = None, series_length: int | None = None,
+    rotate_partners: bool | None = None, all_triples: bool | None = None,
 ) -> TournamentSpec:
     """A checked spec: `bots` are (bot id, name) as given, `options` the format's own
     (their JSON form), `ratings` (pool ratings now) order the bots when the format seeds
     by rating; errors are InvalidArgument naming the field.
+
+    `rounds`, `series_length`, `rotate_partners` and `all_triples` are the flat options
+    of the spec from before formats owned theirs (deprecated, for older callers): when
+    `options` is not given, those the format takes are its options.
 
     Seeding applies to the formats whose draw depends on the order (brackets): a round
     robin seats its bots in the order given, so one spec and seed always make the same
@@ -39,7 +50,11 @@ def make_spec(
     except MoonError as exc:
         raise InvalidArgument(f"rules: {exc}") from None
     fmt = formats.get(format)
-    opts = fmt.read_options(options or {})
+    if options is None:
+        flat = {"rounds": rounds, "series_length": series_length,
+                "rotate_partners": rotate_partners, "all_triples": all_triples}
+        options = flat_options(format, {k: v for k, v in flat.items() if v is not None})
+    opts = fmt.read_options(options)
     ids = [bot_id for bot_id, _ in bots]
     if seeding == "rating" and fmt.seeded:
         known = {b: v for b, v in (ratings or {}).items() if b in ids}
@@ -56,3 +71,14 @@ def make_spec(
         duplicate=duplicate, seeding=seeding, options=opts.to_json(),
     )
     return fmt.prepare(spec)
+
+
+def flat_options(format: str, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of `format` among deprecated flat ones (`rounds`, ...); InvalidArgument
+    naming one the format does not take, unless it is at its old default."""
+    takes = {f.name for f in option_fields(formats.get(format).options_type)}
+    for name, value in flat.items():
+        if name not in takes and value != OLD_DEFAULTS.get(name):
+            raise InvalidArgument(f"spec.{name}: not an option of the {format} format "
+                                  f"(its options: {', '.join(sorted(takes)) or 'none'})")
+    return {name: value for name, value in flat.items() if name in takes}

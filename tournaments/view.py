@@ -15,7 +15,7 @@ from typing import Any
 from store.records import StandingsInputs, TournamentSpec
 from tournaments import bracket as brk
 from tournaments import formats
-from tournaments.plan import Plan
+from tournaments.plan import Plan, redeal_notes
 from tournaments.ranking import PlayRound, Ranking
 from tournaments.standings import STATS, Tally, crosstable_of, standings_of, totals
 
@@ -143,6 +143,7 @@ def standings(spec: TournamentSpec, inputs: StandingsInputs) -> StandingsView:
     view = build_view(spec, inputs.results, p, inputs.sequence, inputs.ratings,
                       inputs.own_ratings)
     view.boards = list(inputs.boards)
+    view.notes += redeal_notes(inputs.redealt)
     return view
 
 

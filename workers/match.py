@@ -30,6 +30,7 @@ import logging
 import random
 import threading
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,7 @@ import redis
 from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
-from moon.transcript import transcript
+from moon.transcript import actions_of, transcript
 from store import events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
@@ -46,7 +47,7 @@ from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.records import MatchSpec
 from store.results import forfeit_winner, result_of, result_row
 from store.runs import LEASE_MS, LostLease, Run
-from workers import failpoints, metrics
+from workers import failpoints, house, metrics
 from workers.queues import enqueue_advance, request_fit
 
 __all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
@@ -260,6 +261,8 @@ class MatchHost:
     def _decide(self, seat: int, seq: int, log_entry: str | None) -> Answer:
         """Send the request (after logging the last action) and settle the answer."""
         bot = self.spec.bot_ids[seat]
+        if ids.is_house_bot(bot):
+            return self._house(seat, seq, log_entry)
         req = self._request(seat, seq)
         req_id = req.request_id
         payload = messages.encode(req)
@@ -345,6 +348,43 @@ class MatchHost:
                 answer.us = (time.monotonic() - sent) * 1e6
                 return answer
 
+    def _house(self, seat: int, seq: int, log_entry: str | None) -> Answer:
+        """A house seat: the stack's own player decides in a house process (workers.house),
+        with no request and no connection; charged the time it computed, and replaced with
+        a strike if that overruns, as a late answer would be."""
+        if log_entry is not None:
+            self.run.write([log_entry])  # every action is logged before the next decision
+        bot = self.spec.bot_ids[seat]
+        req = self._request(seat, seq)
+        limit_ms = self.spec.clock.move_time_ms + self.clocks[seat].bank_ms
+        sent = time.monotonic()
+        failpoints.reached("match.before-house")
+        attempt = house.submit(bot, self.spec.seed, req.observation, req.legal)
+        while True:
+            try:
+                action, ms = attempt.result(timeout=_SLICE_S)
+                break
+            except FutureTimeout:
+                pass
+            except house.BrokenProcessPool:  # a house process died: ask again (pure: same)
+                attempt = house.submit(bot, self.spec.seed, req.observation, req.legal)
+            self.renew_lease()
+            if STOPPING.is_set():
+                raise HandedOver(f"the worker stops: match {self.match_id} hands over")
+            if time.monotonic() - sent > 2 * limit_ms / 1000 + 10:
+                # Not computed even in twice its time: the pool is stuck. Stand in.
+                action, ms = -1, (time.monotonic() - sent) * 1000
+                break
+        metrics.house_decided(ms)
+        if action < 0 or ms > limit_ms:
+            metrics.HOUSE_OVERRUNS.inc()
+            answer = self._replace(seat, req, "late", f"house bot {bot} computed "
+                                   f"{ms:.0f} ms, limit {limit_ms} ms", ms)
+        else:
+            answer = self._judge(seat, req, action, ms)
+        answer.us = (time.monotonic() - sent) * 1e6
+        return answer
+
     def _judge(self, seat: int, req: DecisionRequest, action: int, ms: float) -> Answer:
         move = self.spec.clock.move_time_ms
         if ms > move + self.clocks[seat].bank_ms:
@@ -371,6 +411,10 @@ class MatchHost:
         choices = [a for a in req.legal if a != MOON] or req.legal
         action = rng.choice(choices)
         bot = self.spec.bot_ids[seat]
+        if ids.is_house_bot(bot):  # no stream to tell: the log and the metrics say it
+            log.warning("match %s seat %d: house bot %s: %s; replaced by %r (strike %d)",
+                        self.match_id, seat, bot, note, ACTIONS[action].label, strikes)
+            return Answer(action, kind, round(ms), self._bank_after(seat, ms), note)
         event = messages.DecisionRejected(
             req.request_id, self.match_id, messages.DecisionRejected.reason_of(kind),
             f"{note}; replaced by {ACTIONS[action].label!r} "
@@ -434,7 +478,10 @@ class MatchHost:
         ended = [messages.MatchEnded(self.match_id, seat, result)
                  for seat in range(len(spec.bot_ids))]
         if self.run.write(entries, done, spec.bot_ids, ended):
-            metrics.finished(str(result["end"]), len(st.actions))
+            if not spec.tournament_id:
+                # Public as it ends. A tournament game is counted when its board is
+                # released (workers.scheduler): a scraper must not time a hidden game.
+                metrics.finished(str(result["end"]), len(st.actions))
             failpoints.reached("match.after-result")
         return self._stored_result()
 
@@ -452,7 +499,8 @@ class MatchHost:
         spec = self.spec
         now = time.time()
         row = result_row(self.match_id, spec.bot_ids, result, str(spec.meta.get("board", "")),
-                         str(spec.meta.get("unit", "")))
+                         str(spec.meta.get("unit", "")),
+                         len(actions_of(stored["transcript"])))
         store_matches.finish(self.r, self.match_id, spec.bot_ids, row, now)
         if not spec.tournament_id:
             # A single match shares its deal with no other game: public as it ends. A

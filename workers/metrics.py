@@ -21,6 +21,8 @@ __all__ = [
     "FINISHED",
     "FITS",
     "FIT_SECONDS",
+    "HOUSE_DECISION_SECONDS",
+    "HOUSE_OVERRUNS",
     "LIVE_MATCHES",
     "MATCH_DECISIONS",
     "REGISTRY",
@@ -29,18 +31,30 @@ __all__ = [
     "decided",
     "fault",
     "finished",
+    "house_decided",
 ]
 
 REGISTRY = export.registry()
 
 LIVE_MATCHES = Gauge(
     "moonshot_worker_matches_live", "Matches this worker hosts now.", registry=REGISTRY)
+HOUSE_DECISION_SECONDS = Histogram(
+    "moonshot_worker_house_decision_seconds",
+    "Time a house bot computed one decision (in its house process).",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, math.inf),
+    registry=REGISTRY)
+HOUSE_OVERRUNS = Counter(
+    "moonshot_worker_house_overruns",
+    "House bot decisions that overran the move time and bank (a bug: replaced, a strike).",
+    registry=REGISTRY)
 FINISHED = Counter(
     "moonshot_worker_matches_finished",
-    "Matches whose result this worker stored, by how they ended (the transcript's end).",
+    "Matches this worker counted finished, by how they ended (the transcript's end): a "
+    "tournament game when its board is released, a single match as it ends.",
     ["end"], registry=REGISTRY)
 MATCH_DECISIONS = Histogram(
-    "moonshot_worker_match_decisions", "Decisions (actions) of each match this worker finished.",
+    "moonshot_worker_match_decisions",
+    "Decisions (actions) of each match this worker counted finished (see matches_finished).",
     buckets=(10, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400, math.inf), registry=REGISTRY)
 DECISIONS = Counter(
     "moonshot_worker_decisions",
@@ -102,6 +116,11 @@ def decided(by: str, us: float) -> None:
 def fault(kind: str) -> None:
     """One fault of `kind` (one of FAULT_KINDS)."""
     _KIND[kind].inc()
+
+
+def house_decided(ms: float) -> None:
+    """A house bot computed one decision in `ms` milliseconds."""
+    HOUSE_DECISION_SECONDS.observe(ms / 1000)
 
 
 def finished(end: str, decisions: int) -> None:

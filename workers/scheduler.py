@@ -29,14 +29,14 @@ from typing import Any
 
 import redis
 
-from store import events, messages
+from store import deals, events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
-from workers import failpoints
+from workers import failpoints, metrics
 from workers.queues import enqueue_match, request_fit
 
 __all__ = ["RedisSource", "advance"]
@@ -205,6 +205,7 @@ def _release(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec, boards:
         for mid in ids:
             boards.released += 1
             store_matches.release(r, mid, spec.players, now)
+            metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
             store_t.mark_released(r, tid, mid, boards.released)
             events.emit(r, tid, f"finished:{mid}",
                         _finished_event(mid, rows[mid], boards.released, total))
@@ -220,17 +221,39 @@ def _finished_event(mid: str, row: dict[str, Any], done: int,
         time=time.time())
 
 
+def _deals(r: redis.Redis, spec: TournamentSpec, games: list[Game]) -> dict[str, int]:
+    """The deal of each unit of `games`: its planned seed through the stack's secret, claimed
+    for every remote bot of the unit, or a fresh deal of the board where one of them was
+    dealt that one before (noted on the tournament). See store.deals."""
+    units: dict[str, set[str]] = {}
+    planned: dict[str, int] = {}
+    for g in games:
+        units.setdefault(g.unit, set()).update(b for b in g.bot_ids if not ids.is_house_bot(b))
+        planned[g.unit] = g.seed
+    out = {}
+    for unit, bots in units.items():
+        out[unit], refused = deals.deal(r, planned[unit], board_id(spec.tournament_id, unit),
+                                        bots)
+        if refused:
+            store_t.note_redealt(r, spec.tournament_id, unit)
+            log.info("tournament %s: board %s dealt afresh (%d deal(s) refused: a bot had "
+                     "been dealt them)", spec.tournament_id, unit, refused)
+    return out
+
+
 def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
                   games: list[Game]) -> int:
-    """Store and queue new games; a game that exists already is left as it is."""
+    """Store and queue new games, each dealt its unit's deal; a game that exists already
+    is left as it is."""
     names = dict(zip(spec.bot_ids, spec.names, strict=True))
     tid = spec.tournament_id
     notes = formats.notes(spec)
+    dealt = _deals(r, spec, games)
     created = 0
     now = time.time()
     for i, g in enumerate(games):
         mspec = MatchSpec(
-            match_id=g.match_id, rules=spec.rules, seed=g.seed, bot_ids=g.bot_ids,
+            match_id=g.match_id, rules=spec.rules, seed=dealt[g.unit], bot_ids=g.bot_ids,
             seat_names=tuple(names[b] for b in g.bot_ids), clock=spec.clock,
             faults=spec.faults, tournament_id=tid,
             meta={"unit": g.unit, "bracket_match": g.bracket_match,

@@ -54,7 +54,7 @@ from rq.timeouts import BaseDeathPenalty
 from rq.worker import WorkerStatus
 
 from telemetry import logs
-from workers import jobs
+from workers import house, jobs
 from workers.match import STOPPING
 from workers.queues import (
     ADVANCE_JOB,
@@ -297,6 +297,7 @@ class ThreadedWorker(SimpleWorker):
             log.warning("%d matches did not hand over in %.0f s; recovery will requeue them",
                         self.running, _HANDOVER_S)
         self._threads.shutdown(wait=False, cancel_futures=True)
+        house.shutdown()
 
     def _shutdown(self) -> None:
         """A stop request: take no new job (the running ones hand over as the loop ends)."""

@@ -262,8 +262,9 @@ class Pages:
         tally = {k: sum(1 for g in games if g["outcome"] == k) for k in ("win", "draw", "loss")}
         tally["forfeit"] = sum(1 for g in games if g["forfeited"])
         return self.page("bot.html", bot={"id": b.bot_id, "name": b.name,
-                                          "connected": b.connected,
-                                          "created": views.when(b.created_at)},
+                                          "connected": b.connected, "house": b.house,
+                                          "created": views.when(b.created_at,
+                                                                b.HasField("created_at"))},
                          ratings=ratings, history=history, games=games, more=bool(token),
                          tally=tally,
                          chart=views.bot_results_chart(games))

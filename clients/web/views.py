@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -440,7 +441,7 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
             "provisional": r.provisional,
         })
     chart = [{"name": r["name"], "rating": r["rating"], "low": r["low"], "high": r["high"],
-              "href": f"/bot/{r['bot_id']}"} for r in rows]
+              "href": f"/bot/{urllib.parse.quote(str(r['bot_id']), safe='')}"} for r in rows]
     covered = (f"{resp.fitted_games} of {plural(resp.games, 'game')}"
                if resp.fitted_games != resp.games else plural(resp.games, "game"))
     return {

@@ -230,3 +230,39 @@ def _wait_finished(admin: Admin, tid: str, timeout: float = 240.0) -> None:
         assert time.monotonic() < end, "tournament did not finish"
         time.sleep(0.2)
     assert admin.get_tournament(tid).status == tournament_pb2.TOURNAMENT_STATUS_FINISHED
+
+
+def test_two_events_with_one_seed_deal_no_bot_a_deal_twice(stack: Stack, admin: Admin,
+                                                          pool: dict[str, PoolBot]) -> None:
+    """From outside: the same three bots, the same `--seed`, two round robins one after the
+    other. Once both are over (their deals public), no bot was dealt one deal in both,
+    and the second one's notes say its boards were dealt afresh; a public caller reads
+    every deal and still finds none that the seed, planned the public way, gives."""
+    from tourney import matches_of, wait_finished
+
+    from tournaments.plan import derive_seed
+
+    bots = [pool[k].bot_id for k in ("greedy1", "greedy2", "random1")]
+    seen: dict[str, dict[int, str]] = defaultdict(dict)
+    tids = []
+    for _ in range(2):
+        t = admin.create_tournament(name="one seed", players=3, format="round_robin",
+                                    bot_ids=bots, rules=SHORT, rounds=2, seed=7,
+                                    seeding="given")
+        tids.append(t.tournament_id)
+        wait_finished(admin, t.tournament_id)
+    public = Admin(stack.address, None)
+    try:
+        for tid in tids:
+            for m in matches_of(public, tid):
+                record = json.loads(m.transcript_json)
+                for b in m.bot_ids:
+                    assert record["seed"] not in seen[b], (b, record["seed"], seen[b])
+                    seen[b][record["seed"]] = tid
+                unit = m.match_id.removeprefix(f"{tid}-").split("-t")[0]
+                assert all(derive_seed(s, unit) != record["seed"] for s in range(10_000))
+        notes = public.get_tournament(tids[1]).notes
+    finally:
+        public.close()
+    assert all(len(seen[b]) == 4 for b in bots)  # two boards in each event
+    assert any("dealt afresh" in n for n in notes), notes

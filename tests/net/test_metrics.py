@@ -22,6 +22,7 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register
 from moon.transcript import actions_of
+from proto.moon.v1 import tournament_pb2
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -214,3 +215,36 @@ def test_metrics_count_a_real_match_and_its_faults_and_every_log_line_is_json(
         assert any(x["logger"].startswith("rq.") for x in about), about
     strikes = [x for x in work_lines if x.get("match_id") == foul and "replaced by" in x["msg"]]
     assert len(strikes) == 3
+
+
+def test_a_tournament_game_is_counted_when_its_board_is_released(
+        cluster: tuple[Stack, Split, Split, str], name: str) -> None:
+    """A 3p round robin of six bots on boards, one of them away: every round, the table
+    without it finishes while the other waits for it, so no board is released. The worker's
+    finish metrics must not move meanwhile (a scraper would time a hidden game); once the
+    bot comes and the boards are released, every game is counted."""
+    st, _, worker, address = cluster
+    port = int(worker.out.wait_for(r"worker metrics listening on 127\.0\.0\.1:(\d+)").group(1))
+    regs = [register(address, f"{name}-{i}") for i in range(6)]
+    st.bots([("greedy", token) for _, token in regs[:5]], address)
+    admin = Admin(address, st.admin_token)
+    try:
+        t = admin.create_tournament(name="counted at release", players=3,
+                                    format="round_robin", bot_ids=[b for b, _ in regs],
+                                    rules={"max_hands": "2"}, grace_ms=600_000)
+        wait_until("a table of each round done", lambda: admin.get_tournament(
+            t.tournament_id).matches_done >= 10, timeout=120)
+        samples = scrape(port)
+        finished_now = sum(v for (n, _), v in samples.items()
+                           if n == "moonshot_worker_matches_finished_total")
+        assert finished_now == 0
+        assert value(samples, "moonshot_worker_match_decisions_count") == 0
+        st.bot("greedy", address, regs[5][1])
+        wait_until("the tournament to end", lambda: admin.get_tournament(
+            t.tournament_id).status != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180)
+        samples = scrape(port)
+        assert sum(v for (n, _), v in samples.items()
+                   if n == "moonshot_worker_matches_finished_total") == 20
+        assert value(samples, "moonshot_worker_match_decisions_count") == 20
+    finally:
+        admin.close()

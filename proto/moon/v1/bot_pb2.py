@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from proto.moon.v1 import game_pb2 as moon_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11moon/v1/bot.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\"f\n\x03\x42ot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tconnected\x18\x04 \x01(\x08\"\"\n\x12RegisterBotRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x13RegisterBotResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x1f\n\rGetBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"+\n\x0eGetBotResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\"8\n\x0fListBotsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"G\n\x10ListBotsResponse\x12\x1a\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x0c.moon.v1.Bot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x82\x02\n\x0bPlayRequest\x12\x31\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayRequest.DecisionH\x00\x12)\n\x04ping\x18\x02 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PingH\x00\x12)\n\x04pong\x18\x03 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PongH\x00\x1a\x31\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\r\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message\"\x88\r\n\x0cPlayResponse\x12\x30\n\x07welcome\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayResponse.WelcomeH\x00\x12\x41\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32%.moon.v1.PlayResponse.DecisionRequestH\x00\x12;\n\rmatch_started\x18\x03 \x01(\x0b\x32\".moon.v1.PlayResponse.MatchStartedH\x00\x12\x37\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32 .moon.v1.PlayResponse.MatchEndedH\x00\x12\x43\n\x11\x64\x65\x63ision_rejected\x18\x05 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionRejectedH\x00\x12*\n\x04pong\x18\x06 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PongH\x00\x12\x43\n\x11\x64\x65\x63ision_accepted\x18\x07 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionAcceptedH\x00\x12*\n\x04ping\x18\x08 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PingH\x00\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\x1ax\n\x07Welcome\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\x37\n\x0clive_matches\x18\x04 \x01(\x0b\x32!.moon.v1.PlayResponse.LiveMatches\x1a \n\x0bLiveMatches\x12\x11\n\tmatch_ids\x18\x01 \x03(\t\x1a\x84\x02\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12)\n\x0bobservation\x18\x04 \x01(\x0b\x32\x14.moon.v1.Observation\x12&\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x0f.moon.v1.Action\x12\x15\n\rtime_limit_ms\x18\x06 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x07 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07strikes\x18\t \x01(\r\x1a\xd4\x01\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x1d\n\x05rules\x18\x04 \x01(\x0b\x32\x0e.moon.v1.Rules\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x15\n\rtournament_id\x18\x06 \x01(\t\x12#\n\x05\x63lock\x18\x07 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x08 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x1aR\n\nMatchEnded\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12$\n\x06result\x18\x03 \x01(\x0b\x32\x14.moon.v1.MatchResult\x1a\xd7\x02\n\x10\x44\x65\x63isionRejected\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12=\n\x06reason\x18\x03 \x01(\x0e\x32-.moon.v1.PlayResponse.DecisionRejected.Reason\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x15replacement_action_id\x18\x05 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x06 \x01(\r\"~\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_ILLEGAL_ACTION\x10\x01\x12\x0f\n\x0bREASON_LATE\x10\x02\x12\x14\n\x10REASON_NOT_YOURS\x10\x03\x12\x1a\n\x16REASON_UNKNOWN_REQUEST\x10\x04\x42\x18\n\x16_replacement_action_id\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x38\n\x10\x44\x65\x63isionAccepted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message2\x8b\x02\n\nBotService\x12H\n\x0bRegisterBot\x12\x1b.moon.v1.RegisterBotRequest\x1a\x1c.moon.v1.RegisterBotResponse\x12\x39\n\x06GetBot\x12\x16.moon.v1.GetBotRequest\x1a\x17.moon.v1.GetBotResponse\x12?\n\x08ListBots\x12\x18.moon.v1.ListBotsRequest\x1a\x19.moon.v1.ListBotsResponse\x12\x37\n\x04Play\x12\x14.moon.v1.PlayRequest\x1a\x15.moon.v1.PlayResponse(\x01\x30\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11moon/v1/bot.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\"u\n\x03\x42ot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tconnected\x18\x04 \x01(\x08\x12\r\n\x05house\x18\x05 \x01(\x08\"\"\n\x12RegisterBotRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x13RegisterBotResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x1f\n\rGetBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"+\n\x0eGetBotResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\"8\n\x0fListBotsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"G\n\x10ListBotsResponse\x12\x1a\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x0c.moon.v1.Bot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x82\x02\n\x0bPlayRequest\x12\x31\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayRequest.DecisionH\x00\x12)\n\x04ping\x18\x02 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PingH\x00\x12)\n\x04pong\x18\x03 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PongH\x00\x1a\x31\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\r\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message\"\x88\r\n\x0cPlayResponse\x12\x30\n\x07welcome\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayResponse.WelcomeH\x00\x12\x41\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32%.moon.v1.PlayResponse.DecisionRequestH\x00\x12;\n\rmatch_started\x18\x03 \x01(\x0b\x32\".moon.v1.PlayResponse.MatchStartedH\x00\x12\x37\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32 .moon.v1.PlayResponse.MatchEndedH\x00\x12\x43\n\x11\x64\x65\x63ision_rejected\x18\x05 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionRejectedH\x00\x12*\n\x04pong\x18\x06 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PongH\x00\x12\x43\n\x11\x64\x65\x63ision_accepted\x18\x07 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionAcceptedH\x00\x12*\n\x04ping\x18\x08 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PingH\x00\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\x1ax\n\x07Welcome\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\x37\n\x0clive_matches\x18\x04 \x01(\x0b\x32!.moon.v1.PlayResponse.LiveMatches\x1a \n\x0bLiveMatches\x12\x11\n\tmatch_ids\x18\x01 \x03(\t\x1a\x84\x02\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12)\n\x0bobservation\x18\x04 \x01(\x0b\x32\x14.moon.v1.Observation\x12&\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x0f.moon.v1.Action\x12\x15\n\rtime_limit_ms\x18\x06 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x07 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07strikes\x18\t \x01(\r\x1a\xd4\x01\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x1d\n\x05rules\x18\x04 \x01(\x0b\x32\x0e.moon.v1.Rules\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x15\n\rtournament_id\x18\x06 \x01(\t\x12#\n\x05\x63lock\x18\x07 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x08 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x1aR\n\nMatchEnded\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12$\n\x06result\x18\x03 \x01(\x0b\x32\x14.moon.v1.MatchResult\x1a\xd7\x02\n\x10\x44\x65\x63isionRejected\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12=\n\x06reason\x18\x03 \x01(\x0e\x32-.moon.v1.PlayResponse.DecisionRejected.Reason\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x15replacement_action_id\x18\x05 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x06 \x01(\r\"~\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_ILLEGAL_ACTION\x10\x01\x12\x0f\n\x0bREASON_LATE\x10\x02\x12\x14\n\x10REASON_NOT_YOURS\x10\x03\x12\x1a\n\x16REASON_UNKNOWN_REQUEST\x10\x04\x42\x18\n\x16_replacement_action_id\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x38\n\x10\x44\x65\x63isionAccepted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message2\x8b\x02\n\nBotService\x12H\n\x0bRegisterBot\x12\x1b.moon.v1.RegisterBotRequest\x1a\x1c.moon.v1.RegisterBotResponse\x12\x39\n\x06GetBot\x12\x16.moon.v1.GetBotRequest\x1a\x17.moon.v1.GetBotResponse\x12?\n\x08ListBots\x12\x18.moon.v1.ListBotsRequest\x1a\x19.moon.v1.ListBotsResponse\x12\x37\n\x04Play\x12\x14.moon.v1.PlayRequest\x1a\x15.moon.v1.PlayResponse(\x01\x30\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,49 +35,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
   _globals['_BOT']._serialized_start=83
-  _globals['_BOT']._serialized_end=185
-  _globals['_REGISTERBOTREQUEST']._serialized_start=187
-  _globals['_REGISTERBOTREQUEST']._serialized_end=221
-  _globals['_REGISTERBOTRESPONSE']._serialized_start=223
-  _globals['_REGISTERBOTRESPONSE']._serialized_end=275
-  _globals['_GETBOTREQUEST']._serialized_start=277
-  _globals['_GETBOTREQUEST']._serialized_end=308
-  _globals['_GETBOTRESPONSE']._serialized_start=310
-  _globals['_GETBOTRESPONSE']._serialized_end=353
-  _globals['_LISTBOTSREQUEST']._serialized_start=355
-  _globals['_LISTBOTSREQUEST']._serialized_end=411
-  _globals['_LISTBOTSRESPONSE']._serialized_start=413
-  _globals['_LISTBOTSRESPONSE']._serialized_end=484
-  _globals['_PLAYREQUEST']._serialized_start=487
-  _globals['_PLAYREQUEST']._serialized_end=745
-  _globals['_PLAYREQUEST_DECISION']._serialized_start=639
-  _globals['_PLAYREQUEST_DECISION']._serialized_end=688
-  _globals['_PLAYREQUEST_PING']._serialized_start=690
-  _globals['_PLAYREQUEST_PING']._serialized_end=711
-  _globals['_PLAYREQUEST_PONG']._serialized_start=713
-  _globals['_PLAYREQUEST_PONG']._serialized_end=734
-  _globals['_PLAYRESPONSE']._serialized_start=748
-  _globals['_PLAYRESPONSE']._serialized_end=2420
-  _globals['_PLAYRESPONSE_WELCOME']._serialized_start=1243
-  _globals['_PLAYRESPONSE_WELCOME']._serialized_end=1363
-  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_start=1365
-  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_end=1397
-  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_start=1400
-  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_end=1660
-  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_start=1663
-  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_end=1875
-  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_start=1877
-  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_end=1959
-  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_start=1962
-  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_end=2305
-  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_start=2153
-  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_end=2279
-  _globals['_PLAYRESPONSE_PING']._serialized_start=690
-  _globals['_PLAYRESPONSE_PING']._serialized_end=711
-  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_start=2330
-  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_end=2386
-  _globals['_PLAYRESPONSE_PONG']._serialized_start=713
-  _globals['_PLAYRESPONSE_PONG']._serialized_end=734
-  _globals['_BOTSERVICE']._serialized_start=2423
-  _globals['_BOTSERVICE']._serialized_end=2690
+  _globals['_BOT']._serialized_end=200
+  _globals['_REGISTERBOTREQUEST']._serialized_start=202
+  _globals['_REGISTERBOTREQUEST']._serialized_end=236
+  _globals['_REGISTERBOTRESPONSE']._serialized_start=238
+  _globals['_REGISTERBOTRESPONSE']._serialized_end=290
+  _globals['_GETBOTREQUEST']._serialized_start=292
+  _globals['_GETBOTREQUEST']._serialized_end=323
+  _globals['_GETBOTRESPONSE']._serialized_start=325
+  _globals['_GETBOTRESPONSE']._serialized_end=368
+  _globals['_LISTBOTSREQUEST']._serialized_start=370
+  _globals['_LISTBOTSREQUEST']._serialized_end=426
+  _globals['_LISTBOTSRESPONSE']._serialized_start=428
+  _globals['_LISTBOTSRESPONSE']._serialized_end=499
+  _globals['_PLAYREQUEST']._serialized_start=502
+  _globals['_PLAYREQUEST']._serialized_end=760
+  _globals['_PLAYREQUEST_DECISION']._serialized_start=654
+  _globals['_PLAYREQUEST_DECISION']._serialized_end=703
+  _globals['_PLAYREQUEST_PING']._serialized_start=705
+  _globals['_PLAYREQUEST_PING']._serialized_end=726
+  _globals['_PLAYREQUEST_PONG']._serialized_start=728
+  _globals['_PLAYREQUEST_PONG']._serialized_end=749
+  _globals['_PLAYRESPONSE']._serialized_start=763
+  _globals['_PLAYRESPONSE']._serialized_end=2435
+  _globals['_PLAYRESPONSE_WELCOME']._serialized_start=1258
+  _globals['_PLAYRESPONSE_WELCOME']._serialized_end=1378
+  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_start=1380
+  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_end=1412
+  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_start=1415
+  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_end=1675
+  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_start=1678
+  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_end=1890
+  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_start=1892
+  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_end=1974
+  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_start=1977
+  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_end=2320
+  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_start=2168
+  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_end=2294
+  _globals['_PLAYRESPONSE_PING']._serialized_start=705
+  _globals['_PLAYRESPONSE_PING']._serialized_end=726
+  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_start=2345
+  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_end=2401
+  _globals['_PLAYRESPONSE_PONG']._serialized_start=728
+  _globals['_PLAYRESPONSE_PONG']._serialized_end=749
+  _globals['_BOTSERVICE']._serialized_start=2438
+  _globals['_BOTSERVICE']._serialized_end=2705
 # @@protoc_insertion_point(module_scope)

@@ -31,12 +31,19 @@ class Bot(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
+    HOUSE_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """Server-assigned id; what matches and tournaments name bots by."""
     name: _builtins.str
     """The unique name chosen at registration; used as the bot's seat name."""
     connected: _builtins.bool
-    """True while the bot has a live Play stream on some referee."""
+    """True while the bot has a live Play stream on some referee (a house bot: always)."""
+    house: _builtins.bool
+    """True for a house bot: one of the stack's own players (`house:random`,
+    `house:greedy`, `house:pimc?samples=N&solve=N`), run by the workers, never
+    registered. Its `bot_id` and `name` are its canonical id, one per distinct
+    bot and options; usable wherever a bot id is.
+    """
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp:
         """When the bot was registered."""
@@ -48,10 +55,11 @@ class Bot(_message.Message):
         name: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         connected: _builtins.bool = ...,
+        house: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "house", b"house", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,47 @@
+"""What a house player is: a pure function of the seat's observation and the game's seed.
+
+A house bot keeps nothing between decisions. Whatever randomness it uses comes
+from `decision_rng`, seeded by the game seed, the seat and where in the game the
+decision falls, so a game replayed from its action log (a worker killed
+mid-game) asks the same questions and gets the same answers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+from moon import Action, Observation
+from moon.deal import mix64
+
+__all__ = ["Player", "decision_key", "decision_rng"]
+
+_M = (1 << 64) - 1
+_STREAM = 0x6B6F_7573_6562_6F74  # keeps a bot's numbers apart from the deal's
+
+
+class Player(Protocol):
+    """A house player: the same (observation, legal actions, game seed) gives the same action."""
+
+    def decide(self, obs: Observation, legal: Sequence[Action], seed: int) -> Action:
+        """One of `legal` (never empty, sorted by id) for `obs.seat`, in the game of `seed`."""
+        ...
+
+
+def decision_key(obs: Observation, seed: int) -> int:
+    """A 64-bit number naming this decision of this seat in the game of `seed`.
+
+    A seat decides at most once per (hand, phase, calls so far, tiles played so
+    far), so the key differs for every decision of one seat in one game.
+    """
+    plays = sum(len(t.plays) for t in obs.tricks) + len(obs.current)
+    h = mix64((seed ^ _STREAM) & _M)
+    for part in (obs.seat, obs.hand_number, int(obs.phase), len(obs.bids), plays):
+        h = mix64(h ^ part)
+    return h
+
+
+def decision_rng(obs: Observation, seed: int) -> random.Random:
+    """The generator of one decision: a function of the game seed, the seat and the position."""
+    return random.Random(decision_key(obs, seed))
