@@ -20,9 +20,10 @@ from moon import Rules
 from proto.moon.v1 import tournament_pb2
 from server import wire
 from store.errors import InvalidArgument
-from store.records import TournamentSpec
+from store.records import Clock, Faults, TournamentSpec
 from tournaments import formats
 from tournaments.options import option_fields
+from tournaments.spec import make_spec
 
 ONEOF = tournament_pb2.TournamentSpec.DESCRIPTOR.oneofs_by_name["format_options"]
 
@@ -146,6 +147,34 @@ def test_options_of_another_format_are_refused_naming_the_field(kw: dict[str, An
     with pytest.raises(InvalidArgument) as err:
         wire.spec_request_from_pb(_request(**kw))
     assert str(err.value).startswith(needle)
+
+
+def _made(fmt: str, players: int = 3, **kw: Any) -> TournamentSpec:
+    bots = [(b, b) for b in "abcd"[:players]]
+    return make_spec(tournament_id="t-1", name="x", players=players, format=fmt, bots=bots,
+                     rules={}, clock=Clock(), faults=Faults(), seed=5, duplicate="boards",
+                     seeding="given", **kw)
+
+
+def test_make_spec_still_takes_the_flat_options_of_older_callers() -> None:
+    """Callers written before formats owned their options pass every flat option."""
+    old = {"rounds": 2, "series_length": 1, "rotate_partners": False, "all_triples": False}
+    assert dict(_made("round_robin", **old).options) == {
+        "rounds": 2, "rotate_partners": False, "all_triples": False}
+    assert dict(_made("single_elimination", players=4, rounds=1, series_length=3).options) \
+        == {"series_length": 3}
+    assert dict(_made("round_robin").options) == {"rounds": 1, "rotate_partners": False,
+                                                  "all_triples": False}
+    with pytest.raises(InvalidArgument) as err:
+        _made("round_robin", series_length=3)
+    assert str(err.value).startswith("spec.series_length: not an option of the round_robin")
+    with pytest.raises(InvalidArgument) as err:
+        _made("round_robin", rounds=0)
+    assert str(err.value).startswith("round_robin.rounds: must be from 1")
+    assert dict(_made("round_robin", options={"rounds": 3}, rounds=1).options)["rounds"] == 3
+    with pytest.raises(InvalidArgument) as err:
+        _made("round_robin", options={"rounds": 3}, rounds=2)
+    assert str(err.value).startswith("spec.rounds: deprecated; with options given")
 
 
 def test_a_response_sets_the_message_and_mirrors_the_flat_fields() -> None:

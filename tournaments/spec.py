@@ -50,10 +50,14 @@ def make_spec(
     except MoonError as exc:
         raise InvalidArgument(f"rules: {exc}") from None
     fmt = formats.get(format)
+    flat = {k: v for k, v in (("rounds", rounds), ("series_length", series_length),
+                              ("rotate_partners", rotate_partners),
+                              ("all_triples", all_triples)) if v is not None}
     if options is None:
-        flat = {"rounds": rounds, "series_length": series_length,
-                "rotate_partners": rotate_partners, "all_triples": all_triples}
-        options = flat_options(format, {k: v for k, v in flat.items() if v is not None})
+        options = flat_options(format, flat)
+    elif stray := [k for k, v in flat.items() if v != OLD_DEFAULTS[k]]:
+        raise InvalidArgument(f"spec.{stray[0]}: deprecated; with options given, give "
+                              f"every option there")
     opts = fmt.read_options(options)
     ids = [bot_id for bot_id, _ in bots]
     if seeding == "rating" and fmt.seeded:

@@ -257,4 +257,5 @@ def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(
     finally:
         a.close()
     help_text = _ok(cli.run("tournament", "create", "--help"))
-    assert "brackets only" in help_text and "round robin always seats" in help_text
+    assert "for single elimination, double elimination, Swiss: seeds" in " ".join(
+        help_text.split()) and "round robin always seats" in help_text
