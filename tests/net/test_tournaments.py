@@ -794,3 +794,48 @@ def test_2v2_swiss_of_8_in_fixed_teams(stack: Stack, admin: Admin, r: redis.Redi
         teams[i]: wins[i] for i in range(4)}
     # The common rows follow the ranking, a team's two bots together.
     assert [row.bot_id for row in st.rows] == [b for row in st.ranking.rows for b in row.bot_ids]
+
+
+def test_2v2_swiss_of_8_with_rotating_partners_from_the_command_line(
+        stack: Stack, admin: Admin, r: redis.Redis, bots13: Bots) -> None:
+    """`--players 4 --rotate-partners`: four rounds (ceil(log2 8) + 1) of two tables, a new
+    partner for every bot every round, each bot ranked on its own, and the terminal
+    showing the ranking with its tiebreaks explained."""
+    ids, names = bots13.ids[5:], bots13.names[5:]
+    run = subprocess.run(moonshot(
+        "tournament", "create", "--name", "swiss partners", "--format", "swiss",
+        "--players", "4", "--rotate-partners", "--bots", ",".join(names), "--seeding",
+        "given", "--seed", "5", "--rule", "max_hands=2", "--watch", "--quiet", "--server",
+        stack.address), env=env(MOONSHOT_ADMIN_TOKEN=stack.admin_token),
+        capture_output=True, text=True, timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    tid = re.search(r"tournament (t-\w+) created", run.stdout).group(1)  # type: ignore[union-attr]
+    t = admin.get_tournament(tid)
+    assert t.spec.swiss.rotate_partners and t.spec.swiss.rounds == 4
+    check_recorded_once(r, tid, "2v2", watch_all(admin, tid))
+    games = matches_of(admin, tid)
+    assert len(games) == 4 * 2
+    st = admin.standings(tid)
+    _check_swiss_rounds(tid, games, 4, 2, 8, st)
+    partners: set[frozenset[str]] = set()
+    points = dict.fromkeys(ids, 0.0)
+    for g in games:
+        a, b, c, d = g.bot_ids
+        assert len({a, b, c, d}) == 4  # four different bots, no whole-bot team
+        for pair in ({a, c}, {b, d}):
+            assert frozenset(pair) not in partners, (g.match_id, pair)  # never twice
+            partners.add(frozenset(pair))
+        side = _side_points(g)
+        for seat, bot in enumerate(g.bot_ids):
+            points[bot] += side[seat % 2]
+    assert {row.bot_ids[0]: row.values[0] for row in st.ranking.rows} == points
+    by_id = dict(zip(ids, names, strict=True))
+    for out in (run.stdout, subprocess.run(
+            moonshot("tournament", "show", tid, "--server", stack.address), env=env(),
+            capture_output=True, text=True, timeout=60, check=True).stdout):
+        assert "(ranked by points, then buchholz, then duplicate, then rating)" in out
+        table = out.split("(ranked by", 1)[0]
+        listed = [line.split()[1] for line in table.splitlines()
+                  if re.match(r"\s+\d+\s+sw\d\d-", line)]
+        assert listed == [by_id[row.bot_ids[0]] for row in st.ranking.rows]
+        assert "round 4 (board " in out and "  bye: " not in out
