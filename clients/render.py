@@ -86,6 +86,16 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _measure(key: str, x: float) -> str:
+    """A ranking value: exact when it is a multiple of a quarter (points: 3.25), a rating
+    whole, anything else (a mean) to two decimals, so that a column reads evenly."""
+    if key == "rating":
+        return str(round(x))  # an int: -0.4 shows as 0, not -0
+    if abs(x * 4 - round(x * 4)) < 1e-9:
+        return _num(x)
+    return f"{x:.2f}"
+
+
 def _entrant(names: dict[str, str], bot_ids: Sequence[str]) -> str:
     return " & ".join(names.get(b, b) for b in bot_ids)
 
@@ -106,7 +116,8 @@ def ranking_text(st: tournament_pb2.Standings, title: str = "") -> str:
         heads, cw, strict=True)) + f"{'games':>7}{'byes':>6}  "
         + "  ".join(f"{'R' + str(r + 1):<7}" for r in range(rounds)).rstrip())
     for row in rk.rows:
-        cells = "".join(f"{_num(v):>{c}}" for v, c in zip(row.values, cw, strict=False))
+        cells = "".join(f"{_measure(col.key, v):>{c}}"
+                        for v, col, c in zip(row.values, rk.columns, cw, strict=False))
         played = "  ".join(f"{_round_cell(e):<7}" for e in row.rounds)
         lines.append(f"{row.rank:>3}  {_entrant(names, row.bot_ids):<{w}}{cells}"
                      f"{row.games:>7}{row.byes:>6}  {played}".rstrip())

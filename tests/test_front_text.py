@@ -161,17 +161,21 @@ def test_a_formats_ranking_and_rounds_on_the_terminal() -> None:
     st.ranking.rows.add(rank=1, bot_ids=["b-a", "b-b"], values=[1.5, 2.0], games=1, byes=1,
                         rounds=[tournament_pb2.EntrantRound(table=2, points=1.0),
                                 tournament_pb2.EntrantRound(table=0, points=0.5)])
-    st.ranking.rows.add(rank=2, bot_ids=["b-c"], values=[0.0, 1.0], games=1,
+    st.ranking.columns.add(key="duplicate", title="Duplicate", explanation="same cards")
+    st.ranking.columns.add(key="rating", title="Rating", explanation="pool rating")
+    st.ranking.rows[0].values.extend([2 / 3, 218.46])
+    st.ranking.rows.add(rank=2, bot_ids=["b-c"], values=[0.0, 1.0, -1 / 6, -0.4], games=1,
                         rounds=[tournament_pb2.EntrantRound(table=2)])
     st.rounds.add(number=1, board="t-1/r1", tables=[tournament_pb2.RoundTable(
         bot_ids=["b-a", "b-c", "b-b", "b-c"], points=[1, 0])], bye_bot_ids=["b-c"])
     text = ranking_text(st, "final")
     lines = text.splitlines()
     assert lines[0] == "final"
-    assert lines[2].split()[:5] == ["1", "a", "&", "b", "1.5"]
+    assert lines[2].split()[:8] == ["1", "a", "&", "b", "1.5", "2", "0.67", "218"]
+    assert lines[3].split()[:6] == ["2", "c", "0", "1", "-0.17", "0"]  # a mean to 2 places
     assert lines[2].split()[-4:] == ["t2", "1", "bye", "0.5"]
     assert lines[3].split()[-2:] == ["t2", "?"]  # not public yet
-    assert "(ranked by points, then buchholz)" in text
+    assert "(ranked by points, then buchholz, then duplicate, then rating)" in text
     assert "  buchholz: their opponents'" in text
     assert rounds_text(st, 4).splitlines() == [
         "round 1 (board t-1/r1):", "  table 1: a & b vs c -> 1, 0", "  bye: c"]

@@ -206,8 +206,9 @@ class Swiss(Format[SwissOptions]):
         most = max_rounds(mode_of(spec, options), n)
         if options.rounds is not None and options.rounds > most:
             what = "teams" if options.teams else "bots"
+            rounds = "round" if most == 1 else "rounds"
             raise InvalidArgument(f"swiss.rounds: {n} {what} allow at most {most} Swiss "
-                                  f"rounds (each meeting someone new), got {options.rounds}")
+                                  f"{rounds} (each meeting someone new), got {options.rounds}")
 
     def settle(self, spec: TournamentSpec, options: SwissOptions) -> SwissOptions:
         """Teams as bot ids in seed order; the default number of rounds for the field."""

@@ -543,7 +543,7 @@ def _teams(*pairs: tuple[str, str]) -> list[tournament_pb2.SwissTeam]:
 @pytest.mark.parametrize(("spec", "says"), [
     ({"swiss": SwissOptions(rounds=0)}, "swiss.rounds: must be from 1 to 100"),
     ({"swiss": SwissOptions(rounds=2)},
-     "swiss.rounds: 3 bots allow at most 1 Swiss rounds (each meeting someone new), got 2"),
+     "swiss.rounds: 3 bots allow at most 1 Swiss round (each meeting someone new), got 2"),
     ({"players": 4, "bots": 4, "swiss": SwissOptions(rounds=2, teams=_teams(
         ("0", "1"), ("2", "3")))}, "swiss.rounds: 2 teams allow at most 1"),
     ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "0"), ("2", "3")))},

@@ -14,11 +14,13 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -831,20 +833,23 @@ def test_watch_streams_from_32_addresses_leave_the_live_page_working(
 
 def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
         stack: Stack, web: str, browser: Any, pool: dict[str, PoolBot], admin: Admin) -> None:
-    """A 3p Swiss of seven (two tables and a bye a round): while a round's board is in play
+    """A 3p Swiss of 13 (four tables and a bye a round): while a round's board is in play
     its pairing shows and no table's points do; then the page follows to the end, its
-    ranking and rounds as GetStandings gives them, at desktop and phone width."""
+    ranking and rounds as GetStandings gives them, at desktop and phone width. Then a 2v2
+    Swiss of 8 in four fixed teams, a team on one line."""
     tag = uuid.uuid4().hex[:6]
     late_id, late_token = register(stack.address, f"web-sw-late-{tag}")
-    extra_id, extra_token = register(stack.address, f"web-sw-extra-{tag}")
-    stack.bot("greedy", stack.address, extra_token)
+    extra = [register(stack.address, f"web-sw{i}-{tag}") for i in range(7)]
+    stack.start("manybots", [sys.executable, str(Path(__file__).with_name("manybots.py")),
+                             stack.address, "greedy", *(token for _, token in extra)]
+                ).wait_for(r"connected 7 bots", timeout=60)
     bots = [late_id, *(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1",
-                                                 "random2")), extra_id]
+                                                 "random2")), *(b for b, _ in extra)]
     t = admin.create_tournament(name="web swiss", players=3, format="swiss", bot_ids=bots,
                                 seeding="given", seed=31, rules={"max_hands": "2"},
                                 grace_ms=600_000)
     tid = t.tournament_id
-    assert t.spec.swiss.rounds == 3
+    assert t.spec.swiss.rounds == 5
     anyone = Admin(stack.address, None)
 
     def one_table_done() -> tournament_pb2.Standings | None:
@@ -853,7 +858,7 @@ def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
 
     inside = wait_until("a table of round 1 to finish", one_table_done, timeout=60)
     st = anyone.standings(tid)
-    assert len(st.rounds) == 1 and len(st.rounds[0].tables) == 2  # the pairing is public
+    assert len(st.rounds) == 1 and len(st.rounds[0].tables) == 4  # the pairing is public
     assert [list(x.bot_ids) for x in st.rounds[0].tables] == \
         [list(x.bot_ids) for x in inside.rounds[0].tables]
     assert not any(x.points for x in st.rounds[0].tables)  # no result of the board in play
@@ -869,8 +874,9 @@ def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
             c => c.textContent.trim()),
         tiebreaks: [...document.querySelectorAll('dl.tiebreaks dd')].map(d => d.textContent)})""")
     assert shown["state"] == "in play" and shown["points"] == 0, shown
-    assert sorted(shown["cells"]) == sorted(["bye \u00bd", *["?"] * 6]) or all(
-        c.endswith("?") or c == "bye \u00bd" for c in shown["cells"]), shown
+    cells = shown["cells"]  # a bye's half is known; every table's points wait for the board
+    assert len(cells) == 13 and cells.count("bye \u00bd") == 1, shown
+    assert all(c.endswith("?") for c in cells if c != "bye \u00bd"), shown
     assert shown["tiebreaks"] == [c.explanation for c in st.ranking.columns]
     assert len(shown["tiebreaks"]) == 4
 
@@ -910,16 +916,20 @@ def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
     assert phone.page.locator("table.ranking [data-col=buchholz]").first.is_visible()
     phone.close()
 
-    # 2v2 in fixed teams: a team's two bots on one line of the ranking.
-    teams = [(pool["greedy1"], pool["random1"]), (pool["greedy2"], pool["random2"])]
+    # 2v2 in four fixed teams: a team's two bots on one line of the ranking.
+    mine = [PoolBot(b, f"web-sw{i}-{tag}", token) for i, (b, token) in enumerate(extra[:3])]
+    teams = [(pool["greedy1"], pool["random1"]), (pool["greedy2"], pool["random2"]),
+             (pool["greedy3"], mine[0]), (mine[1], mine[2])]
     t = admin.create_tournament(
         name="web swiss teams", players=4, format="swiss",
         bot_ids=[b.bot_id for team in teams for b in team], rules={"max_hands": "2"},
         options={"teams": [{"bot_ids": [a.name, b.name]} for a, b in teams]})
+    assert t.spec.swiss.rounds == 3
     wait_until("the teams' Swiss to finish", lambda: admin.get_tournament(t.tournament_id)
-               .status != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=60, every=0.2)
+               .status != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=90, every=0.2)
     st = anyone.standings(t.tournament_id)
     anyone.close()
+    assert [len(rnd.tables) for rnd in st.rounds] == [2, 2, 2]
     for tab in (Tab(browser, web), Tab(browser, web, phone=True)):
         _fits(tab, [f"/t/{t.tournament_id}"])
         rows = tab.page.evaluate("""() => [...document.querySelectorAll(
@@ -927,6 +937,7 @@ def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
             a => a.textContent))""")
         named = {r.bot_id: r.name for r in st.rows}
         assert rows == [[named[b] for b in row.bot_ids] for row in st.ranking.rows]
+        assert tab.page.locator(".play-round").count() == 3
         assert tab.page.locator(".play-round .table-sides").first.inner_text().count(" vs ") == 1
         tab.close()
 
