@@ -831,6 +831,17 @@ def test_watch_streams_from_32_addresses_leave_the_live_page_working(
 # ------------------------------------------------------------------------- Swiss
 
 
+# A Swiss page's ranking (entrants and measures) and its rounds, newest first.
+_SWISS_PAGE = """() => ({
+        rows: [...document.querySelectorAll('#t-standings tbody tr')].map(r => [r.dataset.bots,
+            ...['points', 'buchholz', 'duplicate', 'rating'].map(
+                c => r.querySelector(`[data-col=${c}]`).textContent.trim())]),
+        rounds: [...document.querySelectorAll('.play-round')].map(r => [r.dataset.round,
+            r.dataset.state, [...r.querySelectorAll('li')].map(li => li.dataset.match),
+            [...r.querySelectorAll('.table-sides')].map(s => s.textContent.trim()),
+            (r.querySelector('.byes') || {}).textContent])})"""
+
+
 def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
         stack: Stack, web: str, browser: Any, pool: dict[str, PoolBot], admin: Admin) -> None:
     """A 3p Swiss of 13 (four tables and a bye a round): while a round's board is in play
@@ -885,16 +896,22 @@ def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
     page.page.wait_for_function(
         "() => document.getElementById('tournament').dataset.status === 'finished'",
         timeout=90_000)
-    st = anyone.standings(tid)
+    live = page.page.evaluate(_SWISS_PAGE)
+
+    def snapshot() -> tuple[tournament_pb2.Standings, Any] | None:
+        """The page and GetStandings at one moment: the rating tiebreak is the pool
+        rating now, which a fit of other games may move at any time."""
+        before = anyone.standings(tid)
+        page.open(f"/t/{tid}")
+        shown = page.page.evaluate(_SWISS_PAGE)
+        after = anyone.standings(tid)
+        return (after, shown) if before.ranking == after.ranking else None
+
+    st, got = wait_until("the page and the standings at one moment", snapshot, timeout=60)
+    # What the page followed to live is what it shows afresh (the ratings aside).
+    assert live["rounds"] == got["rounds"]
+    assert sorted(r[:4] for r in live["rows"]) == sorted(r[:4] for r in got["rows"])
     names = {row.bot_id: row.name for row in st.rows}
-    got = page.page.evaluate("""() => ({
-        rows: [...document.querySelectorAll('#t-standings tbody tr')].map(r => [r.dataset.bots,
-            ...['points', 'buchholz', 'duplicate', 'rating'].map(
-                c => r.querySelector(`[data-col=${c}]`).textContent.trim())]),
-        rounds: [...document.querySelectorAll('.play-round')].map(r => [r.dataset.round,
-            r.dataset.state, [...r.querySelectorAll('li')].map(li => li.dataset.match),
-            [...r.querySelectorAll('.table-sides')].map(s => s.textContent.trim()),
-            (r.querySelector('.byes') || {}).textContent])})""")
     assert [row[0] for row in got["rows"]] == [" ".join(r.bot_ids) for r in st.ranking.rows]
     assert [row[1] for row in got["rows"]] == [_quarters(r.values[0]) for r in st.ranking.rows]
     assert [row[4] for row in got["rows"]] == [str(round(r.values[3])) for r in st.ranking.rows]
