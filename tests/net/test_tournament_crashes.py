@@ -635,3 +635,34 @@ def test_a_killed_workers_matches_resume_ahead_of_a_long_queue(tmp_path: Path,
         st.stop_all()
         r.close()
         srv.stop()
+
+
+def test_a_worker_killed_mid_fit_leaves_no_stale_ratings(tmp_path: Path,
+                                                          admin_token: str) -> None:
+    """The only worker dies in its first rating fit, holding the pool's fit lock (which
+    lapses only after ten minutes) and the request it took. A new worker's recovery sees
+    the lock's holder is dead, frees it and asks for the fit again: the ratings cover
+    every released game within a minute, not ten."""
+    srv = RedisServer(tmp_path / "redis", appendonly=True).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        st.referee()
+        armed = st.worker(MOONSHOT_FAILPOINTS="fit.before-save=kill")
+        regs = [register(st.address, f"f{i}") for i in range(3)]
+        st.bots([("greedy", token) for _, token in regs])
+        admin = Admin(st.address, st.admin_token)
+        with logs_on_failure(st), contextlib.closing(admin):
+            admin.create_match(3, [b for b, _ in regs], seed=5, rules=RULES)
+            _died_at(armed, "fit.before-save")
+            assert r.exists(keys.ratings_lock("3p"))
+            heir = st.worker()
+            covered = wait_until("the fit to cover the released game", lambda: (
+                x if (x := admin.get_ratings("3p")).fitted_games == x.games >= 1
+                and not x.provisional else None), timeout=60)
+            assert {row.bot_id for row in covered.ratings} == {b for b, _ in regs}
+            assert "the fit of dead worker" in heir.text()
+    finally:
+        st.stop_all()
+        r.close()
+        srv.stop()
