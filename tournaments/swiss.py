@@ -230,8 +230,9 @@ class Swiss(Format[SwissOptions]):
         per_table = {Mode.TABLES: 3, Mode.TEAMS: 2, Mode.PARTNERS: 4}[mode]
         out = []
         if n % per_table:
-            out.append(f"{n % per_table} of the {n} entrants sit each round out (a bye), never "
-                       f"twice while another has not; a bye scores {BYE_POINTS:g}")
+            sit = "sits" if n % per_table == 1 else "sit"
+            out.append(f"{n % per_table} of the {n} entrants {sit} each round out (a bye), "
+                       f"never twice while another has not; a bye scores {BYE_POINTS:g}")
         if mode is Mode.TEAMS and not options.teams:
             out.append("each bot is a whole team: it plays both seats of its side")
         return out
