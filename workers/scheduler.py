@@ -122,7 +122,6 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
             cursor = recorded[-1][1]
         step = fmt.feed(spec, stored["plan"], [row for _, row in fresh],
                         RedisSource(r, spec))
-    created = _create_games(r, rq_conn, spec, step.games)
     boards.add(step.games)
     now = time.time()
     for mid, row in fresh:  # organisers see each result as it is recorded
@@ -133,6 +132,9 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
             done=cursor, total=step.total, time=now), events.ORGANISER)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
     _release(r, rq_conn, spec, boards, done_boards, step.total)
+    # Created after the release: games paired from these results (a Swiss round) become
+    # public only once the results they were paired on are.
+    created = _create_games(r, rq_conn, spec, step.games)
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
                  "finished": step.finished, "open": boards.open, "released": boards.released}
     changed = stored is None or cursor != expected or bool(step.games)
