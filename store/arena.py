@@ -331,11 +331,10 @@ def names(r: redis.Redis, bot_ids: set[str]) -> dict[str, str]:
 # ------------------------------------------------------------ games
 
 
-def add_games(r: redis.Redis, pool: str, match_ids: Sequence[str], first: int) -> None:
-    """List new games of the arena, numbered from `first` (idempotent)."""
-    if match_ids:
-        r.zadd(keys.arena_games(pool), {m: first + i for i, m in enumerate(match_ids)},
-               nx=True)
+def add_games(r: redis.Redis, pool: str, numbered: dict[str, int]) -> None:
+    """List new games of the arena, each by its number (idempotent)."""
+    if numbered:
+        r.zadd(keys.arena_games(pool), numbered, nx=True)
 
 
 def record(r: redis.Redis, pool: str, match_id: str) -> int:

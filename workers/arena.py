@@ -312,13 +312,18 @@ def _seated(b: dict[str, Any], mid: str, seat: int, seats: Sequence[str], k: int
 
 
 def _create(r: redis.Redis, rq_conn: redis.Redis, pool: str, creating: list[Any]) -> int:
-    """Store and queue the games decided (a game that exists is left as it is)."""
+    """Store and queue the games decided (a game that exists is left as it is), then list
+    them in the arena's index. Each pass is handed the previous pass's list again (the
+    crash-safe way), and most of it exists by then: one round trip finds which."""
+    if not creating:
+        return 0
+    specs = [(MatchSpec.from_json(text), int(number)) for text, number in creating]
+    there = store_matches.exist(r, [m.match_id for m, _ in specs])
     created = 0
     now = time.time()
-    for i, (text, number) in enumerate(creating):
-        mspec = MatchSpec.from_json(text)
-        if store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
+    for i, ((mspec, _), found) in enumerate(zip(specs, there, strict=True)):
+        if not found and store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
             enqueue_match(rq_conn, mspec.match_id)
             created += 1
-        store_arena.add_games(r, pool, [mspec.match_id], int(number))
+    store_arena.add_games(r, pool, {m.match_id: n for m, n in specs})
     return created
