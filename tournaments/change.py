@@ -70,7 +70,9 @@ __all__ = [
     "board_games",
     "feed",
     "is_house",
+    "notes",
     "plan",
+    "progress",
     "seating",
     "spec_seeds",
     "start",
@@ -246,6 +248,18 @@ class ChangeSpec:
         """Inverse of `to_json`."""
         d = json.loads(text)
         return ChangeSpec(**{**d, "opponents": tuple(d["opponents"])})
+
+
+def notes(spec: ChangeSpec) -> list[str]:
+    """What players and watchers should know about how a test deals, for people."""
+    out = ["a test of a change: each board is played twice, once by the candidate and once "
+           "by the baseline, in the same seat against the same opponents in the same seats; "
+           "a pair counts once both its games are recorded"]
+    remote = sorted({b for b in spec.opponents if not is_house(b)})
+    if remote:
+        out.append(f"the opponents {', '.join(remote)} are not house bots: they play every "
+                   "board twice, and the organiser trusts them to keep no memory between games")
+    return out
 
 
 # ------------------------------------------------------------------ boards
@@ -469,6 +483,11 @@ def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[s
                             _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
                             float(st["llr"])))
     return _step(spec, st, judge, seeds, in_flight, counted, released, unknown)
+
+
+def progress(spec: ChangeSpec, state: Mapping[str, Any] | None, judge: Judge) -> Progress:
+    """What a stored state shows (None: before the first step), without stepping it."""
+    return _progress(spec, _fresh_state() if state is None else state, judge)
 
 
 def stop(spec: ChangeSpec, state: Mapping[str, Any], judge: Judge) -> ChangeStep:
