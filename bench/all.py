@@ -18,6 +18,8 @@ every `name: value unit` line they printed, by benchmark:
   and the fixed-games interval's coverage (bench/sprt.py);
 - swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
   strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
+- arena: matchmaking rules against bots of known strength, the step's time
+  (bench/arena.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py);
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
@@ -50,6 +52,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "ratings": ("ratings.py", [], ["--quick"]),
     "sprt": ("sprt.py", [], ["--quick"]),
     "swiss": ("swiss.py", [], ["--quick"]),
+    "arena": ("arena.py", [], ["--quick"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
     "bots": ("house_bots.py", [], ["--quick"]),

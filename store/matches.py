@@ -254,6 +254,15 @@ def hosted(r: Redis, match_id: str) -> bool:
     return bool(r.exists(keys.lease(match_id)))
 
 
+def abandoned(r: Redis, match_id: str) -> bool:
+    """True while the match is open and no run holds its lease (read in one step)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.sismember(keys.OPEN_MATCHES, match_id)
+    pipe.exists(keys.lease(match_id))
+    is_open, held = pipe.execute()
+    return bool(is_open) and not held
+
+
 def hosted_many(r: Redis, match_ids: Sequence[str]) -> list[bool]:
     """`hosted` of each match, in one round trip."""
     pipe = r.pipeline(transaction=False)

@@ -19,7 +19,7 @@ from store import tournaments as store_t
 from store.records import Clock, Faults
 from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
-from workers.recovery import STALE_S, recover
+from workers.recovery import HUNG_S, STALE_S, recover
 from workers.scheduler import advance
 
 
@@ -59,6 +59,9 @@ def test_recovery_requeues_a_lost_job_and_leaves_queued_ones(
     games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
     assert recover(r, rq_conn)["requeued"] == []  # every job is still queued
     Job.fetch(f"match-{games[0]}", connection=rq_conn).delete()  # as if lost in a crash
+    # Not at first sight: a match is stored a moment before its job is queued.
+    assert recover(r, rq_conn)["requeued"] == []
+    time.sleep(STALE_S + 0.2)
     assert recover(r, rq_conn)["requeued"] == [games[0]]
     assert Job.fetch(f"match-{games[0]}", connection=rq_conn).get_status() == JobStatus.QUEUED
 
@@ -123,12 +126,29 @@ def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
     job.enqueued_at = job.enqueued_at.replace(year=job.enqueued_at.year - 1)
     job.save()
     assert recover(r, rq_conn)["requeued"] == []  # just seen so: give the worker time
+    time.sleep(STALE_S + 0.2)
+    # A busy worker may hold a job it took for seconds before it starts it: more than
+    # STALE_S is not enough, HUNG_S is.
+    assert recover(r, rq_conn)["requeued"] == []
+    r.hset(keys.RECOVERY_SUSPECTS, mid, repr(float(r.time()[0]) - HUNG_S - 1))
+    assert recover(r, rq_conn)["requeued"] == [mid]
+    assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
+    assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect
+
+
+def test_recovery_requeues_a_job_in_no_queue_after_two_looks(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Marked queued but in no list at all (the push was lost): requeued once two passes
+    STALE_S apart found it so."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    mid = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    rq_conn.lrem("rq:queue:moonshot-matches", 0, f"match-{mid}")
+    assert recover(r, rq_conn)["requeued"] == []
     time.sleep(STALE_S / 2)
     assert recover(r, rq_conn)["requeued"] == []
     time.sleep(STALE_S / 2 + 0.2)  # seen so for longer than STALE_S, on Redis's clock
     assert recover(r, rq_conn)["requeued"] == [mid]
-    assert rq_conn.lpos("rq:queue:moonshot-resume", job_id) is not None  # before new ones
-    assert not r.hexists(keys.RECOVERY_SUSPECTS, mid)  # requeued: no longer suspect
 
 
 def test_recovery_nudges_a_tournament_whose_last_step_was_lost(

@@ -46,6 +46,7 @@ __all__ = [
     "queue",
     "request_fit",
     "rq_connection",
+    "taken",
     "waiting",
 ]
 
@@ -112,6 +113,12 @@ def queue(conn: redis.Redis, name: str) -> Queue:
 def waiting(conn: redis.Redis, name: str) -> set[str]:
     """The ids of the jobs waiting in the RQ queue `name` (not merely marked queued)."""
     return set(queue(conn, name).get_job_ids())
+
+
+def taken(conn: redis.Redis, name: str) -> set[str]:
+    """The ids of the jobs a worker has taken from queue `name` and not started yet (RQ's
+    intermediate list: a busy worker may hold one there for seconds)."""
+    return set(queue(conn, name).intermediate_queue.get_job_ids())
 
 
 def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job:

@@ -41,7 +41,14 @@ from store import ratings as store_ratings
 from store import recovery as store_recovery
 from store import tournaments as store_t
 from store.status import TournamentStatus
-from workers.queues import MoonshotJob, enqueue_advance, enqueue_fit, enqueue_match, waiting
+from workers.queues import (
+    MoonshotJob,
+    enqueue_advance,
+    enqueue_fit,
+    enqueue_match,
+    taken,
+    waiting,
+)
 
 __all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
            "recover_matches", "start_recovery_thread"]
@@ -60,13 +67,16 @@ class _Queues:
 
     def __init__(self, rq_conn: redis.Redis) -> None:
         self.rq_conn = rq_conn
-        self.seen: dict[str, set[str]] = {}
+        self.seen: dict[str, tuple[set[str], set[str]]] = {}
 
-    def holds(self, queue_name: str, job_id: str) -> bool:
-        """True when the job waits in the queue's list."""
+    def where(self, queue_name: str, job_id: str) -> str:
+        """"waiting" in the queue's list, "taken" by a worker that has not started it yet
+        (RQ's intermediate list), or "" (in neither)."""
         if queue_name not in self.seen:
-            self.seen[queue_name] = waiting(self.rq_conn, queue_name)
-        return job_id in self.seen[queue_name]
+            self.seen[queue_name] = (waiting(self.rq_conn, queue_name),
+                                     taken(self.rq_conn, queue_name))
+        lists = self.seen[queue_name]
+        return "waiting" if job_id in lists[0] else "taken" if job_id in lists[1] else ""
 
 
 def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
@@ -79,13 +89,20 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         job = MoonshotJob.fetch(job_id, connection=rq_conn, serializer=JSONSerializer)
         status = job.get_status()
     except NoSuchJobError:
-        return "requeue", "no job"
+        # Created a moment ago and its job not queued yet (CreateMatch stores, then queues),
+        # or lost: looked at twice before it is queued again.
+        return "stale", "no job"
     if status == JobStatus.QUEUED:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
         # maintenance pass, minutes later) or the push was lost: then queue it again.
-        if queues.holds(job.origin, job_id):
+        found = queues.where(job.origin, job_id)
+        if found == "waiting":
             return "wait", "queued"
+        if found == "taken":
+            # A busy worker may take seconds between taking a job and starting it; one
+            # killed in between leaves it here.
+            return "hung", "taken by a worker, not started"
         return "stale", "queued but in no queue"
     if status in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
         return "wait", str(status)
@@ -144,8 +161,12 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             cleared.append(mid)
         if what == "requeue":
             cleared.append(mid)
+            # Looked at again just before: a run that ended (or began) since this pass
+            # read the open matches and their leases needs no second run.
+            if not store_matches.abandoned(r, mid):
+                continue
             enqueue_match(rq_conn, mid, resume=True)
-            requeued.append(mid)
+            requeued.append(f"{mid} ({detail})")
         elif what == "failed":
             spec = store_matches.mark_failed(r, mid, detail)
             if spec is None:
@@ -159,7 +180,8 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
         log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
-    return {"requeued": requeued, "failed": failed, "at": time.time()}
+    return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
+            "at": time.time()}
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
