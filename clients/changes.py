@@ -116,12 +116,16 @@ def _status(t: change_pb2.Test) -> str:
 def verdict_text(t: change_pb2.Test) -> str:
     """The verdict in words: what was accepted after how many pairs, or why it ended."""
     p = t.progress
+    # The LLR shown is after every counted pair; the verdict is fixed where it first
+    # crossed, so say which bound it crossed when pairs in flight then moved it back.
     if p.verdict == change_pb2.TEST_VERDICT_H1:
-        text = (f"H1 accepted after {plural(p.verdict_pairs, 'pair')}: the candidate is at "
-                f"least {t.spec.elo1:g} Elo better (alpha {t.spec.alpha:g})")
+        text = (f"H1 accepted after {plural(p.verdict_pairs, 'pair')} (LLR reached "
+                f"{p.llr_upper:.2f}): the candidate is at least {t.spec.elo1:g} Elo better "
+                f"(alpha {t.spec.alpha:g})")
     elif p.verdict == change_pb2.TEST_VERDICT_H0:
-        text = (f"H0 accepted after {plural(p.verdict_pairs, 'pair')}: the candidate is no "
-                f"more than {t.spec.elo0:g} Elo better (beta {t.spec.beta:g})")
+        text = (f"H0 accepted after {plural(p.verdict_pairs, 'pair')} (LLR reached "
+                f"{p.llr_lower:.2f}): the candidate is no more than {t.spec.elo0:g} Elo "
+                f"better (beta {t.spec.beta:g})")
     elif t.spec.fixed_games:
         text = ("fixed games: an estimate, no verdict"
                 + (f" ({_OUTCOME[p.outcome]})" if p.outcome in _OUTCOME
@@ -146,7 +150,12 @@ def summary(t: change_pb2.Test) -> str:
         lines.append(f"  LLR: {p.llr:.2f} ({p.llr_lower:.2f}, {p.llr_upper:.2f}) "
                      f"<{s.elo0:.2f}, {s.elo1:.2f}>")
     lines.append(f"  Elo: {_elo(p.elo)} [{_elo(p.elo_low)}, {_elo(p.elo_high)}] (95%)  "
-                 f"LOS: {100 * p.los:.1f}%")
+                 f"LOS: {100 * p.los:.1f}%  Score: {p.score:.3f} (mean pair)")
+    if p.pairs >= 2 and math.isinf(p.elo):
+        # The Elo is the pool difference that gives this mean against opponents as
+        # strong as B; a mean past 3/4 (or below 1/4) no such difference gives.
+        lines.append("  (Elo infinite: no pool difference gives this mean pair score against "
+                     "opponents as strong as the baseline, so these are not; read the score)")
     lines.append(f"  Games: {p.games} of at most {t.games_total}  Pairs: {p.pairs} "
                  f"({p.pairs_in_flight} in flight)")
     penta = ", ".join(str(c) for c in p.pentanomial)
@@ -215,6 +224,8 @@ class _Line:
 def follow(client: _Client, test_id: str, quiet: bool = False) -> change_pb2.Test:
     """Follow a test to its end with a live line; return it as it ended."""
     t = client.get(test_id).test
+    if t.status != change_pb2.TEST_STATUS_RUNNING:
+        return t  # over already: the summary says it all, no live line to keep
     line = _Line(quiet)
     after = failures = 0
     line.show(live_line(t), force=True)
@@ -323,6 +334,11 @@ def _run_show(args: argparse.Namespace) -> int:
         for p in pairs:
             print(f"{p.board:>5}  {p.eighths / 8:>5.3f}  {p.llr:>+6.2f}  "
                   f"{p.candidate_match_id} / {p.baseline_match_id}")
+        board = web_link(args, f"/test/{t.test_id}/board/")
+        if board:
+            print(f"a board's two games side by side: {board}<board>")
+        else:
+            print("replay a game with: moonshot match show <game id>")
     return 0
 
 

@@ -66,7 +66,11 @@ def test_the_cli_prints_what_fishtest_prints() -> None:
     assert "Elo: +12.5 [-3.0, +inf] (95%)  LOS: 90.0%" in text
     assert "Games: 6 of at most 200  Pairs: 3 (0 in flight)" in text
     assert "Ptnml(0-1): 0, 1, 1, 1, 0" in text and "between" not in text
-    assert "Verdict: H1 accepted after 2 pairs" in text
+    assert "Score: 0.550 (mean pair)" in text and "Elo infinite" not in text
+    assert "Verdict: H1 accepted after 2 pairs (LLR reached 2.94)" in text
+    beyond = _test()
+    beyond.progress.elo, beyond.progress.score = float("inf"), 0.8
+    assert "Elo: +inf" in summary(beyond) and "Elo infinite" in summary(beyond)
     fixed = summary(_test(fixed=20, verdict=change_pb2.TEST_VERDICT_UNSPECIFIED))
     assert "LLR" not in fixed and "an estimate, no verdict" in fixed
     assert "LLR +3.10 (-2.94, 2.94)" in live_line(_test())
