@@ -7,6 +7,7 @@
   (GetMatch, ListMatches, WatchMatch, WatchTest, GetTest, the web page), and C and B
   are each dealt every deal once;
 - bad input: one INVALID_ARGUMENT each, over gRPC and in the CLI, nothing created;
+- `moonshot test stop`: no new pair, the pairs in flight finish and count;
 - a worker killed mid-game and a step killed before it saved change nothing counted.
 """
 
@@ -353,6 +354,49 @@ def test_bad_input_is_refused_and_nothing_is_created(
         organiser.stub.StopTest(change_pb2.StopTestRequest(test_id="c-none"),
                                 metadata=organiser.md, timeout=10)
     assert err.value.code() == Code.NOT_FOUND
+
+
+def test_stop_starts_no_new_pair_and_the_pairs_in_flight_count(
+        stack: Stack, organiser: Calls, public: Calls, r: redis.Redis, name: str,
+        admin_token: str) -> None:
+    """A sequential test with no true difference (a registered random bot against
+    house:random, the same program) is far from a verdict when `moonshot test stop` stops
+    it by name: no pair starts after the stop but the ones a step had started, those
+    finish and count, the verdict stays pending and the test says it was stopped; a
+    second StopTest, or one without the token, is refused."""
+    c_id, c_token = register(stack.address, f"{name}-rand")
+    stack.bot("random", stack.address, c_token)
+    in_flight = 2
+    t = organiser.create(candidate=c_id, baseline="house:random", name=f"{name}-stop",
+                         opponents=["house:random", "house:random"], elo0=0.0, elo1=5.0,
+                         max_games=20_000, in_flight=in_flight, rules=SHORT)
+    wait_until("two pairs counted", lambda: organiser.get(t.test_id).test.progress.pairs >= 2,
+               timeout=120)
+    with pytest.raises(grpc.RpcError) as err:
+        public.stub.StopTest(change_pb2.StopTestRequest(test_id=t.test_id), timeout=10)
+    assert err.value.code() == Code.UNAUTHENTICATED
+    # Boards started so far; a step under way may start up to `in_flight` more.
+    started = len({m.match_id.rsplit("-", 1)[0] for m in public.games(t.test_id)})
+    stopped = _cli(stack, "test", "stop", f"{name}-stop", "--admin-token", admin_token)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"test {t.test_id} stopping: no new pair starts" in stopped.stdout
+    done = organiser.wait_over(t.test_id)
+    p = done.progress
+    assert done.status == change_pb2.TEST_STATUS_FINISHED, done.error
+    assert p.outcome == change_pb2.TEST_OUTCOME_STOPPED
+    assert p.verdict == change_pb2.TEST_VERDICT_PENDING and p.verdict_pairs == 0
+    assert p.llr_lower < p.llr < p.llr_upper
+    games = {m.match_id: public.match(m.match_id) for m in public.games(t.test_id)}
+    assert 2 <= p.pairs <= started + in_flight and p.pairs_in_flight == 0
+    assert len(games) == p.games == 2 * p.pairs  # every game started finished and counts
+    assert done.games_total == p.games
+    _check_pairs(done, public.get(t.test_id, pairs=True), games)
+    with pytest.raises(grpc.RpcError) as err:
+        organiser.stub.StopTest(change_pb2.StopTestRequest(test_id=t.test_id),
+                                metadata=organiser.md, timeout=10)
+    assert err.value.code() == Code.FAILED_PRECONDITION and "finished" in err.value.details()
+    shown = _cli(stack, "test", "show", t.test_id)
+    assert shown.returncode == 0 and "none: stopped before a verdict" in shown.stdout
 
 
 def _recount(r: redis.Redis, test_id: str) -> list[int]:
