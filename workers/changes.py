@@ -107,17 +107,14 @@ class ChangePlanner:
         uses = _uses(self.spec)
         return capacity(self.spec, store_changes.live_elsewhere(r, self.event_id, list(uses)))
 
-    def _plan(self, r: redis.Redis, plan: Callable[[int], ChangeStep]) -> ChangeStep:
-        """`plan(cap)` at the bots' capacity, or at a cap just large enough to take up
-        every board already created: a step redone after a crash, at a lower capacity
-        than its first run, must still open the boards that run created and queued."""
-        cap = self._capacity(r)
-        created = store_t.scheduling(r, self.event_id).games // 2
-        step = plan(cap)
-        while int(step.state["next"]) < created and _starting(self.spec, step.state):
-            cap += created - int(step.state["next"])
-            step = plan(cap)
-        return step
+    def _plan(self, r: redis.Redis, plan: Callable[[int, int], ChangeStep]) -> ChangeStep:
+        """`plan(cap, created)`: at the bots' capacity, every board whose games exist
+        already taken up first. A step redone after a crash must open the boards its lost
+        run created and queued, whatever the capacity, verdict or stop now, and before it
+        folds results: those games may have finished meanwhile."""
+        # Games are created in board order, C's before B's: a board with a game counts.
+        created = (store_t.scheduling(r, self.event_id).games + 1) // 2
+        return plan(self._capacity(r), created)
 
     def _planned(self, step: ChangeStep) -> Planned:
         self.step = step
@@ -128,18 +125,21 @@ class ChangePlanner:
     def first(self, r: redis.Redis) -> Planned:
         """The first pairs (none if StopTest came first)."""
         if store_changes.stop_asked(r, self.event_id):
-            fresh = change.start(self.spec, self.judge, None, 0)
-            return self._planned(change.stop(self.spec, fresh.state, self.judge))
+            fresh = self._plan(r, lambda _, made: change.start(self.spec, self.judge, None,
+                                                                0, made))
+            stopped = change.stop(self.spec, fresh.state, self.judge)
+            stopped.games[:0] = fresh.games  # a lost first run's boards, taken up
+            return self._planned(stopped)
         return self._planned(self._plan(
-            r, lambda cap: change.start(self.spec, self.judge, None, cap)))
+            r, lambda cap, made: change.start(self.spec, self.judge, None, cap, made)))
 
     def feed(self, r: redis.Redis, state: dict[str, Any],
              rows: Sequence[dict[str, Any]]) -> Planned:
         """Fold the new results in, count finished pairs, start new ones while allowed."""
         if store_changes.stop_asked(r, self.event_id) and not state["stopped"]:
             state = change.stop(self.spec, state, self.judge).state
-        step = self._plan(
-            r, lambda cap: change.feed(self.spec, state, rows, self.judge, None, cap))
+        step = self._plan(r, lambda cap, made: change.feed(self.spec, state, rows,
+                                                           self.judge, None, cap, made))
         if step.unknown:
             log.warning("test %s: results that are not open here counted nothing: %s",
                         self.event_id, step.unknown[:10])

@@ -256,7 +256,9 @@ def test_two_registrations_of_one_program_fixed_games(
     bins = _check_pairs(t, got_pairs, games)
     assert sum(bins) == 10
     est = estimate(bins, 3)
-    assert est.sd > 0 and est.low < est.elo < est.high and est.high - est.low < 2000
+    # Ten pairs give a wide interval (an end may be infinite: a mean pair score past 1/4
+    # or 3/4 is out of the model's reach), so only its order and the mean are checked.
+    assert est.sd > 0 and est.low < est.elo < est.high
     assert abs(est.score - 0.5) <= 4 * est.sd / 10 ** 0.5
     # The summary as the CLI prints it: no LLR for a fixed-games test.
     out = shown.stdout
@@ -416,6 +418,7 @@ def _recount(r: redis.Redis, test_id: str) -> list[int]:
     return bins
 
 
+@pytest.mark.timeout(600)  # room for the wait below to say where a stuck test stands
 def test_a_killed_worker_and_a_killed_step_change_nothing_counted(
         tmp_path: Path, admin_token: str) -> None:
     """A worker that kills itself in a step, after its writes and before its state is
