@@ -200,20 +200,21 @@ class _Line:
         self.quiet = quiet
         self.last = 0.0
         self.text = ""
+        self.drawn = ""  # the last line written: the end comes as an event and a last read
 
     def show(self, text: str, force: bool = False) -> None:
         self.text = text
         now = time.monotonic()
-        if self.quiet:
+        if self.quiet or text == self.drawn:
             return
         if self.tty:
             if force or now - self.last >= 0.1:
                 sys.stderr.write("\r" + text + "\x1b[K")
                 sys.stderr.flush()
-                self.last = now
+                self.last, self.drawn = now, text
         elif force or now - self.last >= 10.0:
             print(text, file=sys.stderr, flush=True)
-            self.last = now
+            self.last, self.drawn = now, text
 
     def close(self) -> None:
         if self.tty and self.text:

@@ -4,7 +4,9 @@ block; and a test's games named as such in a games list, never as single matches
 
 from __future__ import annotations
 
-from clients.changes import live_line, summary
+import pytest
+
+from clients.changes import _Line, live_line, summary
 from clients.web.change_views import CHART_POINTS, change_row, chart_data, pair_rows
 from clients.web.views import live_singles, match_row
 from proto.moon.v1 import change_pb2, match_pb2
@@ -83,3 +85,14 @@ def test_a_tests_game_is_not_a_single_match() -> None:
     row = match_row(m)
     assert row["test_id"] == "c-1" and row["short"] == "p3-c"
     assert live_singles([row]) == []
+
+
+def test_the_live_line_off_a_terminal_prints_each_new_line_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = _Line(quiet=False)
+    line.show("a", force=True)
+    line.show("b")  # within 10 s of the last: held back
+    line.show("c", force=True)
+    line.show("c", force=True)  # the end, as an event and as a last read: once
+    line.close()
+    assert capsys.readouterr().err.splitlines() == ["a", "c"]
