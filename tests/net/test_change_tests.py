@@ -377,11 +377,12 @@ def test_stop_starts_no_new_pair_and_the_pairs_in_flight_count(
     with pytest.raises(grpc.RpcError) as err:
         public.stub.StopTest(change_pb2.StopTestRequest(test_id=t.test_id), timeout=10)
     assert err.value.code() == Code.UNAUTHENTICATED
-    # Boards started so far; a step under way may start up to `in_flight` more.
-    started = len({m.match_id.rsplit("-", 1)[0] for m in public.games(t.test_id)})
     stopped = _cli(stack, "test", "stop", f"{name}-stop", "--admin-token", admin_token)
     assert stopped.returncode == 0, stopped.stderr
     assert f"test {t.test_id} stopping: no new pair starts" in stopped.stdout
+    # Boards started once the stop is asked; a step's pass that read the test before
+    # may still start up to `in_flight` more, and no later pass starts any.
+    started = len({m.match_id.rsplit("-", 1)[0] for m in public.games(t.test_id)})
     done = organiser.wait_over(t.test_id)
     p = done.progress
     assert done.status == change_pb2.TEST_STATUS_FINISHED, done.error
