@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   240)
             ko = admin.create_tournament(
                 name="2v2 cup", players=4, format="single_elimination", bot_ids=fast,
-                seed=2027, series_length=1, rules={"max_hands": "12"}, seeding="given",
+                seed=2027, options={"series_length": 1}, rules={"max_hands": "12"}, seeding="given",
                 duplicate="replay")  # its note (replay trusts the bots) is on its page
             shots.shot("bracket-start", f"/t/{ko.tournament_id}", ".bracket .bm")
             _wait("the cup", lambda: admin.get_tournament(ko.tournament_id).status == 2, 240)

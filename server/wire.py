@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -65,6 +66,8 @@ from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
 from tournaments.plan import board_id, redeal_notes
+from tournaments.ranking import Ranking
+from tournaments.spec import OLD_DEFAULTS, flat_options
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -564,6 +567,30 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 }
 
 
+# The flat option fields of the spec from before formats owned their options (deprecated):
+# a request may still set them instead of `format_options`; responses mirror them.
+_LEGACY_OPTIONS = ("rounds", "series_length", "rotate_partners", "all_triples")
+_ONEOF: Literal["format_options"] = "format_options"
+
+
+def _options_from_pb(pb: tournament_pb2.TournamentSpec, fmt: str) -> dict[str, Any]:
+    """The format's options a request asks for, in their JSON form: the format's message
+    in `format_options` (the proto3 JSON of it is the options' JSON form, see
+    `tournaments.options`), or else the deprecated flat fields the format takes."""
+    legacy = {f: getattr(pb, f) for f in _LEGACY_OPTIONS if getattr(pb, f)}  # not zero
+    which: str | None = pb.WhichOneof(_ONEOF)
+    if which is None:
+        return flat_options(fmt, legacy)
+    if which != fmt:
+        raise InvalidArgument(f"spec.{which}: options of the {which} format, but spec.format "
+                              f"is {fmt}; set spec.{fmt} (or nothing) instead")
+    stray = [name for name, value in legacy.items() if value != OLD_DEFAULTS.get(name)]
+    if stray:
+        raise InvalidArgument(f"spec.{stray[0]}: deprecated; with spec.{which} set, give "
+                              f"every option there")
+    return json_format.MessageToDict(getattr(pb, which), preserving_proto_field_name=True)
+
+
 def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
     """The fields of a CreateTournament spec as `tournaments.spec.make_spec` takes them."""
     if pb.format not in _FORMATS:
@@ -571,21 +598,19 @@ def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
             n.upper() for n in _FORMATS.values()))
     if pb.seeding not in _SEEDINGS:
         raise InvalidArgument(f"spec.seeding: unknown value {pb.seeding}")
+    fmt = _FORMATS[pb.format]
     return {
         "name": pb.name,
         "players": pb.players,
-        "format": _FORMATS[pb.format],
+        "format": fmt,
         "bot_ids": list(pb.bot_ids),
         "rules": dict(pb.rules),
         "clock": clock_from_pb(pb.clock if pb.HasField("clock") else None),
         "faults": faults_from_pb(pb.faults if pb.HasField("faults") else None),
-        "rounds": pb.rounds or 1,
-        "series_length": pb.series_length or 1,
         "seed": pb.seed if pb.HasField("seed") else None,
         "duplicate": _duplicate_from_pb(pb),
-        "rotate_partners": pb.rotate_partners,
         "seeding": _SEEDINGS[pb.seeding],
-        "all_triples": pb.all_triples,
+        "options": _options_from_pb(pb, fmt),
     }
 
 
@@ -613,13 +638,18 @@ def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentS
     pb = tournament_pb2.TournamentSpec(
         name=spec.name, players=spec.players, format=_FORMAT_PB[spec.format],
         bot_ids=spec.bot_ids, rules={k: _option_text(v) for k, v in spec.rules.options().items()},
-        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults), rounds=spec.rounds,
-        series_length=spec.series_length, duplicate_deals=spec.duplicate != "fresh",
-        duplicate=_DUPLICATE[spec.duplicate],
-        rotate_partners=spec.rotate_partners, all_triples=spec.all_triples,
+        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
+        duplicate_deals=spec.duplicate != "fresh", duplicate=_DUPLICATE[spec.duplicate],
         seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
                  else tournament_pb2.SEEDING_GIVEN_ORDER),
     )
+    options = formats.get(spec.format).options(spec).to_json()  # every field, defaults too
+    message = getattr(pb, spec.format)
+    message.SetInParent()
+    json_format.ParseDict(options, message)
+    for name in _LEGACY_OPTIONS:  # mirrored for clients that read the flat fields
+        if isinstance(options.get(name), (bool, int)):
+            setattr(pb, name, options[name])
     if reveal:
         pb.seed = spec.seed
     return pb
@@ -671,7 +701,28 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
         tournament_pb2.BoardProgress(board=board_id(view.tournament_id, unit), games=games,
                                      games_finished=done, games_running=running)
         for unit, games, done, running in view.boards)
+    if view.ranking is not None:
+        pb.ranking.CopyFrom(_ranking_to_pb(view.ranking))
+    pb.rounds.extend(tournament_pb2.Round(
+        number=r.number, board=board_id(view.tournament_id, r.unit),
+        tables=[tournament_pb2.RoundTable(match_id=t.match_id, bot_ids=t.bot_ids,
+                                          points=t.points) for t in r.tables],
+        bye_bot_ids=[b for entrant in r.byes for b in entrant])
+        for r in view.rounds)
     return pb
+
+
+def _ranking_to_pb(ranking: Ranking) -> tournament_pb2.Ranking:
+    """A format's own ranking (`tournaments.ranking`) as a message."""
+    return tournament_pb2.Ranking(
+        columns=[tournament_pb2.RankingColumn(key=c.key, title=c.title,
+                                              explanation=c.explanation, short_title=c.short)
+                 for c in ranking.columns],
+        rows=[tournament_pb2.RankingRow(
+            rank=row.rank, bot_ids=row.bot_ids, values=row.values, games=row.games,
+            byes=row.byes, rounds=[tournament_pb2.EntrantRound(table=e.table, points=e.points)
+                                   for e in row.rounds])
+              for row in ranking.rows])
 
 
 def _bracket_to_pb(view: StandingsView) -> tournament_pb2.Bracket:

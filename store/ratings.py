@@ -145,9 +145,25 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
     pipe.execute()
 
 
-def fit_lock(pool: str, ttl_ms: int) -> Lock:
-    """A new fit job's lock on the pool (one job fits a pool at a time)."""
-    return Lock.fresh(keys.ratings_lock(pool), ttl_ms)
+def fit_lock(pool: str, ttl_ms: int, owner: str = "") -> Lock:
+    """A new fit job's lock on the pool (one job fits a pool at a time), naming the worker
+    instance that runs it (`owner`)."""
+    return Lock.fresh(keys.ratings_lock(pool), ttl_ms, owner)
+
+
+def fit_holder(r: redis.Redis, pool: str) -> tuple[str, str] | None:
+    """(the token, its owner) of the lock a fit of `pool` holds now; None when free."""
+    token = r.get(keys.ratings_lock(pool))
+    return None if token is None else (str(token), Lock.owner_of(str(token)))
+
+
+def free_fit(r: redis.Redis, pool: str, token: str) -> bool:
+    """Drop a dead fit job's lock (only while `token` still holds it) and ask for the fit
+    again: the dead job had taken the request. True when the lock was dropped."""
+    if not Lock(keys.ratings_lock(pool), token, 0).release(r):
+        return False
+    restore_request(r, pool)
+    return True
 
 
 def unqueue(r: redis.Redis, pool: str) -> None:

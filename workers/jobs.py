@@ -134,4 +134,5 @@ def advance_tournament(tournament_id: str) -> dict[str, Any]:
 def fit_ratings(pool: str) -> dict[str, Any]:
     """Fit a rating pool (coalesced: see `workers.fit`)."""
     r, _, _ = job_redis()
-    return run_fits(r, pool)
+    job = get_current_job()
+    return run_fits(r, pool, instance=str(job.meta.get("instance", "")) if job else "")

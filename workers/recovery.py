@@ -207,6 +207,12 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
             enqueue_advance(rq_conn, tid)
             nudged.append(tid)
     for pool in ("3p", "2v2"):
+        # A fit whose worker died mid-fit: its lock would stand for LOCK_MS and the
+        # request it took would be lost; free the one and ask the other again.
+        holder = store_ratings.fit_holder(r, pool)
+        if holder and holder[1] and not store_recovery.is_alive(r, holder[1]) \
+                and store_ratings.free_fit(r, pool, holder[0]):
+            log.warning("ratings %s: the fit of dead worker %s asked again", pool, holder[1])
         # A fit asked for with no job to do it: that job died, or failed and asked again.
         if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
             enqueue_fit(rq_conn, pool)

@@ -202,12 +202,14 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         if recorded:
             cursor = recorded[-1][1]
         step = planner.feed(r, stored["plan"], [row for _, row in fresh])
-    created = _create_games(r, rq_conn, planner, step.games)
     boards.add(step.games)
     planner.recorded(r, fresh, cursor, step)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
     _release(r, rq_conn, planner, boards, done_boards, step)
     planner.bookkeep(r, step)
+    # Created after the release: games paired from these results (a Swiss round) become
+    # public only once the results they were paired on are.
+    created = _create_games(r, rq_conn, planner, step.games)
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
                  "finished": step.finished, "open": boards.open, "released": boards.released}
     changed = (stored is None or cursor != expected or bool(step.games)

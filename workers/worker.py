@@ -155,8 +155,8 @@ class ThreadedWorker(SimpleWorker):
 
     def execute_job(self, job: Job, queue: Queue, slot: str = "general") -> None:
         """Start the job on a free thread (the loop took a slot for it) and return."""
-        if job.func_name == MATCH_JOB:
-            job.meta["instance"] = self.instance
+        job.meta["instance"] = self.instance  # a fit's lock names it (workers.fit)
+        if job.func_name == MATCH_JOB:  # recovery reads a match job's from Redis
             job.save_meta()  # type: ignore[no-untyped-call]
         execution = self.prepare_execution(job)
         with self._lock:
