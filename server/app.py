@@ -24,6 +24,8 @@ from grpc_reflection.v1alpha import reflection
 from proto.moon.v1 import (
     bot_pb2,
     bot_pb2_grpc,
+    change_pb2,
+    change_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
@@ -33,6 +35,7 @@ from proto.moon.v1 import (
 )
 from server import metrics
 from server.bots import BotServicer, serialize_play
+from server.changes import TestServicer
 from server.edge import FREE_FAILURES, THROTTLE, add_service
 from server.hub import Hub
 from server.lanes import BOT_THREADS, READ_THREADS, WATCH_THREADS, Lane, WatchGate, lane
@@ -51,6 +54,7 @@ SERVICE_NAMES: tuple[str, ...] = (
     match_pb2.DESCRIPTOR.services_by_name["MatchService"].full_name,
     tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].full_name,
     rating_pb2.DESCRIPTOR.services_by_name["RatingService"].full_name,
+    change_pb2.DESCRIPTOR.services_by_name["TestService"].full_name,
 )
 
 
@@ -114,6 +118,8 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 TournamentServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[2])
     add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server, RatingServicer(reads),
                 server, SERVICE_NAMES[3])
+    add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
+                TestServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[4])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):

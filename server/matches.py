@@ -109,6 +109,11 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
             raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "
                                   "tournament id")
+        if request.test_id and not ids.is_test_id(request.test_id):
+            raise InvalidArgument(f"test_id: {request.test_id[:100]!r} is not a test id")
+        if request.test_id and request.tournament_id:
+            raise InvalidArgument("test_id: a match belongs to a tournament or a test, not "
+                                  "both; give one of them")
         bot_id = request.bot_id
         if bot_id:  # an id or a name, as everywhere else
             try:
@@ -116,7 +121,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
         # The narrowest index that holds every match asked for (then filtered).
-        index = store_matches.index(request.tournament_id, bot_id)
+        index = store_matches.index(request.tournament_id or request.test_id, bot_id)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)

@@ -22,6 +22,7 @@ from rq import Queue, Retry
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from store import changes as store_changes
 from store import ids
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -37,6 +38,7 @@ __all__ = [
     "RESUME_QUEUE",
     "ForeignJobError",
     "MoonshotJob",
+    "create_test",
     "create_tournament",
     "enqueue_advance",
     "enqueue_fit",
@@ -135,7 +137,8 @@ def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job
 
 
 def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
-    """Queue a scheduling step of a tournament (idempotent; runs serialize on a lock)."""
+    """Queue a scheduling step of a tournament or a test (idempotent; runs serialize on a
+    lock)."""
     return queue(conn, CONTROL_QUEUE).enqueue(
         ADVANCE_JOB,
         tournament_id,
@@ -172,3 +175,9 @@ def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec
     """Store a new tournament and queue its first scheduling step."""
     store_t.create(r, spec)
     enqueue_advance(rq_conn, spec.tournament_id)
+
+
+def create_test(r: redis.Redis, rq_conn: redis.Redis, spec: store_changes.ChangeTestSpec) -> None:
+    """Store a new test of a change and queue its first scheduling step."""
+    store_changes.create(r, spec)
+    enqueue_advance(rq_conn, spec.test_id)

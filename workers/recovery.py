@@ -34,6 +34,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
+from store import changes as store_changes
 from store import ids
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -184,10 +185,11 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
-    """Queue a scheduling step of every running tournament that needs one, and a fit of
+    """Queue a scheduling step of every running tournament or test that needs one, and a fit of
     every pool that was asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
-    for tid in store_t.all_ids(r):
+    # Tests of a change are scheduled by the same step as tournaments, on the same keys.
+    for tid in [*store_t.all_ids(r), *store_changes.all_ids(r)]:
         info = store_t.info(r, tid)
         if info.status != TournamentStatus.RUNNING:
             continue
