@@ -109,6 +109,11 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
             raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "
                                   "tournament id")
+        if request.test_id and not ids.is_test_id(request.test_id):
+            raise InvalidArgument(f"test_id: {request.test_id[:100]!r} is not a test id")
+        if request.test_id and request.tournament_id:
+            raise InvalidArgument("test_id: a match belongs to a tournament or a test, not "
+                                  "both; give one of them")
         bot_id = request.bot_id
         if bot_id:  # an id or a name, as everywhere else
             try:
@@ -119,7 +124,8 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             raise InvalidArgument(f"arena: {request.arena[:40]!r} is not a pool; expected "
                                   "3p, 2v2 or empty")
         # The narrowest index that holds every match asked for (then filtered).
-        index = store_matches.index(request.tournament_id, bot_id, request.arena)
+        index = store_matches.index(request.tournament_id or request.test_id, bot_id,
+                                    request.arena)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)

@@ -35,7 +35,7 @@ from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
 from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
 from proto.moon.v1 import arena_pb2, bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
-from store import messages
+from store import ids, messages
 from store.arena import ArenaSpec, ArenaStatus, ArenaView
 from store.bots import BotRecord
 from store.errors import InvalidArgument
@@ -580,7 +580,9 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         rules=rules_to_pb(spec.rules),
         clock=clock_to_pb(spec.clock),
         faults=faults_to_pb(spec.faults),
-        tournament_id=spec.tournament_id,
+        # The event that scheduled it: a tournament, or a test of a change.
+        tournament_id=spec.tournament_id if ids.is_tournament_id(spec.tournament_id) else "",
+        test_id=spec.tournament_id if ids.is_test_id(spec.tournament_id) else "",
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,

@@ -57,6 +57,12 @@
 | ms:ratings:{pool}:queued    | string | a fit job is queued (many requests, one job)        |
 | ms:ratings:{pool}:lock      | string | held by the fit job running                         |
 | ms:tournament:{id}:rating   | string | the fit over the tournament's own released games    |
+| ms:tests                    | zset   | test ids (tests of a change) by creation time       |
+| ms:test:{id}                | hash   | a test's spec and status (the fields of a           |
+|                             |        | tournament's, plus `stop` once StopTest asked)      |
+| ms:test:{id}:...            |        | every `ms:tournament:{id}:...` key above but the    |
+|                             |        | units and the rating, for the test's scheduling     |
+| ms:test:{id}:pairs          | hash   | board number -> counted pair (JSON), written once   |
 | ms:arena:{pool}             | hash   | the arena of a pool: spec, status, times, and what  |
 |                             |        | its last step saw (online, waiting, retry_at, ...)  |
 | ms:arena:{pool}:joined      | zset   | bots that joined it, by when                        |
@@ -70,6 +76,8 @@
 """
 
 from __future__ import annotations
+
+from store.ids import is_test_id
 
 P = "ms:"
 
@@ -169,52 +177,65 @@ def result(match_id: str) -> str:
     return f"{P}match:{match_id}:result"
 
 
+def _event(event_id: str) -> str:
+    """The prefix of an event's keys: `ms:tournament:{id}`, or `ms:test:{id}` for a test of
+    a change. A test is scheduled by the same step as a tournament (`workers.scheduler`),
+    so every `tournament_*` key below is also a test's, under its own prefix."""
+    return f"{P}test:{event_id}" if is_test_id(event_id) else f"{P}tournament:{event_id}"
+
+
 def tournament(tournament_id: str) -> str:
-    """Hash of a tournament's spec and status."""
-    return f"{P}tournament:{tournament_id}"
+    """Hash of a tournament's (or a test's) spec and status."""
+    return _event(tournament_id)
 
 
 TOURNAMENTS = P + "tournaments"
+TESTS = P + "tests"
+
+
+def test_pairs(test_id: str) -> str:
+    """A test's counted pairs: board number -> the pair (JSON), each written once."""
+    return f"{_event(test_id)}:pairs"
 
 
 def tournament_events(tournament_id: str) -> str:
     """Stream of a tournament's events; entry ids are `<sequence>-0`."""
-    return f"{P}tournament:{tournament_id}:events"
+    return f"{_event(tournament_id)}:events"
 
 
 def tournament_emitted(tournament_id: str) -> str:
     """Keys of public events already emitted, so a re-run emits nothing twice."""
-    return f"{P}tournament:{tournament_id}:emitted"
+    return f"{_event(tournament_id)}:emitted"
 
 
 def tournament_live(tournament_id: str) -> str:
     """Stream of a tournament's events for organisers: results as they are recorded."""
-    return f"{P}tournament:{tournament_id}:live"
+    return f"{_event(tournament_id)}:live"
 
 
 def tournament_live_emitted(tournament_id: str) -> str:
     """Keys of organiser events already emitted."""
-    return f"{P}tournament:{tournament_id}:live_emitted"
+    return f"{_event(tournament_id)}:live_emitted"
 
 
 def tournament_released(tournament_id: str) -> str:
     """Games of the tournament whose board is released (public), scored 1, 2, ..."""
-    return f"{P}tournament:{tournament_id}:released"
+    return f"{_event(tournament_id)}:released"
 
 
 def tournament_matches(tournament_id: str) -> str:
     """Ids of the matches a tournament has created, scored by creation order."""
-    return f"{P}tournament:{tournament_id}:matches"
+    return f"{_event(tournament_id)}:matches"
 
 
 def tournament_lock(tournament_id: str) -> str:
     """Held while one run of the scheduler advances the tournament."""
-    return f"{P}tournament:{tournament_id}:lock"
+    return f"{_event(tournament_id)}:lock"
 
 
 def tournament_dirty(tournament_id: str) -> str:
     """Set when something happened that the scheduler has not looked at yet."""
-    return f"{P}tournament:{tournament_id}:dirty"
+    return f"{_event(tournament_id)}:dirty"
 
 
 def results(pool: str) -> str:
@@ -224,27 +245,27 @@ def results(pool: str) -> str:
 
 def tournament_recorded(tournament_id: str) -> str:
     """Finished games of a tournament, scored 1, 2, 3, ... in the order they were recorded."""
-    return f"{P}tournament:{tournament_id}:recorded"
+    return f"{_event(tournament_id)}:recorded"
 
 
 def tournament_state(tournament_id: str) -> str:
     """The scheduler's state (cursor into `recorded`, and the format's plan state)."""
-    return f"{P}tournament:{tournament_id}:state"
+    return f"{_event(tournament_id)}:state"
 
 
 def tournament_units(tournament_id: str) -> str:
     """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
-    return f"{P}tournament:{tournament_id}:units"
+    return f"{_event(tournament_id)}:units"
 
 
 def tournament_redealt(tournament_id: str) -> str:
     """Units of the tournament dealt afresh: a bot had been dealt the planned deal."""
-    return f"{P}tournament:{tournament_id}:redealt"
+    return f"{_event(tournament_id)}:redealt"
 
 
 def tournament_failed(tournament_id: str) -> str:
     """Games of the tournament that recovery marked failed."""
-    return f"{P}tournament:{tournament_id}:failed"
+    return f"{_event(tournament_id)}:failed"
 
 
 def ratings(pool: str) -> str:
@@ -289,7 +310,7 @@ def ratings_lock(pool: str) -> str:
 
 def tournament_rating(tournament_id: str) -> str:
     """The fit over one tournament's own released games."""
-    return f"{P}tournament:{tournament_id}:rating"
+    return f"{_event(tournament_id)}:rating"
 
 
 def arena(pool: str) -> str:

@@ -203,11 +203,13 @@ def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
     return spec if done is not None else None
 
 
-def release(r: Redis, match_id: str, players: int, when: float) -> None:
-    """Make a finished game public: its plays may be watched, and it counts in ratings."""
+def release(r: Redis, match_id: str, players: int, when: float, rated: bool = True) -> None:
+    """Make a finished game public: its plays may be watched, and (`rated`) it counts in
+    its pool's ratings. A test of a change's games are released unrated."""
     pipe = r.pipeline(transaction=True)
     pipe.hset(keys.match(match_id), "released", repr(when))
-    pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
+    if rated:
+        pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
     pipe.execute()
 
 

@@ -23,6 +23,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from store import arena as store_arena
+from store import changes as store_changes
 from store import ids
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -39,6 +40,7 @@ __all__ = [
     "RESUME_QUEUE",
     "ForeignJobError",
     "MoonshotJob",
+    "create_test",
     "create_tournament",
     "enqueue_advance",
     "enqueue_arena_step",
@@ -141,7 +143,8 @@ def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job
 
 
 def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
-    """Queue a scheduling step of a tournament (idempotent; runs serialize on a lock)."""
+    """Queue a scheduling step of a tournament or a test (idempotent; runs serialize on a
+    lock)."""
     return queue(conn, CONTROL_QUEUE).enqueue(
         ADVANCE_JOB,
         tournament_id,
@@ -199,3 +202,9 @@ def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec
     """Store a new tournament and queue its first scheduling step."""
     store_t.create(r, spec)
     enqueue_advance(rq_conn, spec.tournament_id)
+
+
+def create_test(r: redis.Redis, rq_conn: redis.Redis, spec: store_changes.ChangeTestSpec) -> None:
+    """Store a new test of a change and queue its first scheduling step."""
+    store_changes.create(r, spec)
+    enqueue_advance(rq_conn, spec.test_id)

@@ -35,6 +35,7 @@ from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
 from store import arena as store_arena
+from store import changes as store_changes
 from store import ids
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -204,10 +205,11 @@ def wake_arenas(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
-    """Queue a scheduling step of every running tournament that needs one, and a fit of
+    """Queue a scheduling step of every running tournament or test that needs one, and a fit of
     every pool that was asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
-    for tid in store_t.all_ids(r):
+    # Tests of a change are scheduled by the same step as tournaments, on the same keys.
+    for tid in [*store_t.all_ids(r), *store_changes.all_ids(r)]:
         info = store_t.info(r, tid)
         if info.status != TournamentStatus.RUNNING:
             continue

@@ -348,8 +348,9 @@ def match_row(m: match_pb2.Match) -> Row:
                          if forfeit is not None else "draw")
         end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
     short = m.match_id
-    if m.tournament_id and short.startswith(m.tournament_id + "-"):
-        short = short[len(m.tournament_id) + 1:]
+    event = m.tournament_id or m.test_id  # what scheduled it: a tournament or a test
+    if event and short.startswith(event + "-"):
+        short = short[len(event) + 1:]
     return {
         "id": m.match_id,
         "short": short,
@@ -365,8 +366,10 @@ def match_row(m: match_pb2.Match) -> Row:
         "board": m.board,
         "tournament_id": m.tournament_id,
         "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
+        "test_id": m.test_id,
         "arena": m.arena,  # the pool of the arena that dealt it, or ''
-        "boarded": bool(m.tournament_id or m.arena),  # hidden until its board is released
+        # A tournament's, a test's or an arena's game: hidden until its board is released.
+        "boarded": bool(m.tournament_id or m.test_id or m.arena),
         "created": when(m.created_at),
         "finished": when(m.finished_at, m.HasField("finished_at")),
         "finished_at": m.finished_at.seconds + m.finished_at.nanos / 1e9,
@@ -631,6 +634,6 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
 
 
 def live_singles(rows: Sequence[Row]) -> list[Row]:
-    """The single matches (no tournament, no arena) of a listing that are queued or being
-    played."""
+    """The single matches (no tournament, test or arena) of a listing that are queued or
+    being played."""
     return [g for g in rows if not g["boarded"] and g["status"] in ("queued", "running")]
