@@ -22,6 +22,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from proto.moon.v1 import (
+    arena_pb2,
+    arena_pb2_grpc,
     bot_pb2,
     bot_pb2_grpc,
     change_pb2,
@@ -34,6 +36,7 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 from server import metrics
+from server.arena import ArenaServicer
 from server.bots import BotServicer, serialize_play
 from server.changes import TestServicer
 from server.edge import FREE_FAILURES, THROTTLE, add_service
@@ -55,6 +58,7 @@ SERVICE_NAMES: tuple[str, ...] = (
     tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].full_name,
     rating_pb2.DESCRIPTOR.services_by_name["RatingService"].full_name,
     change_pb2.DESCRIPTOR.services_by_name["TestService"].full_name,
+    arena_pb2.DESCRIPTOR.services_by_name["ArenaService"].full_name,
 )
 
 
@@ -110,7 +114,8 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.so_reuseport", 0),
     ])
     add_service(bot_pb2_grpc.add_BotServiceServicer_to_server,
-                BotServicer(bots, reads, hub, open_registration), server, SERVICE_NAMES[0],
+                BotServicer(bots, reads, hub, open_registration, rq_conn), server,
+                SERVICE_NAMES[0],
                 {"Play": serialize_play})
     add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,
                 MatchServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[1])
@@ -120,6 +125,8 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 server, SERVICE_NAMES[3])
     add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
                 TestServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[4])
+    add_service(arena_pb2_grpc.add_ArenaServiceServicer_to_server,
+                ArenaServicer(reads, rq_conn), server, SERVICE_NAMES[5])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):

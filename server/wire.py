@@ -34,8 +34,9 @@ from moon import Action, Observation, Rules, Tile
 from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
 from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
-from proto.moon.v1 import bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
+from proto.moon.v1 import arena_pb2, bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
 from store import ids, messages
+from store.arena import ArenaSpec, ArenaStatus, ArenaView
 from store.bots import BotRecord
 from store.errors import InvalidArgument
 from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, Sight, WatchEvent
@@ -477,6 +478,61 @@ def faults_from_pb(pb: game_pb2.FaultPolicy | None) -> Faults:
     return DEFAULT_FAULTS if pb is None else Faults(pb.max_strikes, pb.disconnect_grace_ms)
 
 
+# ---------------------------------------------------------------- arena
+
+_POOL_PB = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+_ARENA_STATUS = {ArenaStatus.RUNNING: arena_pb2.ARENA_STATUS_RUNNING,
+                 ArenaStatus.STOPPED: arena_pb2.ARENA_STATUS_STOPPED}
+
+
+def arena_pool_from_pb(value: int) -> str:
+    """The pool an arena request names: required, and one of the two."""
+    if value == rating_pb2.RATING_POOL_UNSPECIFIED:
+        raise InvalidArgument("pool: required (RATING_POOL_THREE_PLAYER or "
+                              "RATING_POOL_TWO_VS_TWO)")
+    check_enum(rating_pb2.RatingPool, value, "pool", "rating pool")
+    return "3p" if value == rating_pb2.RATING_POOL_THREE_PLAYER else "2v2"
+
+
+def arena_settings_from_pb(pool: str, pb: arena_pb2.ArenaSettings, seed: int) -> ArenaSpec:
+    """The spec a StartArena asks for; InvalidArgument naming a bad field."""
+    return ArenaSpec.build(
+        pool, dict(pb.rules), seed,
+        clock_from_pb(pb.clock if pb.HasField("clock") else None),
+        faults_from_pb(pb.faults if pb.HasField("faults") else None),
+        concurrency=pb.concurrency if pb.HasField("concurrency") else 2,
+        anchors=list(pb.anchors),
+        max_wait_ms=pb.max_wait_ms if pb.HasField("max_wait_ms") else 10_000)
+
+
+def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
+    """An arena as GetArena serves it (public: nothing of a board in play but counts)."""
+    spec, step = v.info.spec, v.info.step
+    pb = arena_pb2.Arena(
+        pool=_POOL_PB[spec.pool], status=_ARENA_STATUS[v.info.status],
+        settings=arena_pb2.ArenaSettings(
+            rules={k: str(x).lower() if isinstance(x, bool) else str(x)
+                   for k, x in spec.rules.options().items()},
+            clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
+            concurrency=spec.concurrency, anchors=spec.anchors, max_wait_ms=spec.max_wait_ms),
+        started_at=_timestamp(v.info.started_at),
+        bots=[arena_pb2.ArenaBot(bot_id=b.bot_id, name=b.name, house=b.house, online=b.online,
+                                 playing=b.playing, games=b.games, waiting=b.waiting)
+              for b in v.bots],
+        boards=v.boards, games=v.games, released=v.released,
+        boards_in_play=[arena_pb2.ArenaBoard(board=board, games=g, finished=f)
+                        for board, g, f in v.boards_in_play],
+        online=sum(b.online for b in v.bots),
+        playing=sum(g - f for _, g, f in v.boards_in_play),
+        waiting=int(step.get("waiting", 0)),
+        holding=str(step.get("holding", "")))
+    if v.info.stopped_at is not None:
+        pb.stopped_at.CopyFrom(_timestamp(v.info.stopped_at))
+    if step.get("step_at"):
+        pb.step_at.CopyFrom(_timestamp(float(step["step_at"])))
+    return pb
+
+
 def _not_in_enum(enum: Any, value: int, field: str, what: str, unset: str = "") -> str:
     names = ", ".join(n for n, _ in enum.items() if not n.endswith("_UNSPECIFIED"))
     return (f"{field}: {value} is not a {what}; expected one of {names}"
@@ -530,7 +586,8 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
-        board=str(spec.meta.get("board", "")) if spec.tournament_id else "",
+        board=str(spec.meta.get("board", "")) if spec.boarded else "",
+        arena=spec.arena,
     )
     if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))

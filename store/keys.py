@@ -63,6 +63,16 @@
 | ms:test:{id}:...            |        | every `ms:tournament:{id}:...` key above but the    |
 |                             |        | units and the rating, for the test's scheduling     |
 | ms:test:{id}:pairs          | hash   | board number -> counted pair (JSON), written once   |
+| ms:arena:{pool}             | hash   | the arena of a pool: spec, status, times, and what  |
+|                             |        | its last step saw (online, waiting, retry_at, ...)  |
+| ms:arena:{pool}:joined      | zset   | bots that joined it, by when                        |
+| ms:arena:{pool}:state       | string | the matchmaking step's state (compare-and-set)      |
+| ms:arena:{pool}:recorded    | zset   | its finished games, scored by recording order       |
+| ms:arena:{pool}:games       | zset   | every game it created, in order                     |
+| ms:arena:{pool}:released    | zset   | its games whose board every table finished, in order|
+| ms:arena:{pool}:lock        | string | held by the matchmaking step running                |
+| ms:arena:{pool}:dirty       | string | set when a step should look again                   |
+| ms:arena:{pool}:queued      | string | a step job is queued (many asks, one job)           |
 """
 
 from __future__ import annotations
@@ -301,3 +311,48 @@ def ratings_lock(pool: str) -> str:
 def tournament_rating(tournament_id: str) -> str:
     """The fit over one tournament's own released games."""
     return f"{_event(tournament_id)}:rating"
+
+
+def arena(pool: str) -> str:
+    """Hash of a pool's arena: its spec, status and what its last step saw."""
+    return f"{P}arena:{pool}"
+
+
+def arena_joined(pool: str) -> str:
+    """Zset of the bots that joined a pool's arena, scored by when."""
+    return f"{P}arena:{pool}:joined"
+
+
+def arena_state(pool: str) -> str:
+    """The arena's matchmaking state (JSON), replaced by compare-and-set."""
+    return f"{P}arena:{pool}:state"
+
+
+def arena_recorded(pool: str) -> str:
+    """Zset of the arena's finished games, scored by recording order (1, 2, ...)."""
+    return f"{P}arena:{pool}:recorded"
+
+
+def arena_games(pool: str) -> str:
+    """Zset of every game the arena created, scored by creation order."""
+    return f"{P}arena:{pool}:games"
+
+
+def arena_released(pool: str) -> str:
+    """Zset of the arena's released games, in order of release."""
+    return f"{P}arena:{pool}:released"
+
+
+def arena_lock(pool: str) -> str:
+    """Held by the arena's matchmaking step while it runs."""
+    return f"{P}arena:{pool}:lock"
+
+
+def arena_dirty(pool: str) -> str:
+    """Set when the arena's matchmaking step should look again."""
+    return f"{P}arena:{pool}:dirty"
+
+
+def arena_queued(pool: str) -> str:
+    """Set while a matchmaking job of the arena is queued."""
+    return f"{P}arena:{pool}:queued"

@@ -30,6 +30,7 @@ __all__ = [
     "close",
     "create_match",
     "errored",
+    "exist",
     "finish",
     "get_match",
     "hosted",
@@ -99,6 +100,14 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     if not finished:
         r.sadd(keys.OPEN_MATCHES, spec.match_id)
     return bool(created)
+
+
+def exist(r: Redis, match_ids: Sequence[str]) -> list[bool]:
+    """Whether each match is stored, in one round trip."""
+    pipe = r.pipeline(transaction=False)
+    for match_id in match_ids:
+        pipe.exists(keys.match(match_id))
+    return [bool(n) for n in pipe.execute()]
 
 
 def get_match(r: Redis, match_id: str) -> MatchRecord:
@@ -204,10 +213,11 @@ def release(r: Redis, match_id: str, players: int, when: float, rated: bool = Tr
     pipe.execute()
 
 
-def index(tournament_id: str = "", bot_id: str = "") -> str:
-    """The narrowest time-ordered index holding a listing's matches: a tournament's, a
-    bot's, or every match's."""
+def index(tournament_id: str = "", bot_id: str = "", arena: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: a tournament's, an
+    arena's, a bot's, or every match's."""
     return (keys.tournament_matches(tournament_id) if tournament_id
+            else keys.arena_games(arena) if arena
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 

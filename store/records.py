@@ -129,6 +129,17 @@ class MatchSpec:
         """3 or 4."""
         return self.rules.players
 
+    @property
+    def arena(self) -> str:
+        """The pool of the arena that made this game, or '' (`store.arena`)."""
+        return str(self.meta.get("arena", ""))
+
+    @property
+    def boarded(self) -> bool:
+        """True for a game that shares its board with other tables (a tournament's or an
+        arena's): hidden from the public until every game of its board has finished."""
+        return bool(self.tournament_id or self.arena)
+
     @staticmethod
     def build(
         match_id: str,

@@ -132,6 +132,16 @@ CASES: dict[str, Case] = {
     "play out no folder": ([*MP, "--out", "/nonexistent/x"], {}, "", 2, ("--out",)),
     # 4
     "threads -1": ([*BR, "--threads", "-1"], {}, "", 2, ("--threads", "0 to")),
+    "bot run arena 4p": ([*BR, "--arena", "4p"], {}, "", 2, ("--arena", "'4p'")),
+    # the arena's pool: by position or --pool, one of the two pools, once
+    "arena no pool": (["arena", "show"], {}, "", 2, ("arena show", "no pool", "3p or 2v2")),
+    "arena two pools": (["arena", "watch", "3p", "--pool", "2v2"], {}, "", 2,
+                        ("two different pools",)),
+    "arena pool 5p": (["arena", "stop", "5p"], {}, "", 2, ("'5p'", "3p")),
+    "arena concurrency 0": (["arena", "start", "3p", "--concurrency", "0"], {}, "", 2,
+                            ("--concurrency", "1 to 100")),
+    "arena max-wait 2h": (["arena", "start", "2v2", "--max-wait", "2h"], {}, "", 2,
+                          ("--max-wait",)),
     # 5: not a Redis URL
     "worker redis": (["worker", "--redis", "notaurl"], {}, "", 2, ("--redis", "redis://")),
     "referee redis": (["referee", "--redis", "notaurl"], {}, "", 2, ("--redis",)),

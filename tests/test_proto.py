@@ -28,6 +28,7 @@ SURFACE = {
                           "GetStandings", "WatchTournament"],
     "RatingService": ["GetRatings", "GetRatingHistory"],
     "TestService": ["CreateTest", "GetTest", "ListTests", "WatchTest", "StopTest"],
+    "ArenaService": ["StartArena", "StopArena", "GetArena", "JoinArena", "LeaveArena"],
 }
 
 

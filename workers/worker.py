@@ -58,6 +58,7 @@ from workers import house, jobs
 from workers.match import STOPPING
 from workers.queues import (
     ADVANCE_JOB,
+    ARENA_JOB,
     CONTROL_QUEUE,
     FIT_JOB,
     MATCH_JOB,
@@ -308,7 +309,8 @@ class ThreadedWorker(SimpleWorker):
 
 def _job_fields(job: Job) -> dict[str, str]:
     """The id a job's log lines carry: its match, tournament or rating pool."""
-    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool"}.get(
+    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool",
+             ARENA_JOB: "pool"}.get(
         job.func_name or "")
     try:
         args = job.args

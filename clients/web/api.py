@@ -17,6 +17,8 @@ import grpc
 
 from clients.channel import Target, target_of
 from proto.moon.v1 import (
+    arena_pb2,
+    arena_pb2_grpc,
     bot_pb2,
     bot_pb2_grpc,
     change_pb2,
@@ -68,6 +70,7 @@ class PublicApi:
         self.ratings = rating_pb2_grpc.RatingServiceStub(self.channel)
         self.bots = bot_pb2_grpc.BotServiceStub(self.channel)
         self.tests = change_pb2_grpc.TestServiceStub(self.channel)
+        self.arenas = arena_pb2_grpc.ArenaServiceStub(self.channel)
 
     async def close(self) -> None:
         """Close the channel (open streams end CANCELLED)."""
@@ -133,14 +136,21 @@ class PublicApi:
         return resp.match
 
     async def list_matches(self, *, tournament_id: str = "", bot_id: str = "",
-                           page_token: str = "", page_size: int = 50, test_id: str = ""
+                           page_token: str = "", page_size: int = 50, test_id: str = "",
+                           arena: str = ""
                            ) -> match_pb2.ListMatchesResponse:
         """One page of matches, newest first, without transcripts."""
         return await self.matches.ListMatches(
             match_pb2.ListMatchesRequest(tournament_id=tournament_id, bot_id=bot_id,
                                          page_token=page_token, page_size=page_size,
-                                         test_id=test_id),
+                                         test_id=test_id, arena=arena),
             timeout=CALL_TIMEOUT_S)
+
+    async def arena(self, pool: str) -> arena_pb2.Arena:
+        """The arena of a pool (NOT_FOUND when it never started)."""
+        resp = await self.arenas.GetArena(arena_pb2.GetArenaRequest(pool=POOLS[pool]),
+                                          timeout=CALL_TIMEOUT_S)
+        return resp.arena
 
     def watch_match(self, match_id: str, after: int
                     ) -> AsyncIterable[match_pb2.WatchMatchResponse]:

@@ -14,6 +14,8 @@ Pages (see README, "Web pages"):
     /                    tournaments, status and progress
     /t/<id>              standings, crosstable, bracket, games; live (SSE /t/<id>/events)
     /ratings/3p, /2v2    ratings table and chart with intervals
+    /arena/3p, /2v2      an arena: live leaderboard, who is online and playing, its games
+                         as released (SSE /arena/<pool>/events)
     /bots, /bot/<id>     bots; one bot's games, results and current ratings
     /test/<id>           a test of a change: LLR over pairs, pair scores, pairs, games;
                          live (SSE /test/<id>/events); /test/<id>/board/<k> a board's
@@ -34,7 +36,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clients.channel import Target, diagnose, not_answered, target_of
 from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
+from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.live import Feed, Hub, sse
 from proto.moon.v1 import tournament_pb2
 
@@ -210,7 +213,7 @@ class Pages:
         tests = [] if token else [change_views.change_row(t) for t in
                                   (await self.client.list_tests(page_size=TESTS_SHOWN)).tests]
         ctx = {"rows": rows, "next": resp.next_page_token, "page_token": token,
-               "singles": singles, "tests": tests,
+               "singles": singles, "tests": tests, "arenas": await front_arenas(self),
                "live": any(r["status"] == "running" for r in rows) or bool(singles)
                or any(t["status"] == "running" for t in tests)}
         if request.query_params.get("partial"):
@@ -275,7 +278,7 @@ class Pages:
                                           "created": views.when(b.created_at,
                                                                 b.HasField("created_at"))},
                          ratings=ratings, history=history, games=games, more=bool(token),
-                         tally=tally,
+                         tally=tally, arenas=await bot_arenas(self, b.bot_id),
                          chart=views.bot_results_chart(games))
 
     async def games(self, request: Request) -> Response:
@@ -306,7 +309,7 @@ class Pages:
             record = json.loads(m.transcript_json)
             tv = views.transcript_view(record)
             record_json = views.json_script(record)
-        elif not m.tournament_id and not m.test_id and row["status"] in ("queued", "running"):
+        elif not row["boarded"] and row["status"] in ("queued", "running"):
             mode = "live"
         else:
             mode = "status"
@@ -328,8 +331,10 @@ class Pages:
         """Server-sent events of a game: its public plays (a single match) or its status."""
         mid = self.ident(request, "match_id")
         m = await self.client.match(mid)
-        single = not m.tournament_id and not m.test_id
-        kind = "match" if (single and not m.transcript_json) else "status"
+        # A tournament's, a test's or an arena's game: its plays are hidden until its
+        # board is done.
+        boarded = m.tournament_id or m.test_id or m.arena
+        kind = "match" if (not boarded and not m.transcript_json) else "status"
         return self.stream(request, kind, mid)
 
     # ------------------------------------------------------------------ tests
@@ -409,9 +414,11 @@ class Pages:
             return (f"Your network follows {MAX_STREAMS_PER_NETWORK} live pages already.")
         return None
 
-    def stream(self, request: Request, kind: str, ident: str) -> Response:
-        """An SSE response following the hub's feed, resuming after Last-Event-ID; 429
-        past a client's share of the live pages, 503 past the server's."""
+    def stream(self, request: Request, kind: str, ident: str,
+               source: Callable[[int], AsyncIterator[str]] | None = None) -> Response:
+        """An SSE response following the hub's feed (or `source`, given the sequence to
+        resume after), resuming after Last-Event-ID; 429 past a client's share of the live
+        pages, 503 past the server's."""
         keys = client_keys(request.client.host if request.client else "")
         busy = self._busy(keys)
         if busy:
@@ -422,11 +429,12 @@ class Pages:
             after = max(0, int(after_text or 0))
         except ValueError:
             after = 0
-        return StreamingResponse(self._events(kind, ident, after, keys),
+        return StreamingResponse(self._events(kind, ident, after, keys, source),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def _events(self, kind: str, ident: str, after: int, keys: tuple[str, str]
+    async def _events(self, kind: str, ident: str, after: int, keys: tuple[str, str],
+                      source: Callable[[int], AsyncIterator[str]] | None = None
                       ) -> AsyncIterator[str]:
         assert self.hub is not None
         # Counted here, where nothing can run between the check and the count: requests
@@ -438,6 +446,10 @@ class Pages:
         self.by_client.update(keys)
         try:
             yield "retry: 2000\n\n"
+            if source is not None:
+                async for chunk in source(after):
+                    yield chunk
+                return
             async with self.hub.follow(kind, ident) as feed:
                 # A snapshot feed sends its newest state even at the page's own sequence:
                 # a page drawn between two calls of a change gets it whole.
@@ -554,7 +566,10 @@ class SecurityHeaders:
 def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
     """The web application for the referee at `server` (HOST:PORT, or a Target)."""
     p = Pages(server, linger)
+    arena = ArenaPages(p)
     routes = [
+        Route("/arena/{pool}", arena.page),
+        Route("/arena/{pool}/events", arena.events),
         Route("/", p.index),
         Route("/t/{tournament_id}", p.tournament),
         Route("/t/{tournament_id}/events", p.tournament_events),

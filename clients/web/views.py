@@ -367,6 +367,9 @@ def match_row(m: match_pb2.Match) -> Row:
         "tournament_id": m.tournament_id,
         "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
         "test_id": m.test_id,
+        "arena": m.arena,  # the pool of the arena that dealt it, or ''
+        # A tournament's, a test's or an arena's game: hidden until its board is released.
+        "boarded": bool(m.tournament_id or m.test_id or m.arena),
         "created": when(m.created_at),
         "finished": when(m.finished_at, m.HasField("finished_at")),
         "finished_at": m.finished_at.seconds + m.finished_at.nanos / 1e9,
@@ -631,7 +634,6 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
 
 
 def live_singles(rows: Sequence[Row]) -> list[Row]:
-    """The single matches (no tournament, no test) of a listing that are queued or being
-    played."""
-    return [g for g in rows if not g["tournament_id"] and not g["test_id"]
-            and g["status"] in ("queued", "running")]
+    """The single matches (no tournament, test or arena) of a listing that are queued or
+    being played."""
+    return [g for g in rows if not g["boarded"] and g["status"] in ("queued", "running")]
