@@ -20,6 +20,8 @@ every `name: value unit` line they printed, by benchmark:
   strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
 - arena: matchmaking rules against bots of known strength, the step's time
   (bench/arena.py);
+- arena_service: a whole matchmaking pass of the job on Redis, 1,000 bots online
+  (bench/arena_service.py);
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py);
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
@@ -53,6 +55,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "sprt": ("sprt.py", [], ["--quick"]),
     "swiss": ("swiss.py", [], ["--quick"]),
     "arena": ("arena.py", [], ["--quick"]),
+    "arena_service": ("arena_service.py", [], ["--passes", "5"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
     "bots": ("bots.py", [], ["--quick"]),

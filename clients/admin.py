@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
+
+from google.protobuf import json_format
 
 from clients.channel import Target, target_of
 from proto.moon.v1 import (
@@ -19,7 +21,34 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 
-__all__ = ["Admin"]
+__all__ = ["Admin", "options_to_pb"]
+
+
+class _Options(Protocol):
+    """A format's options (`tournaments.options.Options`): what is sent is their JSON form."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (the proto3 JSON of the format's options message)."""
+
+
+def options_to_pb(spec: tournament_pb2.TournamentSpec, fmt: str,
+                  options: Mapping[str, Any] | _Options | None) -> None:
+    """Set the spec's options message for format `fmt` (`format_options.<fmt>`) from the
+    options' JSON form, or the options themselves; ValueError for a format or an option
+    this client's wire contract does not know (the referee checks the values)."""
+    if options is None:
+        return
+    data = dict(options) if isinstance(options, Mapping) else options.to_json()
+    known = {f.name for f in spec.DESCRIPTOR.oneofs_by_name["format_options"].fields}
+    if fmt not in known:
+        raise ValueError(f"format {fmt!r} has no options message in this client's protocol "
+                         f"(it knows {', '.join(sorted(known))})")
+    message = getattr(spec, fmt)
+    message.SetInParent()
+    try:
+        json_format.ParseDict(data, message)
+    except json_format.ParseError as exc:
+        raise ValueError(f"options of {fmt}: {exc}") from None
 
 
 class Admin:
@@ -82,25 +111,24 @@ class Admin:
             time.sleep(poll)
 
     def create_tournament(self, *, name: str, players: int, format: str, bot_ids: Sequence[str],
-                          rules: Mapping[str, str] | None = None, rounds: int = 1,
-                          series_length: int = 1, seed: int | None = None,
-                          duplicate: str | bool = "boards", rotate_partners: bool = False,
-                          seeding: str = "rating", all_triples: bool = False,
+                          rules: Mapping[str, str] | None = None,
+                          options: Mapping[str, Any] | _Options | None = None,
+                          seed: int | None = None, duplicate: str | bool = "boards",
+                          seeding: str = "rating",
                           move_time_ms: int = 2000, time_bank_ms: int = 30000,
                           max_strikes: int = 3, grace_ms: int = 30000,
                           ) -> tournament_pb2.Tournament:
         """Create a tournament (admin); `format` is a registered format name (round_robin,
-        single_elimination, double_elimination), `seeding` rating or given, `duplicate`
-        boards, replay or fresh (False: fresh, True: the default, boards)."""
+        swiss, ...), `options` the format's own (their JSON form, e.g. `{"rounds": 2}`, or
+        the format's options dataclass), `seeding` rating or given, `duplicate` boards,
+        replay or fresh (False: fresh, True: the default, boards)."""
         if isinstance(duplicate, bool):
             duplicate = "boards" if duplicate else "fresh"
         spec = tournament_pb2.TournamentSpec(
             name=name, players=players,
             format=_format_pb(format),
-            bot_ids=list(bot_ids), rules=dict(rules or {}), rounds=rounds,
-            series_length=series_length,
+            bot_ids=list(bot_ids), rules=dict(rules or {}),
             duplicate=tournament_pb2.DuplicateMode.Value(f"DUPLICATE_MODE_{duplicate.upper()}"),
-            rotate_partners=rotate_partners, all_triples=all_triples,
             seeding=(tournament_pb2.SEEDING_GIVEN_ORDER if seeding == "given"
                      else tournament_pb2.SEEDING_RATING),
             clock=game_pb2.ClockPolicy(move_time_ms=move_time_ms, time_bank_ms=time_bank_ms),
@@ -108,6 +136,7 @@ class Admin:
         )
         if seed is not None:
             spec.seed = seed
+        options_to_pb(spec, format, options)
         resp = self.tournaments.CreateTournament(
             tournament_pb2.CreateTournamentRequest(spec=spec), metadata=self.metadata, timeout=60)
         return resp.tournament

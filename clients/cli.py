@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from clients import commands, demo, organiser
+from clients import arena, changes, commands, demo, organiser
 from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
 from clients.parser import CommandError, Parser, UsageError
@@ -103,6 +103,8 @@ def build_parser() -> Parser:
     _add_selfplay(sub)
     commands.add_all(sub)
     organiser.add_organiser(sub)
+    changes.add_test(sub)
+    arena.add_arena(sub)
     demo.add_demo(sub)
     add_web(sub)
     return parser

@@ -8,6 +8,7 @@ code (about 1 s and 90 MB less per process).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -498,14 +499,17 @@ def _run_bot_run(args: argparse.Namespace) -> int:
     token = given_token(args.token, "--token", "MOONSHOT_BOT_TOKEN")
     if not token:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
+    arenas = tuple(dict.fromkeys(args.arena))  # each pool once, in the order given
     runner = BotRunner(cls, server_target(args), token, threads=args.threads,
-                       wait=args.wait)
+                       wait=args.wait, arenas=arenas)
     try:
         asyncio.run(runner.run())
     except FatalStreamError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
-        pass
+        if arenas:  # a clean stop leaves the arena; a crash is a disconnect (no games then)
+            with contextlib.suppress(Exception):
+                asyncio.run(runner.leave_arenas())
     return 0
 
 
@@ -692,6 +696,10 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="keep trying until a referee answers (without it, the bot stops at "
                         "once when none answers at the start, saying why; once connected, "
                         "it always reconnects)")
+    p.add_argument("--arena", action="append", default=[], choices=("3p", "2v2"),
+                   help="join the arena of this pool (3p or 2v2; repeat for both): the bot "
+                        "plays its matchmaking whenever it is connected, and leaves it on "
+                        "Ctrl-C")
     _server_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_bot_run)

@@ -130,7 +130,7 @@ def run_demo(data_dir: Path | None = None, workers: int = 2, quick: bool = False
         _say("\n== 2v2 single elimination (one bot per team), each game on a board of its own ==")
         ko = admin.create_tournament(
             name="demo knockout", players=4, format="single_elimination", bot_ids=ids,
-            seeding="given", seed=2027, series_length=1 if quick else 3,
+            seeding="given", seed=2027, options={"series_length": 1 if quick else 3},
             rules={"max_hands": "30" if quick else "100"})
         if web:
             _say(f"watch it live: {web}/t/{ko.tournament_id}")

@@ -20,9 +20,7 @@ __all__ = [
     "GRACE_MS",
     "MAX_STRIKES",
     "MOVE_TIME_MS",
-    "ROUNDS",
     "SEED",
-    "SERIES",
     "THREADS",
     "TIME_BANK_MS",
     "WORKERS",
@@ -42,8 +40,6 @@ MOVE_TIME_MS = (1, 600_000)
 TIME_BANK_MS = (0, 3_600_000)
 MAX_STRIKES = (1, 1000)
 GRACE_MS = (0, 3_600_000)
-ROUNDS = (1, 100)
-SERIES = (1, 99)  # odd numbers only
 SEED = (0, MAX_SEED)
 # Client-side only.
 GAMES = (1, 10**9)

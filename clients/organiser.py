@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 
-from clients import flags
+from clients import flags, format_options
 from clients.admin import Admin
 from clients.commands import (
     _admin_flag,
@@ -30,7 +30,9 @@ from clients.render import (
     crosstable_text,
     elo,
     plural,
+    ranking_text,
     ratings_table,
+    rounds_text,
     standings_table,
     tournament_list,
 )
@@ -42,8 +44,12 @@ from tournaments.plan import board_label
 
 __all__ = ["add_organiser", "find_tournament", "watch_tournament"]
 
+def _dashed(name: str) -> str:
+    return name.replace("_", "-")
+
+
 # Every registered format as a flag value (`round-robin`), plus short aliases.
-_FORMATS = {name.replace("_", "-"): name for name in formats.names()}
+_FORMATS = {_dashed(name): name for name in formats.names()}
 _FORMATS.update({"rr": "round_robin", "single": "single_elimination",
                  "double": "double_elimination"})
 _FORMAT_BY_PB = {tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{n.upper()}"): n
@@ -65,7 +71,12 @@ def _pool(t: tournament_pb2.Tournament) -> str:
 
 
 def _print_standings(st: tournament_pb2.Standings, title: str, pool: str) -> None:
-    print(standings_table(st, title, pool))
+    ranked = ranking_text(st, title)  # a format's own ranking replaces the common table
+    print(ranked or standings_table(st, title, pool))
+    rounds = rounds_text(st, 4 if pool == "2v2" else 3)
+    if rounds:
+        print()
+        print(rounds)
     text = bracket_text(st)
     if not text and len(st.rows) <= CROSSTABLE_MAX_BOTS:
         text = crosstable_text(st)
@@ -100,12 +111,12 @@ def find_tournament(admin: Admin, text: str) -> tournament_pb2.Tournament:
 
 
 def _seeding_note(t: tournament_pb2.Tournament, asked: str) -> str | None:
-    """What a bracket's seeding by rating came to, when no bot had a rating yet."""
+    """What seeding by rating came to, when no bot had a rating yet."""
     fmt = _FORMAT_BY_PB.get(t.spec.format)
     if (asked == "rating" and fmt is not None and formats.get(fmt).seeded
             and t.spec.seeding == tournament_pb2.SEEDING_GIVEN_ORDER):
         return (f"--seeding rating: no bot has a rating in the {_pool(t)} pool yet, so the "
-                "bracket is seeded in the --bots order")
+                "draw is seeded in the --bots order")
     return None
 
 
@@ -124,7 +135,9 @@ def _run_create(args: argparse.Namespace) -> int:
     if fmt is None:
         raise UsageError(f"moonshot tournament create: --format must be one of "
                          f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
-    options = rules_options(args.players, args.rule, "moonshot tournament create")
+    prog = "moonshot tournament create"
+    options = rules_options(args.players, args.rule, prog)
+    own = format_options.collect(args, fmt, prog)
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     admin = Admin(server_target(args), admin_token(args))
     try:
@@ -136,11 +149,9 @@ def _run_create(args: argparse.Namespace) -> int:
                                    "(start them with moonshot bot run)")
         t = admin.create_tournament(
             name=args.name, players=args.players, format=fmt, bot_ids=bots,
-            rules=options, rounds=args.rounds,
-            series_length=args.series, seed=args.seed,
+            rules=options, options=own, seed=args.seed,
             duplicate="fresh" if args.no_duplicate else args.duplicate,
-            rotate_partners=args.rotate_partners, seeding=args.seeding,
-            all_triples=args.all_triples, move_time_ms=args.time_per_move,
+            seeding=args.seeding, move_time_ms=args.time_per_move,
             time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
             grace_ms=args.disconnect_grace,
         )
@@ -307,14 +318,8 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--players", type=int, choices=(3, 4), default=3,
                    help="3 for 3-player tables, 4 for 2v2 (default 3)")
     p.add_argument("--format", default="round-robin",
-                   help="round-robin, single-elimination or double-elimination")
+                   help=", ".join(_dashed(n) for n in formats.names()))
     p.add_argument("--bots", required=True, help="comma-separated bot ids or names")
-    p.add_argument("--rounds", type=flags.int_in(*flags.ROUNDS), default=1,
-                   help=f"round robin: times through the schedule, {flags.ROUNDS[0]} to "
-                        f"{flags.ROUNDS[1]} (default 1)")
-    p.add_argument("--series", type=flags.int_in(*flags.SERIES, odd=True), default=1,
-                   help=f"brackets: best of N duplicate sets per match (N odd, up to "
-                        f"{flags.SERIES[1]}; default 1)")
     p.add_argument("--seed", type=flags.int_in(*flags.SEED), default=None,
                    help="fixes every deal of the tournament (default: random, then shown)")
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
@@ -324,14 +329,13 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
                         "no bot twice), replay (the same bots replay a deal at every seating: "
                         "trusts them to keep no memory), fresh (a deal per game)")
     p.add_argument("--no-duplicate", action="store_true", help="the same as --duplicate fresh")
-    p.add_argument("--rotate-partners", action="store_true",
-                   help="2v2 round robin: rotate partners for individual results")
     p.add_argument("--seeding", choices=("rating", "given"), default="rating",
-                   help="brackets only: seeds by pool rating now (the given order when no "
-                        "bot has one yet), or in --bots order; a round robin always seats "
-                        "its bots in --bots order (default rating)")
-    p.add_argument("--all-triples", action="store_true",
-                   help="3p round robin: every triple of bots, not a balanced design")
+                   help="for " + ", ".join(formats.get(n).title for n in formats.names()
+                                           if formats.get(n).seeded)
+                        + ": seeds by pool rating now (the given order when no bot has one "
+                          "yet), or in --bots order; a round robin always seats its bots in "
+                          "--bots order (default rating)")
+    format_options.add_flags(p)
     p.add_argument("--time-per-move", type=flags.duration_ms(*flags.MOVE_TIME_MS), default="2s",
                    help="per-decision limit, e.g. 500ms, 2s (default 2s)")
     p.add_argument("--time-bank", type=flags.duration_ms(*flags.TIME_BANK_MS), default="30s",

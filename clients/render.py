@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
+from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
-__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ratings_table", "side_names",
-           "standings_table", "tournament_list"]
+__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ranking_text", "ratings_table",
+           "rounds_text", "side_names", "standings_table", "tournament_list"]
 
 
 def side_names(players: int, seats: Sequence[str]) -> list[str]:
@@ -80,6 +81,76 @@ def crosstable_text(st: tournament_pb2.Standings) -> str:
     return "\n".join(lines)
 
 
+def _num(x: float) -> str:
+    """A score as short as it is exact: 2, 1.5, 0.75, -0.25."""
+    return f"{x:g}"
+
+
+def _measure(key: str, x: float) -> str:
+    """A ranking value: exact when it is a multiple of a quarter (points: 3.25), a rating
+    whole, anything else (a mean) to two decimals, so that a column reads evenly."""
+    if key == "rating":
+        return str(round(x))  # an int: -0.4 shows as 0, not -0
+    if abs(x * 4 - round(x * 4)) < 1e-9:
+        return _num(x)
+    return f"{x:.2f}"
+
+
+def _entrant(names: dict[str, str], bot_ids: Sequence[str]) -> str:
+    return " & ".join(names.get(b, b) for b in bot_ids)
+
+
+def ranking_text(st: tournament_pb2.Standings, title: str = "") -> str:
+    """A format's own ranking (a Swiss's), with every measure explained and each
+    entrant's rounds (`t2 1`: table 2, 1 point; `?` while the result is not public)."""
+    if not st.HasField("ranking"):
+        return ""
+    names = {row.bot_id: row.name for row in st.rows}
+    rk = st.ranking
+    lines = [title] if title else []
+    w = _width(_entrant(names, row.bot_ids) for row in rk.rows)
+    heads = [c.title.lower() for c in rk.columns]
+    cw = [max(8, len(h) + 2) for h in heads]
+    rounds = max((len(row.rounds) for row in rk.rows), default=0)
+    lines.append(f"{'#':>3}  {'entrant':<{w}}" + "".join(f"{h:>{c}}" for h, c in zip(
+        heads, cw, strict=True)) + f"{'games':>7}{'byes':>6}  "
+        + "  ".join(f"{'R' + str(r + 1):<7}" for r in range(rounds)).rstrip())
+    for row in rk.rows:
+        cells = "".join(f"{_measure(col.key, v):>{c}}"
+                        for v, col, c in zip(row.values, rk.columns, cw, strict=False))
+        played = "  ".join(f"{_round_cell(e):<7}" for e in row.rounds)
+        lines.append(f"{row.rank:>3}  {_entrant(names, row.bot_ids):<{w}}{cells}"
+                     f"{row.games:>7}{row.byes:>6}  {played}".rstrip())
+    lines.append("(ranked by " + ", then ".join(c.title.lower() for c in rk.columns) + ")")
+    lines.extend(f"  {c.title.lower()}: {c.explanation}" for c in rk.columns)
+    return "\n".join(lines)
+
+
+def _round_cell(e: tournament_pb2.EntrantRound) -> str:
+    """`t2 1` (table 2, 1 point), `bye 0.5`, `t1 ?` (not public yet)."""
+    where = "bye" if e.table == 0 else f"t{e.table}"
+    return f"{where} {_num(e.points) if e.HasField('points') else '?'}"
+
+
+def rounds_text(st: tournament_pb2.Standings, players: int) -> str:
+    """Each round's tables (seats in order) and byes, with the sides' points once public."""
+    if not st.rounds:
+        return ""
+    names = {row.bot_id: row.name for row in st.rows}
+    lines = []
+    for rnd in st.rounds:
+        lines.append(f"round {rnd.number} (board {rnd.board}):")
+        for t, table in enumerate(rnd.tables, 1):
+            sides = side_names(players, [names.get(b, b) for b in table.bot_ids])
+            points = (" -> " + ", ".join(_num(p) for p in table.points)) if table.points \
+                else ""
+            lines.append(f"  table {t}: {' vs '.join(sides) if players == 4 else ', '.join(sides)}"
+                         f"{points}")
+        if rnd.bye_bot_ids:
+            lines.append(f"  bye: {', '.join(names.get(b, b) for b in rnd.bye_bot_ids)}")
+    return "\n".join(lines)
+
+
 def bracket_text(st: tournament_pb2.Standings) -> str:
     """The bracket, round by round, with series scores and winners."""
     if not st.HasField("bracket") or not st.bracket.rounds:
@@ -145,9 +216,6 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
 _STATUS = {tournament_pb2.TOURNAMENT_STATUS_RUNNING: "running",
            tournament_pb2.TOURNAMENT_STATUS_FINISHED: "finished",
            tournament_pb2.TOURNAMENT_STATUS_FAILED: "failed"}
-_FORMAT = {tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
-           tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elim.",
-           tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elim."}
 
 
 def tournament_list(ts: Iterable[tournament_pb2.Tournament]) -> str:
@@ -156,7 +224,8 @@ def tournament_list(ts: Iterable[tournament_pb2.Tournament]) -> str:
              f"{'created (UTC)':<17}  name"]
     for t in ts:
         total = max(t.matches_total, t.matches_done)
-        kind = f"{'3p' if t.spec.players == 3 else '2v2'} {_FORMAT.get(t.spec.format, '?')}"
+        title = format_title(t.spec, "?").replace("elimination", "elim.")
+        kind = f"{'3p' if t.spec.players == 3 else '2v2'} {title}"
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created_at.seconds))
         lines.append(f"{t.tournament_id:<14}{_STATUS.get(t.status, '?'):<10}"
                      f"{f'{t.matches_done}/{total}':>11}  {kind:<17}{len(t.spec.bot_ids):>5}  "

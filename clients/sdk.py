@@ -39,9 +39,9 @@ from clients import wire
 from clients.bot import Bot
 from clients.channel import Target, diagnose, not_answered, target_of
 from moon import Action, Observation
-from proto.moon.v1 import bot_pb2, bot_pb2_grpc
+from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc, rating_pb2
 
-__all__ = ["BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
+__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -54,6 +54,9 @@ _CHANNEL_OPTIONS = [
 
 _Call = grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse]
 LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: resume the events after this one
+_ARENA_POOLS = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER,
+                "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+ARENA_POOLS = tuple(_ARENA_POOLS)
 _ENDED = 64  # bots of matches found over at a welcome, kept for a MatchEnded replayed next
 
 
@@ -91,12 +94,14 @@ class BotRunner:
     threads: int = 8  # 0: decide inline on the event loop (for instant bots)
     max_backoff: float = 30.0
     wait: bool = False  # keep trying when no referee answers before the first connection
+    arenas: tuple[str, ...] = ()  # pools whose arena the bot joins once connected (3p, 2v2)
     connected: bool = False  # a referee has welcomed the bot (reconnects are retried)
     decisions: int = 0
     bots: dict[tuple[str, int], Bot] = field(default_factory=dict)  # (match, seat) in play
     last_event_id: str = ""  # of the newest kept event handled: where a reconnect resumes
     _ended: OrderedDict[tuple[str, int], Bot] = field(default_factory=OrderedDict)
     _stop: asyncio.Event | None = None
+    _arena_stub: arena_pb2_grpc.ArenaServiceAsyncStub | None = None
     _pool: ThreadPoolExecutor | None = None
 
     def stop(self) -> None:
@@ -158,6 +163,7 @@ class BotRunner:
             if self.last_event_id:
                 metadata.append((LAST_EVENT_ID, self.last_event_id))
             call = stub.Play(metadata=tuple(metadata))
+            self._arena_stub = arena_pb2_grpc.ArenaServiceStub(channel)
             # One task reads, one writes (grpc.aio allows one write at a time per call),
             # so neither a read nor a decision waits for a write to complete.
             outbox: asyncio.Queue[bot_pb2.PlayRequest] = asyncio.Queue()
@@ -189,6 +195,8 @@ class BotRunner:
                     pong=bot_pb2.PlayRequest.Pong(nonce=msg.ping.nonce)))
             elif kind != "decision_request":
                 self._note(kind, msg)
+                if kind == "welcome" and self.arenas:
+                    await self._join_arenas()
                 if msg.event_id:
                     self.last_event_id = msg.event_id
             elif self._pool is None:  # instant bots: decide right here, no task
@@ -209,6 +217,36 @@ class BotRunner:
             with contextlib.suppress(grpc.aio.UsageError, grpc.aio.AioRpcError,
                                      asyncio.InvalidStateError):
                 await call.write(answer)
+
+    async def _join_arenas(self) -> None:
+        """Join the arenas asked for (again at each welcome: joining twice changes nothing).
+        A pool whose arena does not run stops the runner: that is a mistake to fix."""
+        assert self._arena_stub is not None
+        metadata = (("authorization", f"Bearer {self.token}"),)
+        for pool in self.arenas:
+            try:
+                resp = await self._arena_stub.JoinArena(
+                    arena_pb2.JoinArenaRequest(pool=_ARENA_POOLS[pool]), metadata=metadata,
+                    timeout=10)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION,
+                                  grpc.StatusCode.INVALID_ARGUMENT,
+                                  grpc.StatusCode.UNAUTHENTICATED):
+                    raise FatalStreamError(f"cannot join the {pool} arena: {exc.details()}"
+                                           ) from None
+                raise
+            log.info("%s the %s arena", "joined" if resp.joined else "still in", pool)
+
+    async def leave_arenas(self) -> None:
+        """Leave the arenas this runner joined (a clean stop), on a channel of its own."""
+        metadata = (("authorization", f"Bearer {self.token}"),)
+        async with target_of(self.server).aio_channel(_CHANNEL_OPTIONS) as channel:
+            stub = arena_pb2_grpc.ArenaServiceStub(channel)
+            for pool in self.arenas:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await stub.LeaveArena(arena_pb2.LeaveArenaRequest(pool=_ARENA_POOLS[pool]),
+                                          metadata=metadata, timeout=5)
+                    log.info("left the %s arena", pool)
 
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":

@@ -3,9 +3,12 @@
 A game names the bots on each side and the place each side took. 3-player
 games have three sides of one bot each; 2v2 games have two sides (teams) of
 one or two distinct bots (a bot that holds both seats of its team is a side
-of one). `unit` is the unit of shared luck: games dealt from one board (or
-one duplicate set) share it, and the intervals treat them as one cluster;
-an empty unit means the game is its own unit.
+of one). A bot may also sit on several sides of one game: only a house bot
+can (the referee seats a remote bot once), and the math takes each of its
+seats as its own draw from that bot's strength. `unit` is the unit of
+shared luck: games dealt from one board (or one duplicate set) share it, and
+the intervals treat them as one cluster; an empty unit means the game is its
+own unit.
 
 Ratings depend on the set of games only: `canonical` keeps an identical
 repeat once, rejects two different games under one id, and sorts by game id
@@ -47,7 +50,6 @@ class Game:
         if len(self.places) != len(self.sides):
             raise RatingError(f"{where}: {len(self.sides)} sides but {len(self.places)} places")
         widest = 1 if len(self.sides) == 3 else 2
-        seen: set[str] = set()
         for side in self.sides:
             if not 1 <= len(side) <= widest or len(set(side)) != len(side):
                 raise RatingError(
@@ -56,9 +58,6 @@ class Game:
             for bot in side:
                 if not isinstance(bot, str) or not bot:
                     raise RatingError(f"{where}: bot ids must be non-empty strings, got {bot!r}")
-                if bot in seen:
-                    raise RatingError(f"{where}: bot {bot!r} is on two sides")
-                seen.add(bot)
         expected = [1 + sum(q < p for q in self.places) for p in self.places]
         if list(self.places) != expected:
             raise RatingError(
@@ -68,7 +67,7 @@ class Game:
 
     @property
     def bots(self) -> tuple[str, ...]:
-        """Every bot in the game, side by side."""
+        """Every seat's bot in the game, side by side (a bot on two sides twice)."""
         return tuple(bot for side in self.sides for bot in side)
 
 

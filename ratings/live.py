@@ -87,7 +87,7 @@ def provisional_ratings(games: Iterable[Game]) -> tuple[ProvisionalRating, ...]:
     var: dict[str, float] = {}
     played: dict[str, int] = {}
     for game in ordered:
-        for b in game.bots:
+        for b in dict.fromkeys(game.bots):  # a house bot on two sides played it once
             mu.setdefault(b, 0.0)
             var.setdefault(b, prior_var)
             played[b] = played.get(b, 0) + 1

@@ -143,7 +143,10 @@ def pack(games: Sequence[Game]) -> Pool:
     side_size = real.reshape(rows, k, width).sum(axis=2)
     slot_weight = np.where(real, 1.0 / np.repeat(np.maximum(side_size, 1), width, axis=1), 0.0)
     slot_bot = np.where(real, ranked, 0)
-    played = np.bincount(slot_bot[real], minlength=len(bots)).astype(np.int64)
+    # Games each bot played: a bot on two sides of a game (a house bot) played it once.
+    seen = np.unique(np.arange(rows)[:, None].repeat(k * width, axis=1)[real] * len(bots)
+                     + slot_bot[real])
+    played = np.bincount(seen % max(len(bots), 1), minlength=len(bots)).astype(np.int64)
     # Tie pattern: which neighbours in place order are tied, numbered by first appearance.
     ordered = np.take_along_axis(places, seat_of, axis=1)
     code = ((ordered[:, 1:] == ordered[:, :-1]) * (1 << np.arange(k - 1))).sum(axis=1)

@@ -4,7 +4,8 @@
 
 Starts its own stack in a temporary folder (`clients.stack.LocalStack`: Redis, a
 referee, two workers and `moonshot web`), six built-in bots as processes plus a slow
-one, a small 3-player round robin, a 2v2 bracket with byes and single matches, then
+one, a small 3-player round robin, a 2v2 bracket with byes, single matches and a
+test of a change (house bots), then
 drives headless Chromium (Debian's /usr/bin/chromium, through Playwright: no browser
 download) over every page and saves `<page>-desktop.png` (1280x800) and
 `<page>-phone.png` (390x844) into OUTDIR, whole pages. Pages caught mid-play (a live
@@ -128,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from clients.admin import Admin
     from clients.sdk import register
     from clients.stack import LocalStack
-    from proto.moon.v1 import match_pb2
+    from proto.moon.v1 import change_pb2, change_pb2_grpc, match_pb2
 
     data = Path(tempfile.mkdtemp(prefix="moonshot-shots-"))
     stack = LocalStack(data, listen="127.0.0.1:0", workers=2)
@@ -162,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=2026, rules={"max_hands": "12"}, seeding="given")
         single = admin.create_match(3, [ids["greedy-1"], ids["highest-1"], ids["random-1"]],
                                     seed=7)
+        tests = change_pb2_grpc.TestServiceStub(admin.channel)
+        change = tests.CreateTest(change_pb2.CreateTestRequest(spec=change_pb2.TestSpec(
+            candidate="house:pimc?samples=16", baseline="house:greedy", elo0=0, elo1=150,
+            max_games=200, rules={"max_hands": "3"})), metadata=admin.metadata, timeout=30).test
 
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -193,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   240)
             ko = admin.create_tournament(
                 name="2v2 cup", players=4, format="single_elimination", bot_ids=fast,
-                seed=2027, series_length=1, rules={"max_hands": "12"}, seeding="given",
+                seed=2027, options={"series_length": 1}, rules={"max_hands": "12"}, seeding="given",
                 duplicate="replay")  # its note (replay trusts the bots) is on its page
             shots.shot("bracket-start", f"/t/{ko.tournament_id}", ".bracket .bm")
             _wait("the cup", lambda: admin.get_tournament(ko.tournament_id).status == 2, 240)
@@ -202,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _wait("the 3p fit", lambda: not admin.get_ratings("3p").provisional, 60)
             _wait("the 2v2 fit", lambda: not admin.get_ratings("2v2").provisional, 60)
             cup_game = admin.standings(ko.tournament_id).bracket.rounds[-1].matches[0].match_ids[0]
+            _wait("the test of a change", lambda: tests.GetTest(change_pb2.GetTestRequest(
+                test_id=change.test_id), timeout=30).test.status == 2, 240)
 
             print("finished pages:", flush=True)
             shots.shot("index", "/", "#tournaments")
@@ -217,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             shots.shot("replay-score", f"/game/{single.match_id}#h1", ".v-seat",
                        _keys("End", "ArrowLeft"))
             shots.shot("replay-2v2", f"/game/{cup_game}#h1t4", ".v-trick")
+            shots.shot("test", f"/test/{change.test_id}", "#llr-chart svg")
+            shots.shot("test-board", f"/test/{change.test_id}/board/1", "iframe")
             shots.shot("not-found", "/game/no-such-game", ".error")
             browser.close()
         admin.close()

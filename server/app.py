@@ -22,8 +22,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from proto.moon.v1 import (
+    arena_pb2,
+    arena_pb2_grpc,
     bot_pb2,
     bot_pb2_grpc,
+    change_pb2,
+    change_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
@@ -32,7 +36,9 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 from server import metrics
+from server.arena import ArenaServicer
 from server.bots import BotServicer, serialize_play
+from server.changes import TestServicer
 from server.edge import FREE_FAILURES, THROTTLE, add_service
 from server.hub import Hub
 from server.lanes import BOT_THREADS, READ_THREADS, WATCH_THREADS, Lane, WatchGate, lane
@@ -51,6 +57,8 @@ SERVICE_NAMES: tuple[str, ...] = (
     match_pb2.DESCRIPTOR.services_by_name["MatchService"].full_name,
     tournament_pb2.DESCRIPTOR.services_by_name["TournamentService"].full_name,
     rating_pb2.DESCRIPTOR.services_by_name["RatingService"].full_name,
+    change_pb2.DESCRIPTOR.services_by_name["TestService"].full_name,
+    arena_pb2.DESCRIPTOR.services_by_name["ArenaService"].full_name,
 )
 
 
@@ -106,7 +114,8 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.so_reuseport", 0),
     ])
     add_service(bot_pb2_grpc.add_BotServiceServicer_to_server,
-                BotServicer(bots, reads, hub, open_registration), server, SERVICE_NAMES[0],
+                BotServicer(bots, reads, hub, open_registration, rq_conn), server,
+                SERVICE_NAMES[0],
                 {"Play": serialize_play})
     add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,
                 MatchServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[1])
@@ -114,6 +123,10 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 TournamentServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[2])
     add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server, RatingServicer(reads),
                 server, SERVICE_NAMES[3])
+    add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
+                TestServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[4])
+    add_service(arena_pb2_grpc.add_ArenaServiceServicer_to_server,
+                ArenaServicer(reads, rq_conn), server, SERVICE_NAMES[5])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):

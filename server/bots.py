@@ -15,6 +15,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import metrics, wire
+from server.arena import wake_arenas_of
 from server.edge import (
     MAX_PAGE,
     Undecodable,
@@ -43,12 +44,13 @@ LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: the newest logged event th
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
     """Thin: decode, call the store or the hub, encode."""
 
-    def __init__(self, bots: Lane, reads: Lane, hub: Hub, open_registration: bool = True
-                 ) -> None:
+    def __init__(self, bots: Lane, reads: Lane, hub: Hub, open_registration: bool = True,
+                 rq_conn: redis.Redis | None = None) -> None:
         self.bots = bots  # registration and Play: never queued behind reads or watchers
         self.reads = reads
         self.hub = hub
         self.open_registration = open_registration
+        self.rq_conn = rq_conn  # to ask the arenas a bot joined for a step when it comes back
 
     @unary
     async def RegisterBot(
@@ -126,6 +128,12 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             except Exception as exc:
                 code, message = status_of(exc)
                 await context.abort(code, message)
+            if self.rq_conn is not None:
+                try:  # a bot of an arena that comes back is free for its matchmaking
+                    await self.reads.run(wake_arenas_of, self.rq_conn, bot.bot_id)
+                except Exception:  # the recovery pass asks every few seconds anyway
+                    log.warning("could not ask the arenas of bot %s for a step", bot.bot_id,
+                                exc_info=True)
             reader = asyncio.create_task(self._read(request_iterator, stream))
             while True:
                 event = await stream.outbox.get()

@@ -96,7 +96,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             # Finished before games were released board by board: the tournament being
             # finished (every game of it played) releases it.
             released = await self.reads.run(_tournament_finished, record.spec.tournament_id)
-        return sight(audience, tournament_game=bool(record.spec.tournament_id),
+        return sight(audience, tournament_game=record.spec.boarded,
                      over=record.status.over, released=released)
 
     @unary
@@ -109,21 +109,33 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         if request.tournament_id and not ids.is_tournament_id(request.tournament_id):
             raise InvalidArgument(f"tournament_id: {request.tournament_id[:100]!r} is not a "
                                   "tournament id")
+        if request.test_id and not ids.is_test_id(request.test_id):
+            raise InvalidArgument(f"test_id: {request.test_id[:100]!r} is not a test id")
+        if request.test_id and request.tournament_id:
+            raise InvalidArgument("test_id: a match belongs to a tournament or a test, not "
+                                  "both; give one of them")
         bot_id = request.bot_id
         if bot_id:  # an id or a name, as everywhere else
             try:
                 bot_id = (await self.reads.run(store_bots.find_bot, bot_id)).bot_id
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
+        if request.arena and request.arena not in ("3p", "2v2"):
+            raise InvalidArgument(f"arena: {request.arena[:40]!r} is not a pool; expected "
+                                  "3p, 2v2 or empty")
         # The narrowest index that holds every match asked for (then filtered).
-        index = store_matches.index(request.tournament_id, bot_id)
+        index = store_matches.index(request.tournament_id or request.test_id, bot_id,
+                                    request.arena)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)
             records = (store_matches.get_match(r, mid) for mid in found)
             return page_of((rec for rec in records
                             if (not status or rec.status == status)
-                            and (not bot_id or bot_id in rec.spec.bot_ids)),
+                            and (not bot_id or bot_id in rec.spec.bot_ids)
+                            and (not request.arena or rec.spec.arena == request.arena)
+                            and (not request.tournament_id
+                                 or rec.spec.tournament_id == request.tournament_id)),
                            size)
 
         records, more = await self.reads.run(load)

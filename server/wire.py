@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -33,8 +34,9 @@ from moon import Action, Observation, Rules, Tile
 from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
 from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
-from proto.moon.v1 import bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
-from store import messages
+from proto.moon.v1 import arena_pb2, bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
+from store import ids, messages
+from store.arena import ArenaSpec, ArenaStatus, ArenaView
 from store.bots import BotRecord
 from store.errors import InvalidArgument
 from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, Sight, WatchEvent
@@ -65,6 +67,8 @@ from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
 from tournaments.plan import board_id, redeal_notes
+from tournaments.ranking import Ranking
+from tournaments.spec import OLD_DEFAULTS, flat_options
 from tournaments.view import StandingsView
 
 __all__ = [
@@ -474,6 +478,61 @@ def faults_from_pb(pb: game_pb2.FaultPolicy | None) -> Faults:
     return DEFAULT_FAULTS if pb is None else Faults(pb.max_strikes, pb.disconnect_grace_ms)
 
 
+# ---------------------------------------------------------------- arena
+
+_POOL_PB = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+_ARENA_STATUS = {ArenaStatus.RUNNING: arena_pb2.ARENA_STATUS_RUNNING,
+                 ArenaStatus.STOPPED: arena_pb2.ARENA_STATUS_STOPPED}
+
+
+def arena_pool_from_pb(value: int) -> str:
+    """The pool an arena request names: required, and one of the two."""
+    if value == rating_pb2.RATING_POOL_UNSPECIFIED:
+        raise InvalidArgument("pool: required (RATING_POOL_THREE_PLAYER or "
+                              "RATING_POOL_TWO_VS_TWO)")
+    check_enum(rating_pb2.RatingPool, value, "pool", "rating pool")
+    return "3p" if value == rating_pb2.RATING_POOL_THREE_PLAYER else "2v2"
+
+
+def arena_settings_from_pb(pool: str, pb: arena_pb2.ArenaSettings, seed: int) -> ArenaSpec:
+    """The spec a StartArena asks for; InvalidArgument naming a bad field."""
+    return ArenaSpec.build(
+        pool, dict(pb.rules), seed,
+        clock_from_pb(pb.clock if pb.HasField("clock") else None),
+        faults_from_pb(pb.faults if pb.HasField("faults") else None),
+        concurrency=pb.concurrency if pb.HasField("concurrency") else 2,
+        anchors=list(pb.anchors),
+        max_wait_ms=pb.max_wait_ms if pb.HasField("max_wait_ms") else 10_000)
+
+
+def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
+    """An arena as GetArena serves it (public: nothing of a board in play but counts)."""
+    spec, step = v.info.spec, v.info.step
+    pb = arena_pb2.Arena(
+        pool=_POOL_PB[spec.pool], status=_ARENA_STATUS[v.info.status],
+        settings=arena_pb2.ArenaSettings(
+            rules={k: str(x).lower() if isinstance(x, bool) else str(x)
+                   for k, x in spec.rules.options().items()},
+            clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
+            concurrency=spec.concurrency, anchors=spec.anchors, max_wait_ms=spec.max_wait_ms),
+        started_at=_timestamp(v.info.started_at),
+        bots=[arena_pb2.ArenaBot(bot_id=b.bot_id, name=b.name, house=b.house, online=b.online,
+                                 playing=b.playing, games=b.games, waiting=b.waiting)
+              for b in v.bots],
+        boards=v.boards, games=v.games, released=v.released,
+        boards_in_play=[arena_pb2.ArenaBoard(board=board, games=g, finished=f)
+                        for board, g, f in v.boards_in_play],
+        online=sum(b.online for b in v.bots),
+        playing=sum(g - f for _, g, f in v.boards_in_play),
+        waiting=int(step.get("waiting", 0)),
+        holding=str(step.get("holding", "")))
+    if v.info.stopped_at is not None:
+        pb.stopped_at.CopyFrom(_timestamp(v.info.stopped_at))
+    if step.get("step_at"):
+        pb.step_at.CopyFrom(_timestamp(float(step["step_at"])))
+    return pb
+
+
 def _not_in_enum(enum: Any, value: int, field: str, what: str, unset: str = "") -> str:
     names = ", ".join(n for n, _ in enum.items() if not n.endswith("_UNSPECIFIED"))
     return (f"{field}: {value} is not a {what}; expected one of {names}"
@@ -521,11 +580,14 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         rules=rules_to_pb(spec.rules),
         clock=clock_to_pb(spec.clock),
         faults=faults_to_pb(spec.faults),
-        tournament_id=spec.tournament_id,
+        # The event that scheduled it: a tournament, or a test of a change.
+        tournament_id=spec.tournament_id if ids.is_tournament_id(spec.tournament_id) else "",
+        test_id=spec.tournament_id if ids.is_test_id(spec.tournament_id) else "",
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
-        board=str(spec.meta.get("board", "")) if spec.tournament_id else "",
+        board=str(spec.meta.get("board", "")) if spec.boarded else "",
+        arena=spec.arena,
     )
     if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))
@@ -562,6 +624,30 @@ _SECTIONS: dict[str, tournament_pb2.BracketSide.ValueType] = {
 }
 
 
+# The flat option fields of the spec from before formats owned their options (deprecated):
+# a request may still set them instead of `format_options`; responses mirror them.
+_LEGACY_OPTIONS = ("rounds", "series_length", "rotate_partners", "all_triples")
+_ONEOF: Literal["format_options"] = "format_options"
+
+
+def _options_from_pb(pb: tournament_pb2.TournamentSpec, fmt: str) -> dict[str, Any]:
+    """The format's options a request asks for, in their JSON form: the format's message
+    in `format_options` (the proto3 JSON of it is the options' JSON form, see
+    `tournaments.options`), or else the deprecated flat fields the format takes."""
+    legacy = {f: getattr(pb, f) for f in _LEGACY_OPTIONS if getattr(pb, f)}  # not zero
+    which: str | None = pb.WhichOneof(_ONEOF)
+    if which is None:
+        return flat_options(fmt, legacy)
+    if which != fmt:
+        raise InvalidArgument(f"spec.{which}: options of the {which} format, but spec.format "
+                              f"is {fmt}; set spec.{fmt} (or nothing) instead")
+    stray = [name for name, value in legacy.items() if value != OLD_DEFAULTS.get(name)]
+    if stray:
+        raise InvalidArgument(f"spec.{stray[0]}: deprecated; with spec.{which} set, give "
+                              f"every option there")
+    return json_format.MessageToDict(getattr(pb, which), preserving_proto_field_name=True)
+
+
 def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
     """The fields of a CreateTournament spec as `tournaments.spec.make_spec` takes them."""
     if pb.format not in _FORMATS:
@@ -569,21 +655,19 @@ def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
             n.upper() for n in _FORMATS.values()))
     if pb.seeding not in _SEEDINGS:
         raise InvalidArgument(f"spec.seeding: unknown value {pb.seeding}")
+    fmt = _FORMATS[pb.format]
     return {
         "name": pb.name,
         "players": pb.players,
-        "format": _FORMATS[pb.format],
+        "format": fmt,
         "bot_ids": list(pb.bot_ids),
         "rules": dict(pb.rules),
         "clock": clock_from_pb(pb.clock if pb.HasField("clock") else None),
         "faults": faults_from_pb(pb.faults if pb.HasField("faults") else None),
-        "rounds": pb.rounds or 1,
-        "series_length": pb.series_length or 1,
         "seed": pb.seed if pb.HasField("seed") else None,
         "duplicate": _duplicate_from_pb(pb),
-        "rotate_partners": pb.rotate_partners,
         "seeding": _SEEDINGS[pb.seeding],
-        "all_triples": pb.all_triples,
+        "options": _options_from_pb(pb, fmt),
     }
 
 
@@ -611,13 +695,18 @@ def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentS
     pb = tournament_pb2.TournamentSpec(
         name=spec.name, players=spec.players, format=_FORMAT_PB[spec.format],
         bot_ids=spec.bot_ids, rules={k: _option_text(v) for k, v in spec.rules.options().items()},
-        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults), rounds=spec.rounds,
-        series_length=spec.series_length, duplicate_deals=spec.duplicate != "fresh",
-        duplicate=_DUPLICATE[spec.duplicate],
-        rotate_partners=spec.rotate_partners, all_triples=spec.all_triples,
+        clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
+        duplicate_deals=spec.duplicate != "fresh", duplicate=_DUPLICATE[spec.duplicate],
         seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
                  else tournament_pb2.SEEDING_GIVEN_ORDER),
     )
+    options = formats.get(spec.format).options(spec).to_json()  # every field, defaults too
+    message = getattr(pb, spec.format)
+    message.SetInParent()
+    json_format.ParseDict(options, message)
+    for name in _LEGACY_OPTIONS:  # mirrored for clients that read the flat fields
+        if isinstance(options.get(name), (bool, int)):
+            setattr(pb, name, options[name])
     if reveal:
         pb.seed = spec.seed
     return pb
@@ -669,7 +758,28 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
         tournament_pb2.BoardProgress(board=board_id(view.tournament_id, unit), games=games,
                                      games_finished=done, games_running=running)
         for unit, games, done, running in view.boards)
+    if view.ranking is not None:
+        pb.ranking.CopyFrom(_ranking_to_pb(view.ranking))
+    pb.rounds.extend(tournament_pb2.Round(
+        number=r.number, board=board_id(view.tournament_id, r.unit),
+        tables=[tournament_pb2.RoundTable(match_id=t.match_id, bot_ids=t.bot_ids,
+                                          points=t.points) for t in r.tables],
+        bye_bot_ids=[b for entrant in r.byes for b in entrant])
+        for r in view.rounds)
     return pb
+
+
+def _ranking_to_pb(ranking: Ranking) -> tournament_pb2.Ranking:
+    """A format's own ranking (`tournaments.ranking`) as a message."""
+    return tournament_pb2.Ranking(
+        columns=[tournament_pb2.RankingColumn(key=c.key, title=c.title,
+                                              explanation=c.explanation, short_title=c.short)
+                 for c in ranking.columns],
+        rows=[tournament_pb2.RankingRow(
+            rank=row.rank, bot_ids=row.bot_ids, values=row.values, games=row.games,
+            byes=row.byes, rounds=[tournament_pb2.EntrantRound(table=e.table, points=e.points)
+                                   for e in row.rounds])
+              for row in ranking.rows])
 
 
 def _bracket_to_pb(view: StandingsView) -> tournament_pb2.Bracket:

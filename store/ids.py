@@ -6,11 +6,13 @@ becomes part of a Redis key, so no id can name another key (`<id>:log`, ...).
 | bot           | `b-` + 1-32 of [0-9a-z]                | `b-3f9c0a1b2c4d`     |
 | bot token     | `<bot id>.<secret>`                    | `b-3f9c....Zx8_q`    |
 | tournament    | `t-` + 1-32 of [0-9a-z]                | `t-0a1b2c3d4e`       |
+| test (of a change) | `c-` + 1-32 of [0-9a-z]           | `c-0a1b2c3d4e`       |
 | single match  | `m-` + 1-32 of [0-9a-z]                | `m-0a1b2c3d4e5f`     |
 | tournament game | `<tournament id>-<unit>-g<k>`       | `t-0a1b2c3d4e-x1-r2-g1` |
+| test game     | `<test id>-p<board>-c` or `-b`         | `c-0a1b2c3d4e-p7-c`  |
 | request       | `<match id>/<sequence>`                | `m-0a1b2c3d4e5f/17`  |
 | match job     | `match-<match id>`                     |                      |
-| scheduler job | `advance-<tournament id>`              |                      |
+| scheduler job | `advance-<tournament or test id>`      |                      |
 | bot event     | `<ms>-<n>` (an entry of the bot's event log) | `1712345678901-0` |
 """
 
@@ -26,13 +28,16 @@ __all__ = [
     "bot_of_token",
     "fit_job_id",
     "is_bot_id",
+    "is_event_id",
     "is_house_bot",
     "is_match_id",
+    "is_test_id",
     "is_tournament_id",
     "match_job_id",
     "match_of_request",
     "new_bot_id",
     "new_match_id",
+    "new_test_id",
     "new_tournament_id",
     "parse_event_id",
     "request_id",
@@ -41,7 +46,9 @@ __all__ = [
 
 _BOT = re.compile(r"b-[0-9a-z]{1,32}")
 _TOURNAMENT = re.compile(r"t-[0-9a-z]{1,32}")
-_MATCH = re.compile(r"m-[0-9a-z]{1,32}|t-[0-9a-z]{1,32}-[A-Za-z0-9-]{1,96}")
+_TEST = re.compile(r"c-[0-9a-z]{1,32}")
+# A single match, or a game of an event (a tournament's or a test's): the event's id first.
+_MATCH = re.compile(r"m-[0-9a-z]{1,32}|[tc]-[0-9a-z]{1,32}-[A-Za-z0-9-]{1,96}")
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MAX_SEQ_DIGITS = 18  # a sequence must fit Redis's 64-bit list index
 _EVENT = re.compile(r"([0-9]{1,19})-([0-9]{1,19})")  # a stream entry id: two 64-bit numbers
@@ -55,6 +62,11 @@ def new_bot_id() -> str:
 def new_tournament_id() -> str:
     """A fresh random tournament id."""
     return "t-" + secrets.token_hex(5)
+
+
+def new_test_id() -> str:
+    """A fresh random id for a test of a change."""
+    return "c-" + secrets.token_hex(5)
 
 
 def new_match_id() -> str:
@@ -79,6 +91,17 @@ def is_house_bot(bot_id: str) -> bool:
 def is_tournament_id(text: str) -> bool:
     """True when `text` has the form of a tournament id."""
     return _TOURNAMENT.fullmatch(text) is not None
+
+
+def is_test_id(text: str) -> bool:
+    """True when `text` has the form of a test's id (a test of a change)."""
+    return _TEST.fullmatch(text) is not None
+
+
+def is_event_id(text: str) -> bool:
+    """True for the id of an event that owns games and a scheduler: a tournament or a test.
+    A match's `tournament_id` field holds it (empty for a single match)."""
+    return is_tournament_id(text) or is_test_id(text)
 
 
 def is_match_id(text: str) -> bool:
@@ -118,9 +141,9 @@ def match_job_id(match_id: str) -> str:
     return f"match-{match_id}"
 
 
-def advance_job_id(tournament_id: str) -> str:
-    """The RQ job id of a tournament's scheduling step."""
-    return f"advance-{tournament_id}"
+def advance_job_id(event_id: str) -> str:
+    """The RQ job id of a scheduling step of a tournament or a test."""
+    return f"advance-{event_id}"
 
 
 def fit_job_id(pool: str) -> str:

@@ -57,9 +57,27 @@
 | ms:ratings:{pool}:queued    | string | a fit job is queued (many requests, one job)        |
 | ms:ratings:{pool}:lock      | string | held by the fit job running                         |
 | ms:tournament:{id}:rating   | string | the fit over the tournament's own released games    |
+| ms:tests                    | zset   | test ids (tests of a change) by creation time       |
+| ms:test:{id}                | hash   | a test's spec and status (the fields of a           |
+|                             |        | tournament's, plus `stop` once StopTest asked)      |
+| ms:test:{id}:...            |        | every `ms:tournament:{id}:...` key above but the    |
+|                             |        | units and the rating, for the test's scheduling     |
+| ms:test:{id}:pairs          | hash   | board number -> counted pair (JSON), written once   |
+| ms:arena:{pool}             | hash   | the arena of a pool: spec, status, times, and what  |
+|                             |        | its last step saw (online, waiting, retry_at, ...)  |
+| ms:arena:{pool}:joined      | zset   | bots that joined it, by when                        |
+| ms:arena:{pool}:state       | string | the matchmaking step's state (compare-and-set)      |
+| ms:arena:{pool}:recorded    | zset   | its finished games, scored by recording order       |
+| ms:arena:{pool}:games       | zset   | every game it created, in order                     |
+| ms:arena:{pool}:released    | zset   | its games whose board every table finished, in order|
+| ms:arena:{pool}:lock        | string | held by the matchmaking step running                |
+| ms:arena:{pool}:dirty       | string | set when a step should look again                   |
+| ms:arena:{pool}:queued      | string | a step job is queued (many asks, one job)           |
 """
 
 from __future__ import annotations
+
+from store.ids import is_test_id
 
 P = "ms:"
 
@@ -159,52 +177,65 @@ def result(match_id: str) -> str:
     return f"{P}match:{match_id}:result"
 
 
+def _event(event_id: str) -> str:
+    """The prefix of an event's keys: `ms:tournament:{id}`, or `ms:test:{id}` for a test of
+    a change. A test is scheduled by the same step as a tournament (`workers.scheduler`),
+    so every `tournament_*` key below is also a test's, under its own prefix."""
+    return f"{P}test:{event_id}" if is_test_id(event_id) else f"{P}tournament:{event_id}"
+
+
 def tournament(tournament_id: str) -> str:
-    """Hash of a tournament's spec and status."""
-    return f"{P}tournament:{tournament_id}"
+    """Hash of a tournament's (or a test's) spec and status."""
+    return _event(tournament_id)
 
 
 TOURNAMENTS = P + "tournaments"
+TESTS = P + "tests"
+
+
+def test_pairs(test_id: str) -> str:
+    """A test's counted pairs: board number -> the pair (JSON), each written once."""
+    return f"{_event(test_id)}:pairs"
 
 
 def tournament_events(tournament_id: str) -> str:
     """Stream of a tournament's events; entry ids are `<sequence>-0`."""
-    return f"{P}tournament:{tournament_id}:events"
+    return f"{_event(tournament_id)}:events"
 
 
 def tournament_emitted(tournament_id: str) -> str:
     """Keys of public events already emitted, so a re-run emits nothing twice."""
-    return f"{P}tournament:{tournament_id}:emitted"
+    return f"{_event(tournament_id)}:emitted"
 
 
 def tournament_live(tournament_id: str) -> str:
     """Stream of a tournament's events for organisers: results as they are recorded."""
-    return f"{P}tournament:{tournament_id}:live"
+    return f"{_event(tournament_id)}:live"
 
 
 def tournament_live_emitted(tournament_id: str) -> str:
     """Keys of organiser events already emitted."""
-    return f"{P}tournament:{tournament_id}:live_emitted"
+    return f"{_event(tournament_id)}:live_emitted"
 
 
 def tournament_released(tournament_id: str) -> str:
     """Games of the tournament whose board is released (public), scored 1, 2, ..."""
-    return f"{P}tournament:{tournament_id}:released"
+    return f"{_event(tournament_id)}:released"
 
 
 def tournament_matches(tournament_id: str) -> str:
     """Ids of the matches a tournament has created, scored by creation order."""
-    return f"{P}tournament:{tournament_id}:matches"
+    return f"{_event(tournament_id)}:matches"
 
 
 def tournament_lock(tournament_id: str) -> str:
     """Held while one run of the scheduler advances the tournament."""
-    return f"{P}tournament:{tournament_id}:lock"
+    return f"{_event(tournament_id)}:lock"
 
 
 def tournament_dirty(tournament_id: str) -> str:
     """Set when something happened that the scheduler has not looked at yet."""
-    return f"{P}tournament:{tournament_id}:dirty"
+    return f"{_event(tournament_id)}:dirty"
 
 
 def results(pool: str) -> str:
@@ -214,27 +245,27 @@ def results(pool: str) -> str:
 
 def tournament_recorded(tournament_id: str) -> str:
     """Finished games of a tournament, scored 1, 2, 3, ... in the order they were recorded."""
-    return f"{P}tournament:{tournament_id}:recorded"
+    return f"{_event(tournament_id)}:recorded"
 
 
 def tournament_state(tournament_id: str) -> str:
     """The scheduler's state (cursor into `recorded`, and the format's plan state)."""
-    return f"{P}tournament:{tournament_id}:state"
+    return f"{_event(tournament_id)}:state"
 
 
 def tournament_units(tournament_id: str) -> str:
     """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
-    return f"{P}tournament:{tournament_id}:units"
+    return f"{_event(tournament_id)}:units"
 
 
 def tournament_redealt(tournament_id: str) -> str:
     """Units of the tournament dealt afresh: a bot had been dealt the planned deal."""
-    return f"{P}tournament:{tournament_id}:redealt"
+    return f"{_event(tournament_id)}:redealt"
 
 
 def tournament_failed(tournament_id: str) -> str:
     """Games of the tournament that recovery marked failed."""
-    return f"{P}tournament:{tournament_id}:failed"
+    return f"{_event(tournament_id)}:failed"
 
 
 def ratings(pool: str) -> str:
@@ -279,4 +310,49 @@ def ratings_lock(pool: str) -> str:
 
 def tournament_rating(tournament_id: str) -> str:
     """The fit over one tournament's own released games."""
-    return f"{P}tournament:{tournament_id}:rating"
+    return f"{_event(tournament_id)}:rating"
+
+
+def arena(pool: str) -> str:
+    """Hash of a pool's arena: its spec, status and what its last step saw."""
+    return f"{P}arena:{pool}"
+
+
+def arena_joined(pool: str) -> str:
+    """Zset of the bots that joined a pool's arena, scored by when."""
+    return f"{P}arena:{pool}:joined"
+
+
+def arena_state(pool: str) -> str:
+    """The arena's matchmaking state (JSON), replaced by compare-and-set."""
+    return f"{P}arena:{pool}:state"
+
+
+def arena_recorded(pool: str) -> str:
+    """Zset of the arena's finished games, scored by recording order (1, 2, ...)."""
+    return f"{P}arena:{pool}:recorded"
+
+
+def arena_games(pool: str) -> str:
+    """Zset of every game the arena created, scored by creation order."""
+    return f"{P}arena:{pool}:games"
+
+
+def arena_released(pool: str) -> str:
+    """Zset of the arena's released games, in order of release."""
+    return f"{P}arena:{pool}:released"
+
+
+def arena_lock(pool: str) -> str:
+    """Held by the arena's matchmaking step while it runs."""
+    return f"{P}arena:{pool}:lock"
+
+
+def arena_dirty(pool: str) -> str:
+    """Set when the arena's matchmaking step should look again."""
+    return f"{P}arena:{pool}:dirty"
+
+
+def arena_queued(pool: str) -> str:
+    """Set while a matchmaking job of the arena is queued."""
+    return f"{P}arena:{pool}:queued"

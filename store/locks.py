@@ -28,7 +28,9 @@ import redis
 
 from store.lua import FENCED_BATCH_LUA, LOCK_EXTEND_LUA, LOCK_RELEASE_LUA, Command, batch_args
 
-__all__ = ["Lock"]
+__all__ = ["OWNER_SEP", "Lock"]
+
+OWNER_SEP = "~"  # between a lock token's owner and its random part
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +43,18 @@ class Lock:
     ttl_ms: int
 
     @classmethod
-    def fresh(cls, key: str, ttl_ms: int) -> Lock:
-        """A lock on `key` with a new random token (one per run that wants it)."""
-        return cls(key, secrets.token_hex(8), ttl_ms)
+    def fresh(cls, key: str, ttl_ms: int, owner: str = "") -> Lock:
+        """A lock on `key` with a new random token (one per run that wants it); `owner`
+        (a worker instance) is written into the token, so that a holder's death can be
+        told from its lock (`owner_of`) before the lock lapses."""
+        token = secrets.token_hex(8)
+        return cls(key, f"{owner}{OWNER_SEP}{token}" if owner else token, ttl_ms)
+
+    @staticmethod
+    def owner_of(token: str) -> str:
+        """The owner written into a lock's token by `fresh`; "" when none was."""
+        owner, sep, _ = token.rpartition(OWNER_SEP)
+        return owner if sep else ""
 
     def acquire(self, r: redis.Redis) -> bool:
         """Take the lock if it is free (or extend it if this token holds it); False when

@@ -30,6 +30,7 @@ __all__ = [
     "close",
     "create_match",
     "errored",
+    "exist",
     "finish",
     "get_match",
     "hosted",
@@ -99,6 +100,14 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     if not finished:
         r.sadd(keys.OPEN_MATCHES, spec.match_id)
     return bool(created)
+
+
+def exist(r: Redis, match_ids: Sequence[str]) -> list[bool]:
+    """Whether each match is stored, in one round trip."""
+    pipe = r.pipeline(transaction=False)
+    for match_id in match_ids:
+        pipe.exists(keys.match(match_id))
+    return [bool(n) for n in pipe.execute()]
 
 
 def get_match(r: Redis, match_id: str) -> MatchRecord:
@@ -194,18 +203,21 @@ def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
     return spec if done is not None else None
 
 
-def release(r: Redis, match_id: str, players: int, when: float) -> None:
-    """Make a finished game public: its plays may be watched, and it counts in ratings."""
+def release(r: Redis, match_id: str, players: int, when: float, rated: bool = True) -> None:
+    """Make a finished game public: its plays may be watched, and (`rated`) it counts in
+    its pool's ratings. A test of a change's games are released unrated."""
     pipe = r.pipeline(transaction=True)
     pipe.hset(keys.match(match_id), "released", repr(when))
-    pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
+    if rated:
+        pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
     pipe.execute()
 
 
-def index(tournament_id: str = "", bot_id: str = "") -> str:
-    """The narrowest time-ordered index holding a listing's matches: a tournament's, a
-    bot's, or every match's."""
+def index(tournament_id: str = "", bot_id: str = "", arena: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: a tournament's, an
+    arena's, a bot's, or every match's."""
     return (keys.tournament_matches(tournament_id) if tournament_id
+            else keys.arena_games(arena) if arena
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 

@@ -7,7 +7,7 @@ Four families travel through Redis, each with its own key:
 | `BOT`        | `ms:bot:{id}:events` (pub/sub), `:pending`, `:inbox` | match job -> referee |
 | `REPLY`      | `ms:match:{id}:replies`       | referee -> match job          |
 | `LOG`        | `ms:match:{id}:log`, `ms:match:{id}:conn` | match job -> job runs, watchers |
-| `TOURNAMENT` | `ms:tournament:{id}:events`   | match job, scheduler -> watchers |
+| `TOURNAMENT` | `ms:tournament:{id}:events`, and a test's | match job, scheduler -> watchers |
 
 A message is a frozen dataclass; `encode` writes it as one JSON object with
 `"v"` (the schema version) and `"type"`; `decode` reads it back into the same
@@ -51,6 +51,7 @@ __all__ = [
     "MatchStarted",
     "Message",
     "MessageError",
+    "PairCounted",
     "Pong",
     "Reply",
     "StandingsChanged",
@@ -325,8 +326,27 @@ class StandingsChanged(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class PairCounted(Message):
+    """A test of a change counted a pair: both games of its board recorded (and released).
+
+    `board` counts from 1; `eighths` is the pair score times 8 (0 to 8); `llr` the
+    sequential test's log-likelihood ratio after it (0 in a fixed-games test); `pairs`
+    the pairs counted so far, this one included."""
+
+    TYPE: ClassVar[str] = "pair_counted"
+    board: int
+    board_id: str
+    candidate_match_id: str
+    baseline_match_id: str
+    eighths: int
+    llr: float
+    pairs: int
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class TournamentFinished(Message):
-    """The tournament finished or failed: the stream's last event."""
+    """The tournament (or test) finished or failed: the stream's last event."""
 
     TYPE: ClassVar[str] = "tournament_finished"
     done: int
@@ -346,7 +366,7 @@ _FAMILIES: dict[str, tuple[type[Message], ...]] = {
     REPLY: (Reply,),
     LOG: (ActionEntry, ForfeitEntry, ConnectionEntry),
     TOURNAMENT: (TournamentMatchStarted, TournamentMatchFinished, StandingsChanged,
-                 TournamentFinished),
+                 TournamentFinished, PairCounted),
 }
 _BY_TYPE = {fam: {cls.TYPE: cls for cls in classes} for fam, classes in _FAMILIES.items()}
 

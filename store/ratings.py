@@ -20,6 +20,7 @@ from store.rating_tables import LOS_MAX_BOTS, RatingPoint, RatingRow, RatingTabl
 __all__ = [
     "HISTORY_MAX",
     "LOS_MAX_BOTS",
+    "QUEUED_S",
     "RatingPoint",
     "RatingRow",
     "RatingTable",
@@ -112,6 +113,13 @@ def los_matrix(r: redis.Redis, pool: str) -> list[list[float]] | None:
 
 # ------------------------------------------------------- coalesced requests
 
+# A queued fit job unheard of this long counts as lost: the marker lapses and recovery
+# queues another (`fit_requested`). A worker killed after it took the job and before it
+# started it leaves the marker behind; with an hour's lapse, ratings went stale for an
+# hour after such a kill. A job merely slow to start costs one spare job, which finds
+# the request taken or the lock held and does nothing.
+QUEUED_S = 60
+
 
 def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
     """Ask for a fit of `pool` (and of the tournament's own games); True when no fit job is
@@ -120,7 +128,7 @@ def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
     pipe.set(keys.ratings_dirty(pool), 1)
     if tournament_id:
         pipe.sadd(keys.ratings_tournaments(pool), tournament_id)
-    pipe.set(keys.ratings_queued(pool), 1, nx=True, ex=3600)
+    pipe.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S)
     return bool(pipe.execute()[-1])
 
 
@@ -145,9 +153,25 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
     pipe.execute()
 
 
-def fit_lock(pool: str, ttl_ms: int) -> Lock:
-    """A new fit job's lock on the pool (one job fits a pool at a time)."""
-    return Lock.fresh(keys.ratings_lock(pool), ttl_ms)
+def fit_lock(pool: str, ttl_ms: int, owner: str = "") -> Lock:
+    """A new fit job's lock on the pool (one job fits a pool at a time), naming the worker
+    instance that runs it (`owner`)."""
+    return Lock.fresh(keys.ratings_lock(pool), ttl_ms, owner)
+
+
+def fit_holder(r: redis.Redis, pool: str) -> tuple[str, str] | None:
+    """(the token, its owner) of the lock a fit of `pool` holds now; None when free."""
+    token = r.get(keys.ratings_lock(pool))
+    return None if token is None else (str(token), Lock.owner_of(str(token)))
+
+
+def free_fit(r: redis.Redis, pool: str, token: str) -> bool:
+    """Drop a dead fit job's lock (only while `token` still holds it) and ask for the fit
+    again: the dead job had taken the request. True when the lock was dropped."""
+    if not Lock(keys.ratings_lock(pool), token, 0).release(r):
+        return False
+    restore_request(r, pool)
+    return True
 
 
 def unqueue(r: redis.Redis, pool: str) -> None:
@@ -157,7 +181,7 @@ def unqueue(r: redis.Redis, pool: str) -> None:
 
 def claim_queue(r: redis.Redis, pool: str) -> bool:
     """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
-    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=3600))
+    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S))
 
 
 def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]]:
@@ -178,12 +202,23 @@ def fit_requested(r: redis.Redis, pool: str) -> bool:
         keys.ratings_lock(pool))
 
 
+FIT_SHARE = 0.9  # the fit is served while it covers this share of the provisional's games
+
+
 def current(r: redis.Redis, pool: str) -> RatingTable | None:
-    """What a pool's ratings are now: the fit, unless the provisional figure covers more
-    games (results arrived since the fit)."""
+    """What a pool's ratings are now: the fit, unless the provisional figure covers a tenth
+    more games than it (results arrived since the fit) or a bot it does not rate.
+
+    A pool whose results never stop (the arena) always has a few games waiting for the
+    next fit: the fit, with its intervals, stands while it lags by that little."""
     fitted = load(r, pool)
     live = load(r, pool, "live")
-    if live is not None and (fitted is None or live.games > fitted.games):
+    if live is None or fitted is None:
+        return live or fitted
+    rated = {x.bot_id for x in fitted.rows}
+    if live.games > fitted.games and (
+            fitted.games < FIT_SHARE * live.games or any(x.bot_id not in rated
+                                                         for x in live.rows)):
         return live
     return fitted
 

@@ -129,6 +129,17 @@ class MatchSpec:
         """3 or 4."""
         return self.rules.players
 
+    @property
+    def arena(self) -> str:
+        """The pool of the arena that made this game, or '' (`store.arena`)."""
+        return str(self.meta.get("arena", ""))
+
+    @property
+    def boarded(self) -> bool:
+        """True for a game that shares its board with other tables (a tournament's or an
+        arena's): hidden from the public until every game of its board has finished."""
+        return bool(self.tournament_id or self.arena)
+
     @staticmethod
     def build(
         match_id: str,
@@ -201,9 +212,10 @@ class MatchSpec:
 class TournamentSpec:
     """A tournament as stored; `bot_ids` are in seed order (seeding already applied).
 
-    Construction checks each field on its own; what depends on the format (the
-    fewest bots, options a format does not take) is checked when a tournament is
-    made, by `tournaments.registry.check`.
+    Construction checks each common field on its own. `options` are the format's own
+    (`tournaments.options`), in their JSON form: what they hold and how they combine
+    with the pool and the bots is the format's to check, when a tournament is made
+    (`tournaments.registry.prepare`), so a stored spec always reads back.
     """
 
     tournament_id: str
@@ -216,12 +228,9 @@ class TournamentSpec:
     seed: int
     clock: Clock = DEFAULT_CLOCK
     faults: Faults = DEFAULT_FAULTS
-    rounds: int = 1
-    series_length: int = 1
     duplicate: str = "boards"  # one of DUPLICATE_MODES (a bool means replay or fresh)
-    rotate_partners: bool = False
     seeding: str = "rating"
-    all_triples: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.bot_ids)
@@ -238,12 +247,6 @@ class TournamentSpec:
             raise InvalidArgument(f"seeding: must be one of {', '.join(SEEDINGS)}")
         if len(set(self.bot_ids)) != n:
             raise InvalidArgument("bot_ids: a bot may appear only once")
-        if not 1 <= self.rounds <= MAX_ROUNDS:
-            raise InvalidArgument(f"rounds: must be from 1 to {MAX_ROUNDS}, got {self.rounds}")
-        if self.series_length < 1 or self.series_length % 2 == 0 or self.series_length > 99:
-            raise InvalidArgument(
-                f"series_length: must be an odd number from 1 to 99, got {self.series_length}"
-            )
         if not 0 <= self.seed <= MAX_SEED:
             raise InvalidArgument(f"seed: must be from 0 to {MAX_SEED}")
 
@@ -265,24 +268,37 @@ class TournamentSpec:
             "rules": self.rules.options(), "seed": self.seed,
             "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
             "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
-            "rounds": self.rounds, "series_length": self.series_length,
-            "duplicate": self.duplicate, "rotate_partners": self.rotate_partners,
-            "seeding": self.seeding, "all_triples": self.all_triples,
+            "duplicate": self.duplicate, "seeding": self.seeding,
+            "options": dict(self.options),
         }, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> TournamentSpec:
-        """Inverse of `to_json`."""
+        """Inverse of `to_json`; also reads a spec stored before formats owned their
+        options (`_legacy_options`)."""
         d = json.loads(text)
         return TournamentSpec(
             tournament_id=d["tournament_id"], name=d["name"], players=d["players"],
             format=d["format"], bot_ids=tuple(d["bot_ids"]), names=tuple(d["names"]),
             rules=Rules.make(d["players"], d["rules"]), seed=d["seed"],
-            clock=Clock(*d["clock"]), faults=Faults(*d["faults"]), rounds=d["rounds"],
-            series_length=d["series_length"], duplicate=_duplicate_mode(d["duplicate"]),
-            rotate_partners=d["rotate_partners"], seeding=d["seeding"],
-            all_triples=d["all_triples"],
+            clock=Clock(*d["clock"]), faults=Faults(*d["faults"]),
+            duplicate=_duplicate_mode(d["duplicate"]), seeding=d["seeding"],
+            options=d["options"] if "options" in d else _legacy_options(d),
         )
+
+
+# The options each format had while the spec was one flat union of them (every key was
+# stored for every format, whatever it used): what such a stored spec's format takes.
+_LEGACY_OPTIONS = {
+    "round_robin": ("rounds", "rotate_partners", "all_triples"),
+    "single_elimination": ("series_length",),
+    "double_elimination": ("series_length",),
+}
+
+
+def _legacy_options(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of a spec stored with flat fields: those of its format."""
+    return {k: d[k] for k in _LEGACY_OPTIONS.get(d["format"], ()) if k in d}
 
 
 def _duplicate_mode(stored: str | bool) -> str:

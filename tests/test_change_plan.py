@@ -338,3 +338,35 @@ def test_2v2_opponents() -> None:
     assert spec3(players=4, opponents=(H1, "b-y", "b-y"), trust_opponents=True).players == 4
     # The candidate may be a house bot that also sits among the opponents.
     assert spec3(candidate=H1, opponents=(H1, H1)).candidate == H1
+
+
+def test_a_redone_step_opens_the_lost_runs_boards_before_folding_their_results() -> None:
+    """A step counts board 1 and starts board 4, creates its games and dies before saving;
+    board 4's games finish, and the redo gets board 1's and board 4's results in one batch.
+    Told that four boards exist, it opens board 4 first, so its results count (without
+    `created` they are dropped and the test waits for them forever); and it does so even
+    when the batch brings the verdict (those games are in flight, they must count)."""
+    spec = spec3(in_flight=3)
+    judge = judge_of(spec)
+    step = start(spec, judge)
+    games = {g.match_id: g for g in step.games}
+    games |= {g.match_id: g for g in board_games(spec, 3)}
+    batch = [result_for(spec, games[f"x-1-p{k}-{r}"], 0.0) for k in (1, 4) for r in "cb"]
+    lost = feed(spec, step.state, batch, judge)  # what a redo without `created` does
+    assert lost.unknown == ["x-1-p4-c", "x-1-p4-b"] and lost.progress.games == 2
+    redo = feed(spec, step.state, batch, judge, created=4)
+    assert redo.unknown == [] and redo.progress.games == 4
+    assert [g.match_id for g in redo.games][:2] == ["x-1-p4-c", "x-1-p4-b"]
+    assert redo.released == ["x-1/p1", "x-1/p4"] and [p.board for p in redo.counted] == [0]
+    # Boards 2 and 3 count, then board 4 at once: all four in order.
+    rest = [result_for(spec, games[f"x-1-p{k}-{r}"], 0.0) for k in (2, 3) for r in "cb"]
+    after = feed(spec, redo.state, rest, judge)
+    assert [p.board for p in after.counted] == [1, 2, 3] and after.progress.pairs == 4
+    # Stopped (or past the verdict) before the redo: the lost run's boards still open.
+    stopped = stop(spec, step.state, judge).state
+    late = feed(spec, stopped, batch, judge, created=4)
+    assert late.unknown == [] and [g.match_id for g in late.games] == ["x-1-p4-c", "x-1-p4-b"]
+    assert late.progress.in_flight == 2 and not late.progress.finished
+    # A first step redone: its lost run's boards open whatever the capacity now.
+    first = start(spec, judge, in_flight=1, created=3)
+    assert len(first.games) == 6 and first.progress.in_flight == 3

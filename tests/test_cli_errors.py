@@ -24,12 +24,15 @@ import pytest
 
 from clients import flags
 from clients.commands import rules_options
+from clients.format_options import parse_flag
+from clients.parser import UsageError
 from clients.redisproc import RedisServer, free_port
 from clients.stack import LocalStack, start_child
 from moon import Rules
 from moon.deal import MAX_SEED
 from store.errors import InvalidArgument
 from store.records import Clock, Faults, TournamentSpec
+from tournaments import formats
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "adm.test-" + uuid.uuid4().hex
@@ -88,6 +91,7 @@ def _check_one_line(result: tuple[int, str, str], code: int, *needles: str) -> s
 
 MP = ["match", "play", "--bots", "a,b,c"]
 TC = ["tournament", "create", "--name", "t", "--bots", "a,b,c"]
+SE = ["--format", "single-elimination"]
 BR = ["bot", "run", "--bot", "random", "--token", "tok"]
 SP = ["selfplay", "--quiet", "--games", "3", "--seed", "7"]
 
@@ -109,9 +113,11 @@ CASES: dict[str, Case] = {
     "tour rounds -1": ([*TC, "--rounds", "-1"], {}, "", 2, ("--rounds", "1 to 100")),
     "tour rounds 0": ([*TC, "--rounds", "0"], {}, "", 2, ("--rounds",)),
     "tour rounds 101": ([*TC, "--rounds", "101"], {}, "", 2, ("--rounds",)),
-    "tour series -3": ([*TC, "--series", "-3"], {}, "", 2, ("--series", "odd", "1 to 99")),
-    "tour series 0": ([*TC, "--series", "0"], {}, "", 2, ("--series",)),
-    "tour series even": ([*TC, "--series", "4"], {}, "", 2, ("--series", "odd")),
+    "tour series -3": ([*TC, *SE, "--series", "-3"], {}, "", 2, ("--series", "odd", "1 to 99")),
+    "tour series 0": ([*TC, *SE, "--series", "0"], {}, "", 2, ("--series",)),
+    "tour series even": ([*TC, *SE, "--series", "4"], {}, "", 2, ("--series", "odd")),
+    "tour series rr": ([*TC, "--series", "3"], {}, "", 2,
+                       ("--series", "not an option of --format round-robin")),
     "tour strikes -1": ([*TC, "--max-strikes", "-1"], {}, "", 2, ("--max-strikes",)),
     "tour move huge": ([*TC, "--time-per-move", "999999999999999999999999"], {}, "", 2,
                        ("--time-per-move",)),
@@ -126,6 +132,16 @@ CASES: dict[str, Case] = {
     "play out no folder": ([*MP, "--out", "/nonexistent/x"], {}, "", 2, ("--out",)),
     # 4
     "threads -1": ([*BR, "--threads", "-1"], {}, "", 2, ("--threads", "0 to")),
+    "bot run arena 4p": ([*BR, "--arena", "4p"], {}, "", 2, ("--arena", "'4p'")),
+    # the arena's pool: by position or --pool, one of the two pools, once
+    "arena no pool": (["arena", "show"], {}, "", 2, ("arena show", "no pool", "3p or 2v2")),
+    "arena two pools": (["arena", "watch", "3p", "--pool", "2v2"], {}, "", 2,
+                        ("two different pools",)),
+    "arena pool 5p": (["arena", "stop", "5p"], {}, "", 2, ("'5p'", "3p")),
+    "arena concurrency 0": (["arena", "start", "3p", "--concurrency", "0"], {}, "", 2,
+                            ("--concurrency", "1 to 100")),
+    "arena max-wait 2h": (["arena", "start", "2v2", "--max-wait", "2h"], {}, "", 2,
+                          ("--max-wait",)),
     # 5: not a Redis URL
     "worker redis": (["worker", "--redis", "notaurl"], {}, "", 2, ("--redis", "redis://")),
     "referee redis": (["referee", "--redis", "notaurl"], {}, "", 2, ("--redis",)),
@@ -320,10 +336,12 @@ def _takes(check: Callable[[Any], object], value: Any, error: type[Exception]) -
 
 
 def _tournament(**kw: Any) -> TournamentSpec:
+    """A spec as the referee makes it (its format's options checked too)."""
     kw.setdefault("seed", 0)
-    return TournamentSpec(tournament_id="t", name="t", players=3, format="round_robin",
-                          bot_ids=("a", "b", "c"), names=("a", "b", "c"), rules=Rules.make(3),
-                          **kw)
+    kw.setdefault("format", "round_robin")
+    return formats.prepare(TournamentSpec(
+        tournament_id="t", name="t", players=3, bot_ids=("a", "b", "c"),
+        names=("a", "b", "c"), rules=Rules.make(3), **kw))
 
 
 @pytest.mark.parametrize("field", ["move", "bank", "strikes", "grace", "rounds", "series",
@@ -339,14 +357,17 @@ def test_cli_bounds_are_the_referees(field: str) -> None:
                     lambda v: Faults(max_strikes=v)),
         "grace": (flags.duration_ms(*flags.GRACE_MS), *flags.GRACE_MS,
                   lambda v: Faults(disconnect_grace_ms=v)),
-        "rounds": (flags.int_in(*flags.ROUNDS), *flags.ROUNDS, lambda v: _tournament(rounds=v)),
-        "series": (flags.int_in(*flags.SERIES, odd=True), *flags.SERIES,
-                   lambda v: _tournament(series_length=v)),
+        "rounds": (lambda t: parse_flag("round_robin", "rounds", t, "x"), 1, 100,
+                   lambda v: _tournament(options={"rounds": v})),
+        "series": (lambda t: parse_flag("single_elimination", "series", t, "x"), 1, 99,
+                   lambda v: _tournament(format="single_elimination",
+                                         options={"series_length": v})),
         "seed": (flags.int_in(*flags.SEED), *flags.SEED, lambda v: _tournament(seed=v)),
     }[field]
     unit = "ms" if field in ("move", "bank", "grace") else ""
+    refused = UsageError if field in ("rounds", "series") else argparse.ArgumentTypeError
     for v in {lo - 1, lo, lo + 1, lo + 2, hi - 1, hi, hi + 1, hi + 2}:
-        cli = _takes(parse, f"{v}{unit}", argparse.ArgumentTypeError)
+        cli = _takes(parse, f"{v}{unit}", refused)
         assert cli == _takes(server, v, InvalidArgument), (field, v, cli)
 
 

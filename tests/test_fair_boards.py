@@ -37,7 +37,7 @@ def _spec(players: int, fmt: str, n: int, duplicate: str = "boards", **kw: Any
     bots = tuple(f"b{i}" for i in range(n))
     return TournamentSpec(tournament_id="t-fair", name="fair", players=players, format=fmt,
                           bot_ids=bots, names=bots, rules=Rules.make(players), seed=7,
-                          duplicate=duplicate, **kw)
+                          duplicate=duplicate, options=kw)
 
 
 def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:
@@ -67,7 +67,8 @@ CASES = [(3, "round_robin", {}), (3, "round_robin", {"rounds": 2}),
          (3, "round_robin", {"all_triples": True}), (4, "round_robin", {}),
          (4, "round_robin", {"rotate_partners": True}), (3, "single_elimination", {}),
          (4, "single_elimination", {"series_length": 3}),
-         (4, "double_elimination", {"series_length": 3})]
+         (4, "double_elimination", {"series_length": 3}),
+         (3, "swiss", {}), (4, "swiss", {}), (4, "swiss", {"rotate_partners": True})]
 
 
 FIELDS = [(p, f, kw, n) for p, f, kw in CASES for n in range(3, 17)

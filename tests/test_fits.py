@@ -4,6 +4,7 @@ a table reads back as it was written (a real Redis, no workers)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +169,20 @@ def test_a_fit_that_fails_leaves_its_request_for_the_next_job(
     assert r.exists(keys.ratings_dirty("3p"))  # the pool's fit is owed, and the tournament's
     assert r.smembers(keys.ratings_tournaments("3p")) == {"t-bad"}
     assert store_ratings.fit_requested(r, "3p")
+
+
+def test_a_job_lost_before_it_started_is_owed_again_once_its_marker_lapses(
+        r: redis.Redis) -> None:
+    """A worker killed after it took the queued fit job and before it started it: the
+    queued marker stays behind, and no fit runs until it lapses (then recovery queues
+    one). It lapses in QUEUED_S, not in an hour: an arena's ratings must not go stale."""
+    _release(r, 6)
+    assert store_ratings.note_request(r, "3p")  # a job queued ... then lost with its worker
+    assert not store_ratings.note_request(r, "3p")  # more releases: no second job
+    assert not store_ratings.fit_requested(r, "3p")  # while the marker stands
+    assert 0 < int(r.ttl(keys.ratings_queued("3p"))) <= store_ratings.QUEUED_S <= 120
+    r.pexpire(keys.ratings_queued("3p"), 1)  # the marker's time passes
+    time.sleep(0.05)
+    assert store_ratings.fit_requested(r, "3p")  # recovery queues a job for it
+    assert store_ratings.claim_queue(r, "3p")
+    assert run_fits(r, "3p")["games"] == 6

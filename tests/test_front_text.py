@@ -14,7 +14,15 @@ from clients.builtin import load_bot
 from clients.cli import build_parser
 from clients.parser import UsageError
 from clients.progress import Progress
-from clients.render import elo, plural, ratings_table, standings_table, tournament_list
+from clients.render import (
+    elo,
+    plural,
+    ranking_text,
+    ratings_table,
+    rounds_text,
+    standings_table,
+    tournament_list,
+)
 from proto.moon.v1 import rating_pb2, tournament_pb2
 from store.records import Clock, Faults
 from tournaments.plan import board_label
@@ -122,9 +130,8 @@ def _spec(fmt: str, players: int, ratings: dict[str, float] | None, seeding: str
           ) -> tuple[tuple[str, ...], str]:
     bots = [(f"b-{i}", f"bot{i}") for i in range(1, 7)]
     spec = make_spec(tournament_id="t-1", name="n", players=players, format=fmt, bots=bots,
-                     rules={}, clock=Clock(), faults=Faults(), rounds=1, series_length=1,
-                     seed=7, duplicate="boards", rotate_partners=False, seeding=seeding,
-                     all_triples=False, ratings=ratings)
+                     rules={}, clock=Clock(), faults=Faults(), seed=7, duplicate="boards",
+                     seeding=seeding, ratings=ratings)
     return spec.bot_ids, spec.seeding
 
 
@@ -143,3 +150,33 @@ def test_a_bracket_seeds_by_rating_and_says_when_nobody_has_one() -> None:
     assert _spec("single_elimination", 4, {"x-other": 900.0}) == (given, "given")
     assert _spec("single_elimination", 4, None) == (given, "given")
     assert _spec("single_elimination", 4, ratings, "given") == (given, "given")
+
+
+def test_a_formats_ranking_and_rounds_on_the_terminal() -> None:
+    st = tournament_pb2.Standings()
+    for b in ("a", "b", "c"):
+        st.rows.add(bot_id=f"b-{b}", name=b)
+    st.ranking.columns.add(key="points", title="Points", explanation="game points")
+    st.ranking.columns.add(key="buchholz", title="Buchholz", explanation="their opponents'")
+    st.ranking.rows.add(rank=1, bot_ids=["b-a", "b-b"], values=[1.5, 2.0], games=1, byes=1,
+                        rounds=[tournament_pb2.EntrantRound(table=2, points=1.0),
+                                tournament_pb2.EntrantRound(table=0, points=0.5)])
+    st.ranking.columns.add(key="duplicate", title="Duplicate", explanation="same cards")
+    st.ranking.columns.add(key="rating", title="Rating", explanation="pool rating")
+    st.ranking.rows[0].values.extend([2 / 3, 218.46])
+    st.ranking.rows.add(rank=2, bot_ids=["b-c"], values=[0.0, 1.0, -1 / 6, -0.4], games=1,
+                        rounds=[tournament_pb2.EntrantRound(table=2)])
+    st.rounds.add(number=1, board="t-1/r1", tables=[tournament_pb2.RoundTable(
+        bot_ids=["b-a", "b-c", "b-b", "b-c"], points=[1, 0])], bye_bot_ids=["b-c"])
+    text = ranking_text(st, "final")
+    lines = text.splitlines()
+    assert lines[0] == "final"
+    assert lines[2].split()[:8] == ["1", "a", "&", "b", "1.5", "2", "0.67", "218"]
+    assert lines[3].split()[:6] == ["2", "c", "0", "1", "-0.17", "0"]  # a mean to 2 places
+    assert lines[2].split()[-4:] == ["t2", "1", "bye", "0.5"]
+    assert lines[3].split()[-2:] == ["t2", "?"]  # not public yet
+    assert "(ranked by points, then buchholz, then duplicate, then rating)" in text
+    assert "  buchholz: their opponents'" in text
+    assert rounds_text(st, 4).splitlines() == [
+        "round 1 (board t-1/r1):", "  table 1: a & b vs c -> 1, 0", "  bye: c"]
+    assert ranking_text(tournament_pb2.Standings()) == ""

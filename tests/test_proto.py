@@ -27,6 +27,8 @@ SURFACE = {
     "TournamentService": ["CreateTournament", "GetTournament", "ListTournaments",
                           "GetStandings", "WatchTournament"],
     "RatingService": ["GetRatings", "GetRatingHistory"],
+    "TestService": ["CreateTest", "GetTest", "ListTests", "WatchTest", "StopTest"],
+    "ArenaService": ["StartArena", "StopArena", "GetArena", "JoinArena", "LeaveArena"],
 }
 
 

@@ -13,7 +13,16 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from ratings import ELO_PER_NAT, Game, RatingError, canonical, fit, games_from_rows, to_nat
+from ratings import (
+    ELO_PER_NAT,
+    Game,
+    RatingError,
+    canonical,
+    fit,
+    games_from_rows,
+    provisional_ratings,
+    to_nat,
+)
 from ratings.model import evaluate, pack
 
 
@@ -50,7 +59,6 @@ def random_pool(seed: int, bots: int = 8, games: int = 300, boards: bool = True)
     ("sides", "places", "message"),
     [
         ((("a",), ("b",), ("c",)), (1, 2), "3 sides but 2 places"),
-        ((("a",), ("b",), ("a",)), (1, 2, 3), "on two sides"),
         ((("a",), ("b",), ("c",)), (1, 3, 3), "competition ranking"),
         ((("a",), ("b",), ("c",)), (2, 2, 3), "competition ranking"),
         ((("a",), ("b",), ("c",)), (0, 1, 2), "competition ranking"),
@@ -102,8 +110,25 @@ def test_games_from_bad_rows_name_the_match() -> None:
         games_from_rows([{"match_id": "m8", "players": 3}])
     with pytest.raises(RatingError, match=r"'m7'.*one place per seat"):
         games_from_rows([row("m7", ["a", "b", "c"], [1, 2])])
-    with pytest.raises(RatingError, match=r"'m6'.*two sides"):
-        games_from_rows([row("m6", ["a", "b", "b", "c"], [1, 2, 1, 2])])
+
+
+def test_a_house_bot_on_two_sides_is_rated_once_a_game() -> None:
+    """A house bot may hold seats on both teams or two seats of a 3p table; its games count
+    once each, and the game still says how the others did against it."""
+    games = games_from_rows([
+        row("m1", ["house:greedy", "a", "house:greedy"], [1, 3, 2]),
+        row("m2", ["a", "house:greedy", "b", "house:greedy"], [2, 1, 2, 1]),
+    ])
+    assert games[0].sides == (("house:greedy",), ("a",), ("house:greedy",))
+    assert games[1].sides == (("a", "b"), ("house:greedy",))
+    h = "house:greedy"
+    rows = [row(f"n{i}", [h, "a", h], [1, 2, 3] if i % 2 else [3, 2, 1]) for i in range(10)]
+    rows += [row(f"w{i}", ["a", h, h], [1, 2, 3]) for i in range(6)]
+    table = fit(games_from_rows(rows))
+    assert table.rating("house:greedy").games == 16 and table.rating("a").games == 16
+    assert table.rating("a").rating > table.rating("house:greedy").rating  # a won 6 of 16 outright
+    live = {r.bot_id: r for r in provisional_ratings(games_from_rows(rows))}
+    assert live["house:greedy"].games == 16
 
 
 def test_canonical_dedupes_sorts_naturally_and_rejects_conflicts() -> None:

@@ -33,9 +33,8 @@ def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
     named = [(b.bot_id, b.name) for b in (bots.register_bot(r, f"rb{i}")[0] for i in range(3))]
     spec = make_spec(tournament_id=ids.new_tournament_id(), name="t", players=3,
                       format="round_robin", bots=named, rules={},
-                      clock=Clock(), faults=Faults(), rounds=1, series_length=1, seed=5,
-                      duplicate="replay", rotate_partners=False, seeding="given",
-                      all_triples=False)
+                      clock=Clock(), faults=Faults(), seed=5, duplicate="replay",
+                      seeding="given")
     create_tournament(r, rq_conn, spec)
     advance(r, rq_conn, spec.tournament_id)
     return spec.tournament_id

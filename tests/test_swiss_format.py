@@ -20,11 +20,13 @@ from tournaments.swiss_standings import side_points, swiss_standings
 SWISS = Swiss()
 
 
-def _spec(players: int, n: int, rounds: int, **kw: Any) -> TournamentSpec:
+def _spec(players: int, n: int, rounds: int, duplicate: str = "boards",
+          **options: Any) -> TournamentSpec:
     bots = tuple(f"b{i}" for i in range(n))
     return TournamentSpec(tournament_id="t1", name="swiss test", players=players,
                           format="swiss", bot_ids=bots, names=bots,
-                          rules=Rules.make(players, {}), seed=7, rounds=rounds, **kw)
+                          rules=Rules.make(players, {}), seed=7, duplicate=duplicate,
+                          options={"rounds": rounds, **options})
 
 
 def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:
@@ -74,8 +76,7 @@ def _run(spec: TournamentSpec, seed: int = 1, batch: int = 3
 ])
 def test_rounds_on_boards(players: int, n: int, rounds: int, rotate: bool,
                           per_round: int) -> None:
-    spec = _spec(players, n, rounds, rotate_partners=rotate)
-    SWISS.check(spec)
+    spec = SWISS.prepare(_spec(players, n, rounds, rotate_partners=rotate))
     games, _, steps = _run(spec)
     assert len(games) == rounds * per_round
     assert len({g.match_id for g in games}) == len(games)
@@ -141,19 +142,120 @@ def test_whole_bot_teams_hold_both_seats_of_their_side() -> None:
 @pytest.mark.parametrize(("players", "n", "kw", "field"), [
     (3, 2, {}, "bot_ids"),
     (4, 3, {"rotate_partners": True}, "bot_ids"),
-    (3, 13, {"rounds": 7}, "rounds"),
-    (4, 8, {"rounds": 8, "rotate_partners": True}, "rounds"),
-    (4, 4, {"rounds": 4}, "rounds"),
+    (3, 13, {"rounds": 7}, "swiss.rounds"),
+    (4, 8, {"rounds": 8, "rotate_partners": True}, "swiss.rounds"),
+    (4, 4, {"rounds": 4}, "swiss.rounds"),
+    (3, 9, {"rounds": 0}, "swiss.rounds"),
     (3, 9, {"duplicate": "replay"}, "duplicate"),
-    (3, 9, {"all_triples": True}, "all_triples"),
-    (3, 9, {"series_length": 3}, "series_length"),
+    (3, 9, {"all_triples": True}, "swiss.all_triples"),
+    (3, 9, {"series_length": 3}, "swiss.series_length"),
+    (3, 9, {"rotate_partners": True}, "swiss.rotate_partners"),
 ])
 def test_bad_specs_name_the_field(players: int, n: int, kw: dict[str, Any], field: str) -> None:
     spec = _spec(players, n, kw.pop("rounds", 1), **kw)
     with pytest.raises(InvalidArgument, match=f"^{field}:"):
-        SWISS.check(spec)
+        SWISS.prepare(spec)
 
 
 def test_notes_say_how_a_bye_scores() -> None:
     assert any("bye" in note for note in SWISS.notes(_spec(3, 7, 2)))
+    assert not any("bye" in note for note in SWISS.notes(_spec(3, 9, 2)))
     assert any("whole team" in note for note in SWISS.notes(_spec(4, 5, 2)))
+
+
+# ------------------------------------------------- fixed teams and options
+
+
+def _teams_spec(n: int, teams: list[list[str]], rounds: int | None = None,
+                names: tuple[str, ...] | None = None) -> TournamentSpec:
+    bots = tuple(f"b-{i}" for i in range(n))
+    options: dict[str, Any] = {"teams": [{"bot_ids": t} for t in teams]}
+    if rounds is not None:
+        options["rounds"] = rounds
+    return TournamentSpec(tournament_id="t1", name="teams", players=4, format="swiss",
+                          bot_ids=bots, names=names or tuple(f"n{i}" for i in range(n)),
+                          rules=Rules.make(4, {}), seed=5, options=options)
+
+
+def test_fixed_teams_hold_their_seat_pairs_and_are_seeded_by_their_bots() -> None:
+    # named by id or by name, in any order; stored as ids, teams in seed order
+    spec = SWISS.prepare(_teams_spec(8, [["n6", "b-1"], ["b-0", "N3"], ["b-2", "b-5"],
+                                         ["n4", "n7"]]))
+    teams = [tuple(t["bot_ids"]) for t in spec.options["teams"]]
+    assert teams == [("b-0", "b-3"), ("b-6", "b-1"), ("b-2", "b-5"), ("b-4", "b-7")]
+    assert spec.options["rounds"] == 3  # ceil(log2 4) + 1 = 3 = the most 4 teams allow
+    games, _, _ = _run(spec, seed=2)
+    assert len(games) == 3 * 2
+    for g in games:
+        sides = {frozenset((g.bot_ids[0], g.bot_ids[2])), frozenset((g.bot_ids[1], g.bot_ids[3]))}
+        assert sides <= {frozenset(t) for t in teams}
+    met = Counter(frozenset({g.bot_ids[0], g.bot_ids[1]}) for g in games)
+    assert max(met.values()) == 1  # no two teams meet twice while the field allows it
+
+
+@pytest.mark.parametrize(("teams", "needle"), [
+    ([["n0", "n0"], ["n1", "n2"], ["n3", "n4"]], "swiss.teams: team 1 names 'n0' twice"),
+    ([["n0", "n1"], ["n1", "n2"]], "swiss.teams: 'n1' is in team 1 and in team 2"),
+    ([["n1", "b-0"], ["b-1", "n2"], ["n3", "n4"], ["n5", "n0"]],
+     "swiss.teams: 'b-1' is in team 1 and in team 2"),
+    ([["n0", "b-0"], ["n1", "n2"], ["n3", "n4"], ["n5", "n6"]],
+     "swiss.teams: team 1 names n0 twice"),
+    ([["n0", "n1", "n2"], ["n3", "n4"]], "swiss.teams: team 1 names 3 bots"),
+    ([["n0", "n1"], ["n2", "ghost"], ["n4", "n5"]], "swiss.teams: team 2 names 'ghost'"),
+    ([["n0", "n1"], ["n2", "n3"]], "swiss.teams: n4 is in bot_ids but in no team"),
+])
+def test_bad_teams_name_the_field(teams: list[list[str]], needle: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        SWISS.prepare(_teams_spec(6, teams))
+    assert str(err.value).startswith(needle), err.value
+
+
+def test_teams_rounds_and_the_2v2_options_are_checked_against_the_field() -> None:
+    with pytest.raises(InvalidArgument, match=r"^swiss\.rounds: 3 teams allow at most 2"):
+        SWISS.prepare(_teams_spec(6, [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]], rounds=3))
+    with pytest.raises(InvalidArgument, match=r"^swiss\.rotate_partners: not with teams"):
+        SWISS.read_options({"teams": [{"bot_ids": ["a", "b"]}], "rotate_partners": True})
+    spec = _spec(3, 9, 2, teams=[{"bot_ids": ["b0", "b1"]}])
+    with pytest.raises(InvalidArgument, match=r"^swiss\.teams: only for 2v2"):
+        SWISS.prepare(spec)
+
+
+@pytest.mark.parametrize(("players", "n", "options", "rounds"), [
+    (3, 13, {}, 5), (3, 7, {}, 3), (3, 64, {}, 7), (4, 8, {"rotate_partners": True}, 4),
+    (4, 5, {}, 4)])
+def test_rounds_default_to_log2_plus_one_within_the_field(
+        players: int, n: int, options: dict[str, Any], rounds: int) -> None:
+    bots = tuple(f"b{i}" for i in range(n))
+    spec = SWISS.prepare(TournamentSpec(
+        tournament_id="t1", name="d", players=players, format="swiss", bot_ids=bots,
+        names=bots, rules=Rules.make(players, {}), seed=1, options=options))
+    assert spec.options["rounds"] == rounds
+
+
+def test_the_ranking_and_rounds_show_only_the_results_given() -> None:
+    """What a caller may see decides: a result left out (its board not released) shows as
+    no points anywhere, while the pairing is shown."""
+    spec = SWISS.prepare(_spec(3, 7, 3))
+    games, results, steps = _run(spec, seed=3)
+    state = steps[-1].state
+    hidden = {g.match_id for g in games if g.unit == "r3"}
+    seen = {mid: row for mid, row in results.items() if mid not in hidden}
+    ranking = SWISS.ranking(spec, state, seen, {})
+    assert [c.key for c in ranking.columns] == ["points", "buchholz", "duplicate", "rating"]
+    assert all(c.explanation for c in ranking.columns)
+    assert sorted(b for row in ranking.rows for b in row.bot_ids) == sorted(spec.bot_ids)
+    assert [row.rank for row in ranking.rows] == list(range(1, 8))
+    by_round = [[e.points for e in row.rounds] for row in ranking.rows]
+    assert all(len(r) == 3 for r in by_round)
+    for row in ranking.rows:
+        third = row.rounds[2]
+        assert third.points is None if third.table else third.points == 0.5
+    expected = swiss_standings(7, rounds_of(spec, state),
+                               {mid: side_points(row) for mid, row in seen.items()})
+    assert [r.points for r in expected] == [row.values[0] for row in ranking.rows]
+    rounds = SWISS.rounds(spec, state, seen)
+    assert [r.number for r in rounds] == [1, 2, 3]
+    assert all(t.points for r in rounds[:2] for t in r.tables)
+    assert not any(t.points for t in rounds[2].tables)
+    assert {t.match_id for t in rounds[2].tables} == hidden
+    assert all(len(r.byes) == 1 for r in rounds)

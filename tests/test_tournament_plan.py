@@ -22,7 +22,8 @@ def _spec(
     bots = tuple(f"b{i}" for i in range(n))
     return TournamentSpec(
         tournament_id="t1", name="plan test", players=players, format=fmt, bot_ids=bots,
-        names=bots, rules=Rules.make(players, {}), seed=11, series_length=series_length,
+        names=bots, rules=Rules.make(players, {}), seed=11,
+        options={"series_length": series_length},
         duplicate="replay" if duplicate else "fresh",
     )
 
@@ -130,7 +131,7 @@ def test_every_scheduled_game_seats_each_bot_on_one_side(
     bots = tuple(f"b{i}" for i in range(n))
     spec = TournamentSpec(tournament_id="t1", name="seats", players=players, format=fmt,
                           bot_ids=bots, names=bots, rules=Rules.make(players, {}), seed=3,
-                          rotate_partners=rotate)
+                          options={"rotate_partners": True} if rotate else {})
     _, p = _play_out(spec, seed=1)
     for g in p.games:
         check_seating(players, g.bot_ids)  # the rule CreateMatch enforces

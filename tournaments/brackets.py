@@ -1,5 +1,7 @@
 """What the bracket formats share: planning a bracket match by match, incrementally.
 
+Options (`BracketOptions`): `series_length`, N of a best-of-N series (odd).
+
 A bracket match is played in stages: a 3p table plays all its `series_length`
 duplicate sets at once and is ranked by `standings.rank_group` over them; a 2v2
 match plays one duplicate pair at a time until one side has won a majority of
@@ -12,24 +14,52 @@ match was decided.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from store.errors import InvalidArgument
 from store.records import TournamentSpec
 from tournaments import bracket as brk
+from tournaments.options import Options, option
 from tournaments.plan import Game, Plan, Step, UnitSource, derive_seed, pair_games, seatings3
 from tournaments.registry import Format
 from tournaments.standings import rank_group
 
-__all__ = ["BracketFormat"]
+__all__ = ["MAX_SERIES", "BracketFormat", "BracketOptions"]
+
+MAX_SERIES = 99
+
+
+@dataclass(frozen=True, slots=True)
+class BracketOptions(Options):
+    """A bracket's options (module doc)."""
+
+    series_length: int = option(
+        1, f"best of N duplicate sets per match (N odd, 1 to {MAX_SERIES})",
+        flag="series", metavar="N")
+
+    def __post_init__(self) -> None:
+        n = self.series_length
+        if n < 1 or n % 2 == 0 or n > MAX_SERIES:
+            raise InvalidArgument(
+                f"series_length: must be an odd number from 1 to {MAX_SERIES}, got {n}")
+
+    def summary(self) -> list[str]:
+        """`best of 3`."""
+        return [f"best of {self.series_length}"] if self.series_length > 1 else []
 
 _ROW_KEYS = ("match_id", "bot_ids", "players", "final", "winner", "placement", "end", "forfeit")
 
 
-class BracketFormat(Format):
+class BracketFormat(Format[BracketOptions]):
     """A knock-out bracket of `kind` for 2v2 series, or tables of three (3p)."""
 
     kind: ClassVar[brk.Kind]
     seeded: ClassVar[bool] = True
+    options_type = BracketOptions
+
+    def _series(self, spec: TournamentSpec) -> int:
+        return self.options(spec).series_length
 
     def _kind(self, spec: TournamentSpec) -> brk.Kind:
         return brk.Kind.TABLES if spec.players == 3 else self.kind
@@ -80,7 +110,7 @@ class BracketFormat(Format):
         a, b = stage["who"]
         winners = [*st["pairs"].get(bm, []), rank_group(rows, seeds)[0]]
         st["pairs"] = {**st["pairs"], bm: winners}
-        series = brk.series_state(a, b, winners, spec.series_length)
+        series = brk.series_state(a, b, winners, self._series(spec))
         if series.decided:
             assert series.winner is not None
             st["outcomes"] = {**st["outcomes"],
@@ -106,7 +136,7 @@ class BracketFormat(Format):
                     who: tuple[str, ...], games: list[Game]) -> None:
         seeds = {b: i for i, b in enumerate(spec.bot_ids)}
         new: list[Game] = []
-        for s in range(spec.series_length):
+        for s in range(self._series(spec)):
             unit = f"{bm}-s{s + 1}"
             seed = derive_seed(spec.seed, unit)
             for k, perm in enumerate(seatings3(seeds[who[0]] + s, spec.replay)):
@@ -144,12 +174,13 @@ class BracketFormat(Format):
         a 2v2 series under way needs the pairs its leader still lacks, beyond the pair
         being played.
         """
+        series = self._series(spec)
         if spec.players == 3:
-            per_match = (6 if spec.replay else 1) * spec.series_length
+            per_match = (6 if spec.replay else 1) * series
             per_pair = 0
         else:
             per_pair = 2 if spec.replay else 1
-            per_match = per_pair * (spec.series_length // 2 + 1)
+            per_match = per_pair * (series // 2 + 1)
         certain = state.bracket.certain_matches()
         fewest = 0
         for m in state.matches:
@@ -163,7 +194,7 @@ class BracketFormat(Format):
                 wins = st["pairs"].get(bm, [])
                 lead = max((wins.count(w) for w in set(wins)), default=0)
                 under_way = 1 if bm in st["stage"] else 0
-                lacking = spec.series_length // 2 + 1 - lead - under_way
+                lacking = series // 2 + 1 - lead - under_way
                 fewest += per_pair * max(0, lacking)
         return fewest
 
@@ -175,8 +206,8 @@ class BracketFormat(Format):
         out = Plan(bracket=bracket_state,
                    bracket_games={bm: list(ids) for bm, ids in state["games"].items()})
         if spec.players == 4:
+            series = self._series(spec)
             for bm in state["games"]:
                 a, b = bracket_state.match(bm).participants
-                out.series[bm] = brk.series_state(a, b, state["pairs"].get(bm, []),
-                                                  spec.series_length)
+                out.series[bm] = brk.series_state(a, b, state["pairs"].get(bm, []), series)
         return out

@@ -70,7 +70,9 @@ __all__ = [
     "board_games",
     "feed",
     "is_house",
+    "notes",
     "plan",
+    "progress",
     "seating",
     "spec_seeds",
     "start",
@@ -248,6 +250,18 @@ class ChangeSpec:
         return ChangeSpec(**{**d, "opponents": tuple(d["opponents"])})
 
 
+def notes(spec: ChangeSpec) -> list[str]:
+    """What players and watchers should know about how a test deals, for people."""
+    out = ["a test of a change: each board is played twice, once by the candidate and once "
+           "by the baseline, in the same seat against the same opponents in the same seats; "
+           "a pair counts once both its games are recorded"]
+    remote = sorted({b for b in spec.opponents if not is_house(b)})
+    if remote:
+        out.append(f"the opponents {', '.join(remote)} are not house bots: they play every "
+                   "board twice, and the organiser trusts them to keep no memory between games")
+    return out
+
+
 # ------------------------------------------------------------------ boards
 
 
@@ -372,6 +386,21 @@ def _fill(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, cap: int) -> 
     return games
 
 
+def _open_created(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, created: int
+                  ) -> list[Game]:
+    """Open every board below `created` that the state does not know yet: a step that
+    created their games died before saving its state. They are in flight whatever the
+    state says now (a verdict, a stop, a lower capacity), so they open regardless; and
+    before any result is folded, as their own results may be in the same batch."""
+    created = min(_count("created", created, 0, 2 ** 31), spec.boards)
+    games: list[Game] = []
+    while st["next"] < created:
+        games.extend(board_games(spec, st["next"], seeds))
+        st["open"][str(st["next"])] = [-1, -1]
+        st["next"] += 1
+    return games
+
+
 def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress:
     counts = tuple(int(c) for c in st["counts"])
     est = judge.estimate(counts)
@@ -391,18 +420,21 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
 
 def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds | None,
           in_flight: int | None, counted: list[Pair], released: list[str],
-          unknown: list[str]) -> ChangeStep:
+          unknown: list[str], reopened: list[Game] | None = None) -> ChangeStep:
     cap = spec.in_flight if in_flight is None else _count("in_flight", in_flight, 0,
                                                            MAX_IN_FLIGHT)
-    games = _fill(spec, st, seeds or spec_seeds(spec), cap)
+    games = [*(reopened or []), *_fill(spec, st, seeds or spec_seeds(spec), cap)]
     return ChangeStep(st, games, counted, released, _progress(spec, st, judge), unknown)
 
 
 def start(spec: ChangeSpec, judge: Judge, seeds: BoardSeeds | None = None,
-          in_flight: int | None = None) -> ChangeStep:
+          in_flight: int | None = None, created: int = 0) -> ChangeStep:
     """Nothing played: the first pairs' games. `in_flight` overrides the spec's cap for
-    this step (the bots' capacity now)."""
-    return _step(spec, _fresh_state(), judge, seeds, in_flight, [], [], [])
+    this step (the bots' capacity now); `created` boards exist already (a first step
+    redone) and open whatever the cap."""
+    st = _fresh_state()
+    reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
+    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened)
 
 
 def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
@@ -433,12 +465,15 @@ def _quarters_of(spec: ChangeSpec, board: int, index: int, row: Mapping[str, Any
 
 
 def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
-         judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None
-         ) -> ChangeStep:
+         judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None,
+         created: int = 0) -> ChangeStep:
     """Fold newly finished result rows (`store.results.result_row`) into the state: record
     each open game once, count finished pairs in board order, ask the judge after each,
-    then start new pairs while allowed."""
+    then start new pairs while allowed. Boards below `created` whose games exist already
+    (a step that made them died before saving) open first, so that their results, which
+    may be in this very batch, count."""
     st = _copy(state)
+    reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
     counted: list[Pair] = []
     released: list[str] = []
     unknown: list[str] = []
@@ -468,7 +503,12 @@ def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[s
         counted.append(Pair(board, board_id(spec.test_id, _unit(board)),
                             _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
                             float(st["llr"])))
-    return _step(spec, st, judge, seeds, in_flight, counted, released, unknown)
+    return _step(spec, st, judge, seeds, in_flight, counted, released, unknown, reopened)
+
+
+def progress(spec: ChangeSpec, state: Mapping[str, Any] | None, judge: Judge) -> Progress:
+    """What a stored state shows (None: before the first step), without stepping it."""
+    return _progress(spec, _fresh_state() if state is None else state, judge)
 
 
 def stop(spec: ChangeSpec, state: Mapping[str, Any], judge: Judge) -> ChangeStep:

@@ -7,7 +7,7 @@ from typing import ClassVar
 from store.errors import InvalidArgument
 from store.records import TournamentSpec
 from tournaments import bracket as brk
-from tournaments.brackets import BracketFormat
+from tournaments.brackets import BracketFormat, BracketOptions
 
 __all__ = ["DoubleElimination"]
 
@@ -19,10 +19,9 @@ class DoubleElimination(BracketFormat):
     title: ClassVar[str] = "double elimination"
     kind: ClassVar[brk.Kind] = brk.Kind.DOUBLE
 
-    def check(self, spec: TournamentSpec) -> None:
+    def check(self, spec: TournamentSpec, options: BracketOptions) -> None:
         """2v2 only: 3-player brackets are single elimination by tables of three."""
         if spec.players == 3:
             raise InvalidArgument(
                 "format: double elimination is for 2v2 (players=4); 3-player brackets are "
                 "single elimination by tables of three")
-        super().check(spec)

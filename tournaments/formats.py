@@ -1,16 +1,19 @@
 """Every tournament format, registered once: use the registry through this module.
 
-Adding a format: write its module (a `registry.Format` subclass), add it to
-`FORMATS` below, and add `TOURNAMENT_FORMAT_<NAME>` to tournament.proto.
+Adding a format: write its module (a `registry.Format` subclass with its options),
+add it to `FORMATS` below, and add to tournament.proto `TOURNAMENT_FORMAT_<NAME>` and
+its options message as the field `<name>` of `TournamentSpec.format_options`.
 """
 
 from __future__ import annotations
 
 from tournaments.double_elimination import DoubleElimination
-from tournaments.registry import Format, check, describe, get, names, notes, plan, register
+from tournaments.registry import Format, describe, get, names, notes, plan, prepare, register
 from tournaments.round_robin import RoundRobin
 from tournaments.single_elimination import SingleElimination
+from tournaments.swiss import Swiss
 
-__all__ = ["FORMATS", "Format", "check", "describe", "get", "names", "notes", "plan"]
+__all__ = ["FORMATS", "Format", "describe", "get", "names", "notes", "plan", "prepare"]
 
-FORMATS = tuple(register(f) for f in (RoundRobin(), SingleElimination(), DoubleElimination()))
+FORMATS = tuple(register(f) for f in (RoundRobin(), SingleElimination(), DoubleElimination(),
+                                      Swiss()))

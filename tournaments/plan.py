@@ -129,6 +129,7 @@ class Plan:
     bracket: brk.BracketState | None = None
     series: dict[str, brk.SeriesState] = field(default_factory=dict)
     bracket_games: dict[str, list[str]] = field(default_factory=dict)  # in creation order
+    state: dict[str, Any] | None = None  # the format's state the plan was read from
 
 
 _PERMS: tuple[tuple[int, int, int], ...] = tuple(
@@ -153,19 +154,19 @@ def board_id(tournament_id: str, unit: str) -> str:
     return f"{tournament_id}/{unit}"
 
 
-_ROUND_UNIT = re.compile(r"x(\d+)-r(\d+)(?:-t(\d+))?")
+_ROUND_UNIT = re.compile(r"(?:x(\d+)-)?r(\d+)(?:-t(\d+))?")
 _SET_UNIT = re.compile(r"(.+)-([sp])(\d+)")
 
 
 def board_label(board: str) -> str:
     """A board (`<tournament>/<unit>`, or a unit) for people: `round 3`, `round 3,
-    table 2`, `round 3 (pass 2)` for a round robin's units, `W2-1 set 1` (or `pair 1`,
-    under replay) for a bracket's."""
+    table 2`, `round 3 (pass 2)` for a round robin's units (and `round 3` for a Swiss's
+    `r3`), `W2-1 set 1` (or `pair 1`, under replay) for a bracket's."""
     unit = board.rpartition("/")[2]
     m = _ROUND_UNIT.fullmatch(unit)
     if m:
         text = f"round {m.group(2)}" + (f", table {m.group(3)}" if m.group(3) else "")
-        return text + (f" (pass {m.group(1)})" if m.group(1) != "1" else "")
+        return text + (f" (pass {m.group(1)})" if m.group(1) not in (None, "1") else "")
     m = _SET_UNIT.fullmatch(unit)
     if m:
         return f"{m.group(1)} {'set' if m.group(2) == 's' else 'pair'} {m.group(3)}"

@@ -1,54 +1,89 @@
 """The registry of tournament formats: each format is one module that declares itself.
 
-A format is a `Format` subclass registered under its name (`round_robin`, ...):
-it checks what depends on the format (`check`, `least_bots`), and plans
-incrementally (`start`, `feed`; see `tournaments.plan`). Everything else finds
-formats here: the referee maps the protobuf enum `TOURNAMENT_FORMAT_<NAME>` and
-the CLI the flag `--format <name-with-dashes>` by the registered name, so a new
-format is one new module, one line in `tournaments/formats.py` and one enum
-value in tournament.proto.
+A format is a `Format` subclass registered under its name (`round_robin`, ...). It
+declares its options (`options_type`, a `tournaments.options.Options` dataclass),
+checks what depends on the format (`least_bots`, `check`) and resolves what the field
+decides (`settle`), and plans incrementally (`start`, `feed`; see `tournaments.plan`).
+Everything else finds formats here, by the registered name: the referee maps the
+protobuf enum `TOURNAMENT_FORMAT_<NAME>` and the spec's `format_options` field
+`<name>` (the options message); the CLI the flag `--format <name-with-dashes>` and
+one flag per option field. So a new format is one new module, one line in
+`tournaments/formats.py`, and in tournament.proto one enum value and one options
+message in the `format_options` oneof.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from store.errors import InvalidArgument
-from store.records import TournamentSpec
+from store.records import DUPLICATE_MODES, TournamentSpec
+from tournaments.options import Options
 from tournaments.plan import ListSource, Plan, Step, Unit, UnitSource
+from tournaments.ranking import PlayRound, Ranking
 
-__all__ = ["REPLAY_NOTE", "Format", "check", "get", "names", "notes", "plan", "register"]
+__all__ = ["REPLAY_NOTE", "Format", "get", "names", "notes", "plan", "prepare", "register"]
+
+OptionsT = TypeVar("OptionsT", bound=Options)
 
 REPLAY_NOTE = ("head-to-head duplicate (duplicate=replay): the same bots replay each deal "
                "at every seating, which is fair only among bots that keep no memory between "
                "games; the referee cannot check that and trusts them")
 
 
-class Format(ABC):
-    """How one tournament format checks a spec and plans its games."""
+class Format(ABC, Generic[OptionsT]):
+    """How one tournament format reads its options, checks a spec and plans its games."""
 
     name: ClassVar[str]
     title: ClassVar[str]  # for people: "round robin"
+    options_type: type[OptionsT]  # the format's options (a frozen `Options` dataclass)
     # Whether the order of the bots (the seeds) shapes the draw, so that `seeding` applies;
     # a round robin seats them in the order given, whatever their ratings.
     seeded: ClassVar[bool] = False
+    # The ways of sharing deals (`TournamentSpec.duplicate`) the format offers.
+    deals: ClassVar[tuple[str, ...]] = DUPLICATE_MODES
 
-    def least_bots(self, spec: TournamentSpec) -> int:
+    def read_options(self, data: Mapping[str, Any] | Options) -> OptionsT:
+        """Options as asked for (their JSON form, or the options themselves), checked on
+        their own; InvalidArgument naming the field as `<format>.<field>`."""
+        if isinstance(data, Options):
+            data = data.to_json()
+        try:
+            return self.options_type.from_json(data)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{self.name}.{exc}") from None
+
+    def options(self, spec: TournamentSpec) -> OptionsT:
+        """The options of a stored spec (checked when it was made)."""
+        return self.read_options(spec.options)
+
+    def least_bots(self, spec: TournamentSpec, options: OptionsT) -> int:
         """The fewest bots this format runs with for this spec."""
         return 3 if spec.players == 3 else 2
 
-    def check(self, spec: TournamentSpec) -> None:
-        """InvalidArgument naming the field when the spec does not suit the format."""
-        least = self.least_bots(spec)
+    def check(self, spec: TournamentSpec, options: OptionsT) -> None:
+        """InvalidArgument naming the field when the options do not suit the spec (its
+        pool, its bots); the base has checked the deals and the number of bots."""
+
+    def settle(self, spec: TournamentSpec, options: OptionsT) -> OptionsT:
+        """The options with every default the field decides resolved (as stored)."""
+        return options
+
+    def prepare(self, spec: TournamentSpec) -> TournamentSpec:
+        """A new spec checked against the format, its options settled: what is stored."""
+        if spec.duplicate not in self.deals:
+            raise InvalidArgument(f"duplicate: a {self.title} offers "
+                                  f"{' or '.join(self.deals)}, got {spec.duplicate!r}")
+        options = self.options(spec)
+        least = self.least_bots(spec, options)
         if len(spec.bot_ids) < least:
-            raise InvalidArgument(f"bot_ids: a {describe(spec)} needs at least {least} bots, "
-                                  f"got {len(spec.bot_ids)}")
-        if spec.rotate_partners:
-            raise InvalidArgument("rotate_partners: only for a 2v2 round robin")
-        if spec.all_triples:
-            raise InvalidArgument("all_triples: only for a 3-player round robin")
+            raise InvalidArgument(f"bot_ids: a {spec.pool} {self.title} needs at least "
+                                  f"{least} bots, got {len(spec.bot_ids)}")
+        self.check(spec, options)
+        return dataclasses.replace(spec, options=self.settle(spec, options).to_json())
 
     def notes(self, spec: TournamentSpec) -> list[str]:
         """What the organiser and the players should know about how this spec deals."""
@@ -71,11 +106,25 @@ class Format(ABC):
         """The bracket part of the plan for standings (none for a round robin)."""
         return Plan()
 
+    def ranking(self, spec: TournamentSpec, state: Mapping[str, Any],
+                results: Mapping[str, Mapping[str, Any]],
+                ratings: Mapping[str, float]) -> Ranking | None:
+        """The format's own ranking of its entrants, from the state and the results an
+        audience may see (`tournaments.ranking`); None: the common standings say it all."""
+        return None
 
-_FORMATS: dict[str, Format] = {}
+    def rounds(self, spec: TournamentSpec, state: Mapping[str, Any],
+               results: Mapping[str, Mapping[str, Any]]) -> list[PlayRound]:
+        """The rounds paired so far with their tables, for formats that pair by rounds."""
+        return []
 
 
-def register(fmt: Format) -> Format:
+_FORMATS: dict[str, Format[Any]] = {}
+
+F = TypeVar("F", bound="Format[Any]")
+
+
+def register(fmt: F) -> F:
     """Add a format under its name (once)."""
     if fmt.name in _FORMATS:
         raise ValueError(f"format {fmt.name!r} is registered twice")
@@ -88,7 +137,7 @@ def names() -> tuple[str, ...]:
     return tuple(_FORMATS)
 
 
-def get(name: str) -> Format:
+def get(name: str) -> Format[Any]:
     """The format registered as `name`; InvalidArgument listing the others."""
     fmt = _FORMATS.get(name)
     if fmt is None:
@@ -106,9 +155,9 @@ def notes(spec: TournamentSpec) -> list[str]:
     return get(spec.format).notes(spec)
 
 
-def check(spec: TournamentSpec) -> None:
-    """Everything about a new spec that depends on its format."""
-    get(spec.format).check(spec)
+def prepare(spec: TournamentSpec) -> TournamentSpec:
+    """A new spec checked against its format, its options settled (see `Format.prepare`)."""
+    return get(spec.format).prepare(spec)
 
 
 def plan(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]) -> Plan:
@@ -129,6 +178,7 @@ def plan(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]) -> Plan
         step = fmt.feed(spec, step.state, batch, source)
         games += step.games
     out = fmt.bracket(spec, step.state)
+    out.state = step.state
     out.games = games
     out.finished = step.finished
     out.total = step.total

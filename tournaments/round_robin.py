@@ -1,5 +1,9 @@
 """Round robin: everyone meets everyone, on a schedule fixed by the spec.
 
+Options (`RoundRobinOptions`): `rounds`, how many times the whole schedule is played;
+`rotate_partners` (2v2), new partners each round so every bot gets a result of its own;
+`all_triples` (3p), every triple of bots instead of a balanced design.
+
 Deals (`spec.duplicate`):
 
 - `boards` (the default): rounds of disjoint tables; all tables of a round play
@@ -25,17 +29,40 @@ not grow with the tournament.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from store.errors import InvalidArgument
-from store.records import TournamentSpec
+from store.records import MAX_ROUNDS, TournamentSpec
 from tournaments import boards, design
+from tournaments.options import Options, option
 from tournaments.plan import Game, Step, Unit, UnitSource, derive_seed, pair_games, seatings3
 from tournaments.registry import Format
 
-__all__ = ["IN_FLIGHT", "RoundRobin", "board_rounds3"]
+__all__ = ["IN_FLIGHT", "RoundRobin", "RoundRobinOptions", "board_rounds3"]
 
 IN_FLIGHT = 1024  # games created ahead of results: enough for every worker to be busy
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRobinOptions(Options):
+    """A round robin's options (module doc)."""
+
+    rounds: int = option(1, f"times through the whole schedule, 1 to {MAX_ROUNDS}",
+                         metavar="N")
+    rotate_partners: bool = option(False, "2v2: rotate partners, so each bot gets a result "
+                                          "of its own")
+    all_triples: bool = option(False, "3p: every triple of bots, not a balanced design")
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rounds <= MAX_ROUNDS:
+            raise InvalidArgument(f"rounds: must be from 1 to {MAX_ROUNDS}, got {self.rounds}")
+
+    def summary(self) -> list[str]:
+        """`2 rounds`, `rotating partners`, `every triple`."""
+        return [text for text, on in ((f"{self.rounds} rounds", self.rounds > 1),
+                                      ("rotating partners", self.rotate_partners),
+                                      ("every triple", self.all_triples)) if on]
 
 
 def board_rounds3(n: int, all_triples: bool) -> list[tuple[tuple[int, int, int], ...]]:
@@ -46,12 +73,12 @@ def board_rounds3(n: int, all_triples: bool) -> list[tuple[tuple[int, int, int],
     return [sched.round(i).tables for i in range(sched.rounds)]
 
 
-def _three(spec: TournamentSpec) -> list[Unit]:
+def _three(spec: TournamentSpec, o: RoundRobinOptions) -> list[Unit]:
     bots = spec.bot_ids
     out: list[Unit] = []
     if spec.duplicate == "boards":
-        rounds = board_rounds3(len(bots), spec.all_triples)
-        for rep in range(spec.rounds):
+        rounds = board_rounds3(len(bots), o.all_triples)
+        for rep in range(o.rounds):
             for r, tables in enumerate(rounds, 1):
                 unit = f"x{rep + 1}-r{r}"
                 seed = derive_seed(spec.seed, unit)
@@ -60,9 +87,9 @@ def _three(spec: TournamentSpec) -> list[Unit]:
                          tuple(bots[table[(p + rep) % 3]] for p in range(3)), seed)
                     for t, table in enumerate(tables, 1))))
         return out
-    tables = design.triple_design(len(bots), spec.all_triples)
+    tables = design.triple_design(len(bots), o.all_triples)
     rounds_ = design.rounds_of(tables, len(bots))
-    for rep in range(spec.rounds):
+    for rep in range(o.rounds):
         for rnd in rounds_:
             for t, table in enumerate(rnd.tables):
                 unit = f"x{rep + 1}-r{rnd.number}-t{t + 1}"
@@ -75,11 +102,11 @@ def _three(spec: TournamentSpec) -> list[Unit]:
     return out
 
 
-def _teams(spec: TournamentSpec) -> list[Unit]:
+def _teams(spec: TournamentSpec, o: RoundRobinOptions) -> list[Unit]:
     bots = spec.bot_ids
     out: list[Unit] = []
-    for rep in range(spec.rounds):
-        for rnd in design.team_pairings(len(bots), spec.rotate_partners):
+    for rep in range(o.rounds):
+        for rnd in design.team_pairings(len(bots), o.rotate_partners):
             if spec.duplicate == "boards":
                 unit = f"x{rep + 1}-r{rnd.number}"
                 seed = derive_seed(spec.seed, unit)
@@ -101,28 +128,25 @@ def _teams(spec: TournamentSpec) -> list[Unit]:
     return out
 
 
-class RoundRobin(Format):
+class RoundRobin(Format[RoundRobinOptions]):
     """Every pair of bots meets (3p tables, or 2v2 opposing teams)."""
 
     name: ClassVar[str] = "round_robin"
     title: ClassVar[str] = "round robin"
+    options_type = RoundRobinOptions
 
-    def least_bots(self, spec: TournamentSpec) -> int:
+    def least_bots(self, spec: TournamentSpec, options: RoundRobinOptions) -> int:
         """3 for tables of three; 2 for 2v2 (4 with rotating partners)."""
         if spec.players == 3:
             return 3
-        return 4 if spec.rotate_partners else 2
+        return 4 if options.rotate_partners else 2
 
-    def check(self, spec: TournamentSpec) -> None:
-        """Enough bots; rotate_partners only for 2v2, all_triples only for 3p."""
-        least = self.least_bots(spec)
-        if len(spec.bot_ids) < least:
-            raise InvalidArgument(f"bot_ids: a {spec.pool} round robin needs at least {least} "
-                                  f"bots, got {len(spec.bot_ids)}")
-        if spec.rotate_partners and spec.players != 4:
-            raise InvalidArgument("rotate_partners: only for a 2v2 round robin")
-        if spec.all_triples and spec.players != 3:
-            raise InvalidArgument("all_triples: only for a 3-player round robin")
+    def check(self, spec: TournamentSpec, options: RoundRobinOptions) -> None:
+        """rotate_partners only for 2v2, all_triples only for 3p."""
+        if options.rotate_partners and spec.players != 4:
+            raise InvalidArgument("round_robin.rotate_partners: only for a 2v2 round robin")
+        if options.all_triples and spec.players != 3:
+            raise InvalidArgument("round_robin.all_triples: only for a 3-player round robin")
 
     def notes(self, spec: TournamentSpec) -> list[str]:
         """Replay's trust, or boards played at one table only (too few bots)."""
@@ -130,7 +154,7 @@ class RoundRobin(Format):
         if spec.duplicate != "boards":
             return out
         n = len(spec.bot_ids)
-        least = 6 if spec.players == 3 else 8 if spec.rotate_partners else 4
+        least = 6 if spec.players == 3 else 8 if self.options(spec).rotate_partners else 4
         if n < least:
             out.append(f"duplicate scoring needs at least {least} bots: with {n}, no two "
                        "tables can play at once, so every table plays a board of its own "
@@ -139,7 +163,8 @@ class RoundRobin(Format):
 
     def schedule(self, spec: TournamentSpec) -> list[Unit]:
         """Every unit, in play order."""
-        return _three(spec) if spec.players == 3 else _teams(spec)
+        o = self.options(spec)
+        return _three(spec, o) if spec.players == 3 else _teams(spec, o)
 
     def start(self, spec: TournamentSpec, units: UnitSource) -> Step:
         """Nothing played: create the first units."""

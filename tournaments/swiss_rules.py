@@ -34,12 +34,13 @@ import functools
 import math
 from collections.abc import Sequence
 from enum import StrEnum
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from store.errors import InvalidArgument
 from store.records import MAX_ROUNDS
-from tournaments.grouping import IntArray
+
+if TYPE_CHECKING:
+    from tournaments.grouping import IntArray
 
 __all__ = [
     "BYE_POINTS",
@@ -137,6 +138,9 @@ def quarters(points: Sequence[float]) -> list[int]:
 def seat_penalty(counts: IntArray) -> IntArray:
     """What placing each entrant at each position costs (n, positions): `SPREAD2` when its
     position counts would then spread by 2, `SPREAD3` per unit beyond, else 0."""
+    import numpy as np  # here, not above: the registry imports these rules, numpy stays
+    # unloaded (with scipy, 0.5 s) in a process that never pairs, such as the CLI
+
     after = counts[:, None, :] + np.eye(counts.shape[1], dtype=np.int64)[None, :, :]
     spread = after.max(axis=2) - after.min(axis=2)
     out: IntArray = np.where(spread >= 3, SPREAD3 * (spread - 2),
@@ -146,6 +150,8 @@ def seat_penalty(counts: IntArray) -> IntArray:
 
 def free_masks(counts: IntArray) -> list[int]:
     """Per entrant, the positions it can take without a seat penalty, as a bit mask."""
+    import numpy as np  # see seat_penalty
+
     weights = 1 << np.arange(counts.shape[1])
     return [int(x) for x in ((seat_penalty(counts) == 0) * weights).sum(axis=1)]
 

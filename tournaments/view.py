@@ -16,6 +16,7 @@ from store.records import StandingsInputs, TournamentSpec
 from tournaments import bracket as brk
 from tournaments import formats
 from tournaments.plan import Plan, redeal_notes
+from tournaments.ranking import PlayRound, Ranking
 from tournaments.standings import STATS, Tally, crosstable_of, standings_of, totals
 
 __all__ = ["StandingsView", "build_view", "standings", "standings_rows"]
@@ -57,6 +58,8 @@ class StandingsView:
     notes: list[str] = field(default_factory=list)
     # The boards in play: unit, games, finished, running.
     boards: list[tuple[str, int, int, int]] = field(default_factory=list)
+    ranking: Ranking | None = None  # the format's own ranking, if it has one
+    rounds: list[PlayRound] = field(default_factory=list)  # the rounds paired so far
 
 
 def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p: Plan,
@@ -95,6 +98,18 @@ def build_view(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]], p
         cross.setdefault(b, {})[a] = [h.games, h.b_ahead, draws, h.a_ahead]
     view = StandingsView(spec.tournament_id, sequence, len(results), p.total, rows, cross,
                          p.bracket, dict(p.bracket_games), notes=formats.notes(spec))
+    if p.state is not None:
+        fmt = formats.get(spec.format)
+        view.ranking = fmt.ranking(spec, p.state, results, {
+            b: float(v) for b, v in (ratings or {}).items()})
+        view.rounds = fmt.rounds(spec, p.state, results)
+    if view.ranking is not None:
+        # The format's ranking orders the rows (a team's bots together, in its order).
+        place = {b: (row.rank, i) for row in view.ranking.rows
+                 for i, b in enumerate(row.bot_ids)}
+        rows.sort(key=lambda row: place.get(row["bot_id"], (len(rows) + 1, 0)))
+        for row in rows:
+            row["rank"] = place.get(row["bot_id"], (len(rows), 0))[0]
     if p.bracket is not None:
         for mid, game_ids in view.bracket_games.items():
             series = p.series.get(mid)
@@ -124,6 +139,7 @@ def standings(spec: TournamentSpec, inputs: StandingsInputs) -> StandingsView:
     else:
         p = formats.get(spec.format).bracket(spec, inputs.state["plan"])
         p.total = int(inputs.state["total"])
+        p.state = inputs.state["plan"]
     view = build_view(spec, inputs.results, p, inputs.sequence, inputs.ratings,
                       inputs.own_ratings)
     view.boards = list(inputs.boards)

@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from store import arena as store_arena
 from store import ids
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -103,7 +104,25 @@ class Backlog(Collector):
         open_matches = GaugeMetricFamily(
             "moonshot_matches_open", "Matches without a result yet: queued, running or "
             "waiting to be resumed (cluster-wide).", value=store_matches.open_count(self.r))
-        return [depth, held, steps, fits, asked, waiting, open_matches]
+        return [depth, held, steps, fits, asked, waiting, open_matches, *self._arenas()]
+
+    def _arenas(self) -> list[Metric]:
+        """Each arena's bots as its latest matchmaking step saw them."""
+        seen = store_arena.figures(self.r)
+        out: list[Metric] = []
+        for name, what in (("online", "joined bots with a live stream, anchors included"),
+                           ("waiting", "online bots with a free slot the latest step left "
+                                       "waiting (holding for a batch, or the remainder)"),
+                           ("playing", "games under way")):
+            g = GaugeMetricFamily(f"moonshot_arena_bots_{name}" if name != "playing"
+                                  else "moonshot_arena_games_playing",
+                                  f"The arena of each pool: {what} (cluster-wide).",
+                                  labels=["pool"])
+            for pool, figs in seen.items():
+                if figs:
+                    g.add_metric([pool], int(figs.get(name, 0)))
+            out.append(g)
+        return out
 
 
 def serve(listen: str, redis_url: str) -> tuple[str, int]:

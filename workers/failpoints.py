@@ -35,6 +35,10 @@ POINTS = {
     "step.before-save": "a scheduling step created its games and events, but has not "
                         "saved the tournament's new state",
     "fit.before-save": "a rating fit is computed; its tables are not stored yet",
+    "arena.before-save": "an arena's matchmaking pass dealt its boards (claimed the deals) "
+                         "but has not saved its new state",
+    "arena.after-save": "an arena's matchmaking pass saved its state; the games it "
+                        "decided are not created yet",
 }
 
 ENV = "MOONSHOT_FAILPOINTS"

@@ -31,7 +31,7 @@ log = logging.getLogger("moonshot.ratings")
 POOLS = ("3p", "2v2")
 OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
 PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
-LOCK_MS = 600_000  # extended after every fit; a dead job's lock lapses this soon
+LOCK_MS = 600_000  # extended after every fit; a dead job's lock is freed by recovery
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
@@ -64,13 +64,16 @@ def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
     store_ratings.save_tournament(r, tournament_id, table)
 
 
-def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS) -> dict[str, Any]:
+def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
+             instance: str = "") -> dict[str, Any]:
     """The job: fit the pool (and the tournaments asked for) while requests keep coming.
 
     A job that finds its lock lost after a fit (it stalled past `lock_ms`; another job
-    may be fitting now) stops there and leaves the rest to the holder."""
+    may be fitting now) stops there and leaves the rest to the holder. The lock names the
+    worker `instance` running the job: when that worker dies, recovery frees the lock and
+    asks again at once (`workers.recovery.nudge`) rather than after `lock_ms`."""
     store_ratings.unqueue(r, pool)  # requests from now on queue another job
-    lock = store_ratings.fit_lock(pool, lock_ms)
+    lock = store_ratings.fit_lock(pool, lock_ms, instance)
     if not lock.acquire(r):
         return {"pool": pool, "skipped": "another fit of this pool is running"}
     fits = 0

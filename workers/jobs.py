@@ -20,12 +20,13 @@ from rq import get_current_job
 from store import matches as store_matches
 from telemetry import logs
 from workers import metrics
+from workers.arena import run_step
 from workers.fit import run_fits
 from workers.match import STOPPING, HandedOver, LostLease, MatchHost
 from workers.scheduler import advance
 
-__all__ = ["OUTAGE_S", "advance_tournament", "fit_ratings", "job_redis", "run_match",
-           "share_redis"]
+__all__ = ["OUTAGE_S", "advance_tournament", "arena_step", "fit_ratings", "job_redis",
+           "run_match", "share_redis"]
 
 log = logging.getLogger("moonshot.match")
 
@@ -134,4 +135,12 @@ def advance_tournament(tournament_id: str) -> dict[str, Any]:
 def fit_ratings(pool: str) -> dict[str, Any]:
     """Fit a rating pool (coalesced: see `workers.fit`)."""
     r, _, _ = job_redis()
-    return run_fits(r, pool)
+    job = get_current_job()
+    return run_fits(r, pool, instance=str(job.meta.get("instance", "")) if job else "")
+
+
+def arena_step(pool: str) -> dict[str, Any]:
+    """Matchmaking passes of a pool's arena (coalesced: see `workers.arena`)."""
+    r, rq_conn, _ = job_redis()
+    with logs.context(pool=pool):
+        return run_step(r, rq_conn, pool)

@@ -40,6 +40,7 @@ from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import actions_of, transcript
+from store import arena as store_arena
 from store import events, ids, messages
 from store import matches as store_matches
 from store import tournaments as store_t
@@ -48,7 +49,7 @@ from store.records import MatchSpec
 from store.results import forfeit_winner, result_of, result_row
 from store.runs import LEASE_MS, LostLease, Run
 from workers import failpoints, house, metrics
-from workers.queues import enqueue_advance, request_fit
+from workers.queues import enqueue_advance, request_arena_step, request_fit
 
 __all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
@@ -467,6 +468,9 @@ class MatchHost:
                           "unit": str(spec.meta.get("unit", "")),
                           "duplicate": str(spec.meta.get("duplicate", "")),
                           "notes": list(spec.meta.get("notes", []))})
+        elif spec.arena:  # an arena game: its pool and board
+            extra.update({"arena": spec.arena, "board": str(spec.meta.get("board", "")),
+                          "unit": str(spec.meta.get("unit", "")), "duplicate": "boards"})
         if forfeit is not None:
             extra["end"] = "forfeit"
             extra["forfeit"] = {"seat": forfeit.seat, "reason": forfeit.reason}
@@ -478,9 +482,10 @@ class MatchHost:
         ended = [messages.MatchEnded(self.match_id, seat, result)
                  for seat in range(len(spec.bot_ids))]
         if self.run.write(entries, done, spec.bot_ids, ended):
-            if not spec.tournament_id:
-                # Public as it ends. A tournament game is counted when its board is
-                # released (workers.scheduler): a scraper must not time a hidden game.
+            if not spec.boarded:
+                # Public as it ends. A tournament or arena game is counted when its board
+                # is released (workers.scheduler, workers.arena): a scraper must not time a
+                # hidden game.
                 metrics.finished(str(result["end"]), len(st.actions))
             failpoints.reached("match.after-result")
         return self._stored_result()
@@ -502,9 +507,9 @@ class MatchHost:
                          str(spec.meta.get("unit", "")),
                          len(actions_of(stored["transcript"])))
         store_matches.finish(self.r, self.match_id, spec.bot_ids, row, now)
-        if not spec.tournament_id:
+        if not spec.boarded:
             # A single match shares its deal with no other game: public as it ends. A
-            # tournament game waits for its board (the scheduler releases it).
+            # tournament or arena game waits for its board (its step releases it).
             store_matches.release(self.r, self.match_id, spec.players, now)
             if self.rq_conn is not None:
                 request_fit(self.r, self.rq_conn, "3p" if spec.players == 3 else "2v2")
@@ -513,6 +518,11 @@ class MatchHost:
             store_t.record(self.r, spec.tournament_id, self.match_id)
             if self.rq_conn is not None:
                 enqueue_advance(self.rq_conn, spec.tournament_id)
+        elif spec.arena:
+            # The same for the arena: its bots are free again, its board may be complete.
+            store_arena.record(self.r, spec.arena, self.match_id)
+            if self.rq_conn is not None:
+                request_arena_step(self.r, self.rq_conn, spec.arena)
         # Open until all of the above is done: a run killed half-way leaves the match open,
         # and recovery runs it again, which redoes what is missing.
         store_matches.close(self.r, self.match_id)

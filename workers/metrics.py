@@ -14,6 +14,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from telemetry import export
 
 __all__ = [
+    "ARENA_STEPS",
+    "ARENA_STEP_SECONDS",
+    "ARENA_TABLES",
     "DECISIONS",
     "DECISION_SECONDS",
     "FAULTS",
@@ -93,14 +96,32 @@ STEP_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
     registry=REGISTRY)
 
+ARENA_TABLES = Counter(
+    "moonshot_worker_arena_tables",
+    "Tables (games) the arena's matchmaking steps run by this worker formed, by pool; "
+    "tables a minute is the scraper's rate() times 60.", ["pool"], registry=REGISTRY)
+ARENA_STEPS = Counter(
+    "moonshot_worker_arena_steps",
+    "Arena matchmaking passes run by this worker, by outcome: done, skipped (another run "
+    "saved first, or the arena is gone).", ["outcome"], registry=REGISTRY)
+ARENA_STEP_SECONDS = Histogram(
+    "moonshot_worker_arena_step_seconds",
+    "Seconds one arena matchmaking pass took (load, fold results, the step, deal, save, "
+    "create), by pool.", ["pool"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY)
+
 # Children bound once (a label lookup takes a lock), and every series there from the start.
 _BY = {by: DECISIONS.labels(by) for by in ("bot", "late", "illegal")}
 _KIND = {kind: FAULTS.labels(kind) for kind in FAULT_KINDS}
 _STRIKE = {"late": _KIND["late"], "illegal": _KIND["illegal"]}
 for _outcome in ("done", "skipped"):
     STEPS.labels(_outcome)
+    ARENA_STEPS.labels(_outcome)
 for _pool in ("3p", "2v2"):
     FITS.labels(_pool)
+    ARENA_TABLES.labels(_pool)
+    ARENA_STEP_SECONDS.labels(_pool)
 
 
 def decided(by: str, us: float) -> None:

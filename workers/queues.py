@@ -22,6 +22,8 @@ from rq import Queue, Retry
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from store import arena as store_arena
+from store import changes as store_changes
 from store import ids
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -29,6 +31,7 @@ from store.records import TournamentSpec
 
 __all__ = [
     "ADVANCE_JOB",
+    "ARENA_JOB",
     "CONTROL_QUEUE",
     "FIT_JOB",
     "JOB_FUNCTIONS",
@@ -37,11 +40,14 @@ __all__ = [
     "RESUME_QUEUE",
     "ForeignJobError",
     "MoonshotJob",
+    "create_test",
     "create_tournament",
     "enqueue_advance",
+    "enqueue_arena_step",
     "enqueue_fit",
     "enqueue_match",
     "queue",
+    "request_arena_step",
     "request_fit",
     "rq_connection",
     "taken",
@@ -56,7 +62,9 @@ MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its 
 MATCH_JOB = "workers.jobs.run_match"
 ADVANCE_JOB = "workers.jobs.advance_tournament"
 FIT_JOB = "workers.jobs.fit_ratings"
-JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB)  # the only functions a worker will run
+ARENA_JOB = "workers.jobs.arena_step"
+# The only functions a worker will run.
+JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB, ARENA_JOB)
 
 
 class ForeignJobError(Exception):
@@ -135,7 +143,8 @@ def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job
 
 
 def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
-    """Queue a scheduling step of a tournament (idempotent; runs serialize on a lock)."""
+    """Queue a scheduling step of a tournament or a test (idempotent; runs serialize on a
+    lock)."""
     return queue(conn, CONTROL_QUEUE).enqueue(
         ADVANCE_JOB,
         tournament_id,
@@ -168,7 +177,34 @@ def request_fit(r: redis.Redis, rq_conn: redis.Redis, pool: str, tournament_id: 
         enqueue_fit(rq_conn, pool)
 
 
+def enqueue_arena_step(conn: redis.Redis, pool: str) -> Job:
+    """Queue a matchmaking step of a pool's arena (`request_arena_step` coalesces them)."""
+    return queue(conn, CONTROL_QUEUE).enqueue(
+        ARENA_JOB,
+        pool,
+        job_id=f"arena-{pool}-{secrets.token_hex(4)}",
+        retry=Retry(max=MATCH_RETRIES),
+        job_timeout=600,
+        result_ttl=60,
+        failure_ttl=7 * 24 * 3600,
+        description=f"matchmaking step of the {pool} arena",
+    )
+
+
+def request_arena_step(r: redis.Redis, rq_conn: redis.Redis, pool: str) -> None:
+    """Ask for a matchmaking step of a pool's arena: a bot joined or came back, a game of it
+    ended. Many asks, one job (`store.arena.ask_step`), as for the fit."""
+    if store_arena.ask_step(r, pool):
+        enqueue_arena_step(rq_conn, pool)
+
+
 def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec) -> None:
     """Store a new tournament and queue its first scheduling step."""
     store_t.create(r, spec)
     enqueue_advance(rq_conn, spec.tournament_id)
+
+
+def create_test(r: redis.Redis, rq_conn: redis.Redis, spec: store_changes.ChangeTestSpec) -> None:
+    """Store a new test of a change and queue its first scheduling step."""
+    store_changes.create(r, spec)
+    enqueue_advance(rq_conn, spec.test_id)

@@ -34,6 +34,8 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
+from store import arena as store_arena
+from store import changes as store_changes
 from store import ids
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -43,14 +45,16 @@ from store.status import TournamentStatus
 from workers.queues import (
     MoonshotJob,
     enqueue_advance,
+    enqueue_arena_step,
     enqueue_fit,
     enqueue_match,
+    request_arena_step,
     taken,
     waiting,
 )
 
 __all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
-           "recover_matches", "start_recovery_thread"]
+           "recover_matches", "start_recovery_thread", "wake_arenas"]
 
 log = logging.getLogger("moonshot.recovery")
 
@@ -174,20 +178,38 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             if spec.tournament_id:
                 store_t.mark_failed_game(r, spec.tournament_id, mid)
                 enqueue_advance(rq_conn, spec.tournament_id)
+            elif spec.arena:  # its bots are free again, and its board can be released
+                store_arena.record(r, spec.arena, mid)
+                request_arena_step(r, rq_conn, spec.arena)
     store_recovery.clear(r, cleared)
+    woken = wake_arenas(r, rq_conn, now)
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
         log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
     return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
-            "at": time.time()}
+            "at": time.time(), "arenas": woken}
+
+
+def wake_arenas(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
+    """Queue a matchmaking step of each arena that is owed one with no job to take it (its
+    job died, or a step that held for a batch asked to look again by now); the pools."""
+    woken = []
+    for pool in store_arena.POOLS:
+        owed, _ = store_arena.step_requested(r, pool, now)
+        if owed and store_arena.claim_queue(r, pool):
+            store_arena.ask_again(r, pool)
+            enqueue_arena_step(rq_conn, pool)
+            woken.append(pool)
+    return woken
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
-    """Queue a scheduling step of every running tournament that needs one, and a fit of
+    """Queue a scheduling step of every running tournament or test that needs one, and a fit of
     every pool that was asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
-    for tid in store_t.all_ids(r):
+    # Tests of a change are scheduled by the same step as tournaments, on the same keys.
+    for tid in [*store_t.all_ids(r), *store_changes.all_ids(r)]:
         info = store_t.info(r, tid)
         if info.status != TournamentStatus.RUNNING:
             continue
@@ -204,7 +226,21 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
         if not in_flight or lost or owed:
             enqueue_advance(rq_conn, tid)
             nudged.append(tid)
+    for pool in store_arena.POOLS:
+        # A running arena (or a stopped one with boards to release) looks at its bots
+        # every NUDGE_S at least: a bot that came back on a referee that could not ask for
+        # a step, a step lost with its worker (which had taken the ask).
+        _, live = store_arena.step_requested(r, pool, 0.0)
+        if live:
+            request_arena_step(r, rq_conn, pool)
+            nudged.append(f"arena {pool}")
     for pool in ("3p", "2v2"):
+        # A fit whose worker died mid-fit: its lock would stand for LOCK_MS and the
+        # request it took would be lost; free the one and ask the other again.
+        holder = store_ratings.fit_holder(r, pool)
+        if holder and holder[1] and not store_recovery.is_alive(r, holder[1]) \
+                and store_ratings.free_fit(r, pool, holder[0]):
+            log.warning("ratings %s: the fit of dead worker %s asked again", pool, holder[1])
         # A fit asked for with no job to do it: that job died, or failed and asked again.
         if store_ratings.fit_requested(r, pool) and store_ratings.claim_queue(r, pool):
             enqueue_fit(rq_conn, pool)

@@ -1,29 +1,33 @@
-"""The scheduling step of a tournament, as an RQ job: load what changed, call the pure
-format, store.
+"""The scheduling step of a tournament or a test of a change, as an RQ job: load what
+changed, call the pure planner, store.
 
-`advance(r, rq_conn, tournament_id)` runs whenever a game of the tournament is
-recorded (and when recovery nudges it). One step reads only the games recorded
-since the last step (a cursor into `ms:tournament:{id}:recorded`), folds them
-into the format's stored state (`tournaments.registry.Format.feed`), creates and
-queues the games that the format adds, emits events once each, and saves the new
-state with the new cursor, but only if no other run moved the cursor first. So
-a step costs what changed, never the size of the tournament, and a step killed
-at any point is simply redone: game creation and events are idempotent, and the
-state moves in one compare-and-set.
+`advance(r, rq_conn, event_id)` runs whenever a game of the event is recorded (and
+when recovery nudges it). One step reads only the games recorded since the last
+step (a cursor into `ms:tournament:{id}:recorded`), folds them into the planner's
+stored state (`workers.planner.Planner.feed`: a tournament format's
+`tournaments.registry.Format.feed`, or a test's `tournaments.change.feed`),
+creates and queues the games that the planner adds, emits events once each, and
+saves the new state with the new cursor, but only if no other run moved the
+cursor first. So a step costs what changed, never the size of the event, and a
+step killed at any point is simply redone: game creation and events are
+idempotent, and the state moves in one compare-and-set.
 
 The step also releases boards: when every game of a board (a unit) has
 finished, its games become public (`store.matches.release`), join the public
-standings and the rating pool, and their results go out on the public event
-stream; organisers get every result at once on their own stream.
+standings (and, for a tournament, the rating pool), and their results go out on
+the public event stream; organisers get every result at once on their own stream.
 
-Runs of one tournament are serialized by a lock and a dirty flag, so none is
-lost and none runs twice at once.
+Runs of one event are serialized by a lock and a dirty flag, so none is lost and
+none runs twice at once. What is a planner's own (its spec, how a game is built,
+its events and writes) is behind `workers.planner.Planner`: `FormatPlanner` here
+for tournaments, `workers.changes.ChangePlanner` for tests.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +41,11 @@ from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
 from workers import failpoints, metrics
+from workers.changes import ChangePlanner
+from workers.planner import Planned, Planner
 from workers.queues import enqueue_match, request_fit
 
-__all__ = ["RedisSource", "advance"]
+__all__ = ["Boards", "FormatPlanner", "RedisSource", "advance", "planner_of"]
 
 log = logging.getLogger("moonshot.tournament")
 
@@ -67,7 +73,8 @@ class RedisSource:
 
 def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str,
             lock_ms: int = LOCK_MS) -> dict[str, Any]:
-    """One scheduling step (idempotent): create what the plan adds, emit events, finish.
+    """One scheduling step (idempotent) of a tournament or a test (`tournament_id` names
+    either): create what the plan adds, emit events, finish.
 
     A run that finds its lock lost after a pass (it stalled past `lock_ms` and another
     run may hold the lock now) stops there: the step it took is safe (the state moves by
@@ -81,7 +88,7 @@ def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str,
         while store_t.take_step(r, tournament_id):
             summary = _advance_once(r, rq_conn, tournament_id)
             if not lock.extend(r):
-                log.warning("tournament %s: this step's lock lapsed; another run goes on",
+                log.warning("%s: this step's lock lapsed; another run goes on",
                             tournament_id)
                 return {"tournament_id": tournament_id, **summary,
                         "skipped": "lost the lock after a pass"}
@@ -90,27 +97,101 @@ def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str,
     return summary
 
 
-def _first_step(r: redis.Redis, spec: TournamentSpec) -> Step:
-    """Store the fixed schedule (if the format has one), then take the format's first step."""
-    fmt = formats.get(spec.format)
-    source = RedisSource(r, spec)
-    schedule = fmt.schedule(spec)
-    if schedule is not None:
-        store_t.write_schedule(r, spec.tournament_id, (u.to_json(spec) for u in schedule),
-                               sum(len(u.games) for u in schedule))
-    return fmt.start(spec, source)
+@dataclass
+class FormatPlanner:
+    """A tournament, planned by its format (`tournaments.formats`)."""
+
+    spec: TournamentSpec
+    rated: bool = True
+
+    @property
+    def event_id(self) -> str:
+        """The tournament's id."""
+        return self.spec.tournament_id
+
+    @property
+    def players(self) -> int:
+        """3 or 4."""
+        return self.spec.players
+
+    @staticmethod
+    def load(r: redis.Redis, tournament_id: str) -> FormatPlanner:
+        """The planner of a stored tournament."""
+        return FormatPlanner(store_t.load_spec(r, tournament_id))
+
+    def first(self, r: redis.Redis) -> Planned:
+        """Store the fixed schedule (if the format has one), then the format's first step."""
+        spec = self.spec
+        fmt = formats.get(spec.format)
+        schedule = fmt.schedule(spec)
+        if schedule is not None:
+            store_t.write_schedule(r, spec.tournament_id, (u.to_json(spec) for u in schedule),
+                                   sum(len(u.games) for u in schedule))
+        return self._planned(fmt.start(spec, RedisSource(r, spec)))
+
+    def feed(self, r: redis.Redis, state: dict[str, Any],
+             rows: Sequence[dict[str, Any]]) -> Planned:
+        """The format folds the new results in."""
+        fmt = formats.get(self.spec.format)
+        return self._planned(fmt.feed(self.spec, state, list(rows), RedisSource(r, self.spec)))
+
+    @staticmethod
+    def _planned(step: Step) -> Planned:
+        return Planned(step.state, step.games, step.total, step.finished)
+
+    def match_spec(self, game: Game, seed: int) -> MatchSpec:
+        """A tournament game, with its board and the tournament's notes."""
+        spec = self.spec
+        names = dict(zip(spec.bot_ids, spec.names, strict=True))
+        tid = spec.tournament_id
+        return MatchSpec(
+            match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
+            seat_names=tuple(names[b] for b in game.bot_ids), clock=spec.clock,
+            faults=spec.faults, tournament_id=tid,
+            meta={"unit": game.unit, "bracket_match": game.bracket_match,
+                  "board": board_id(tid, game.unit), "duplicate": spec.duplicate,
+                  "notes": formats.notes(spec)},
+        )
+
+    def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
+                 cursor: int, planned: Planned) -> None:
+        """Organisers see each result as it is recorded."""
+        tid = self.spec.tournament_id
+        for mid, row in fresh:
+            events.emit(r, tid, f"finished:{mid}",
+                        _finished_event(mid, row, cursor, planned.total), events.ORGANISER)
+        if fresh:
+            events.emit(r, tid, f"standings:{cursor}", messages.StandingsChanged(
+                done=cursor, total=planned.total, time=time.time()), events.ORGANISER)
+
+    def released(self, r: redis.Redis, rq_conn: redis.Redis, count: int,
+                 planned: Planned) -> None:
+        """The public standings changed, and the pool is owed a fit."""
+        tid = self.spec.tournament_id
+        events.emit(r, tid, f"standings:{count}", messages.StandingsChanged(
+            done=count, total=planned.total, time=time.time()))
+        request_fit(r, rq_conn, self.spec.pool, tid)
+
+    def bookkeep(self, r: redis.Redis, planned: Planned) -> None:
+        """Nothing of its own: the format's state is all a tournament keeps."""
+
+
+def planner_of(r: redis.Redis, event_id: str) -> Planner:
+    """The planner of a stored tournament or test (NotFound for neither)."""
+    if ids.is_test_id(event_id):
+        return ChangePlanner.load(r, event_id)
+    return FormatPlanner.load(r, event_id)
 
 
 def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, Any]:
-    spec = store_t.load_spec(r, tid)
-    fmt = formats.get(spec.format)
+    planner = planner_of(r, tid)
     status = store_t.info(r, tid).status
     stored = store_t.state(r, tid)
     fresh: list[tuple[str, dict[str, Any]]] = []
     if stored is None:
         expected, cursor = None, 0
         boards = Boards({}, 0)
-        step = _first_step(r, spec)
+        step = planner.first(r)
     else:
         expected = cursor = int(stored["cursor"])
         boards = Boards(dict(stored.get("open", {})), int(stored.get("released", 0)))
@@ -120,22 +201,19 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         fresh = [(mid, rows[mid]) for mid, _ in recorded if mid in rows]
         if recorded:
             cursor = recorded[-1][1]
-        step = fmt.feed(spec, stored["plan"], [row for _, row in fresh],
-                        RedisSource(r, spec))
-    created = _create_games(r, rq_conn, spec, step.games)
+        step = planner.feed(r, stored["plan"], [row for _, row in fresh])
     boards.add(step.games)
-    now = time.time()
-    for mid, row in fresh:  # organisers see each result as it is recorded
-        events.emit(r, tid, f"finished:{mid}", _finished_event(mid, row, cursor, step.total),
-                    events.ORGANISER)
-    if fresh:
-        events.emit(r, tid, f"standings:{cursor}", messages.StandingsChanged(
-            done=cursor, total=step.total, time=now), events.ORGANISER)
+    planner.recorded(r, fresh, cursor, step)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
-    _release(r, rq_conn, spec, boards, done_boards, step.total)
+    _release(r, rq_conn, planner, boards, done_boards, step)
+    planner.bookkeep(r, step)
+    # Created after the release: games paired from these results (a Swiss round) become
+    # public only once the results they were paired on are.
+    created = _create_games(r, rq_conn, planner, step.games)
     new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
                  "finished": step.finished, "open": boards.open, "released": boards.released}
-    changed = stored is None or cursor != expected or bool(step.games)
+    changed = (stored is None or cursor != expected or bool(step.games)
+               or step.state != stored["plan"])
     failpoints.reached("step.before-save")
     if changed and not store_t.save_state(r, tid, expected, new_state):
         return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
@@ -146,12 +224,12 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, A
         store_t.end(r, tid, TournamentStatus.FAILED, f"match {mid} cannot be played: {error}")
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
-        log.error("tournament %s failed: match %s: %s", tid, mid, error)
+        log.error("%s failed: match %s: %s", tid, mid, error)
     elif step.finished and status == TournamentStatus.RUNNING:
         store_t.end(r, tid, TournamentStatus.FINISHED)
         events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
                                                                           time=time.time()))
-        log.info("tournament %s finished", tid)
+        log.info("%s finished", tid)
     return {"tournament_id": tid, "created": created, "done": cursor, "total": step.total,
             "finished": step.finished, "released": boards.released}
 
@@ -189,27 +267,26 @@ class Boards:
         return done
 
 
-def _release(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec, boards: Boards,
-             units: list[str], total: int) -> None:
-    """Make the games of finished boards public: watchable, in the public standings, events
-    and ratings. Idempotent, so a step redone after a crash releases nothing twice."""
+def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boards,
+             units: list[str], planned: Planned) -> None:
+    """Make the games of finished boards public: watchable, in the public standings and
+    events (and, if the planner's games are rated, the ratings). Idempotent, so a step
+    redone after a crash releases nothing twice."""
     if not units:
         return
-    tid = spec.tournament_id
+    tid = planner.event_id
     now = time.time()
     for unit in units:
         ids = list(boards.open.pop(unit)[2])
         rows = store_matches.read_rows(r, ids)
         for mid in ids:
             boards.released += 1
-            store_matches.release(r, mid, spec.players, now)
+            store_matches.release(r, mid, planner.players, now, rated=planner.rated)
             metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
             store_t.mark_released(r, tid, mid, boards.released)
             events.emit(r, tid, f"finished:{mid}",
-                        _finished_event(mid, rows[mid], boards.released, total))
-    events.emit(r, tid, f"standings:{boards.released}", messages.StandingsChanged(
-        done=boards.released, total=total, time=now))
-    request_fit(r, rq_conn, spec.pool, tid)
+                        _finished_event(mid, rows[mid], boards.released, planned.total))
+    planner.released(r, rq_conn, boards.released, planned)
 
 
 def _finished_event(mid: str, row: dict[str, Any], done: int,
@@ -219,10 +296,10 @@ def _finished_event(mid: str, row: dict[str, Any], done: int,
         time=time.time())
 
 
-def _deals(r: redis.Redis, spec: TournamentSpec, games: list[Game]) -> dict[str, int]:
+def _deals(r: redis.Redis, event_id: str, games: list[Game]) -> dict[str, int]:
     """The deal of each unit of `games`: its planned seed through the stack's secret, claimed
     for every remote bot of the unit, or a fresh deal of the board where one of them was
-    dealt that one before (noted on the tournament). See store.deals."""
+    dealt that one before (noted on the event). See store.deals."""
     units: dict[str, set[str]] = {}
     planned: dict[str, int] = {}
     for g in games:
@@ -230,35 +307,24 @@ def _deals(r: redis.Redis, spec: TournamentSpec, games: list[Game]) -> dict[str,
         planned[g.unit] = g.seed
     out = {}
     for unit, bots in units.items():
-        out[unit], refused = deals.deal(r, planned[unit], board_id(spec.tournament_id, unit),
-                                        bots)
+        out[unit], refused = deals.deal(r, planned[unit], board_id(event_id, unit), bots)
         if refused:
-            store_t.note_redealt(r, spec.tournament_id, unit)
-            log.info("tournament %s: board %s dealt afresh (%d deal(s) refused: a bot had "
-                     "been dealt them)", spec.tournament_id, unit, refused)
+            store_t.note_redealt(r, event_id, unit)
+            log.info("%s: board %s dealt afresh (%d deal(s) refused: a bot had been dealt "
+                     "them)", event_id, unit, refused)
     return out
 
 
-def _create_games(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec,
+def _create_games(r: redis.Redis, rq_conn: redis.Redis, planner: Planner,
                   games: list[Game]) -> int:
     """Store and queue new games, each dealt its unit's deal; a game that exists already
     is left as it is."""
-    names = dict(zip(spec.bot_ids, spec.names, strict=True))
-    tid = spec.tournament_id
-    notes = formats.notes(spec)
-    dealt = _deals(r, spec, games)
+    dealt = _deals(r, planner.event_id, games)
     created = 0
     now = time.time()
     for i, g in enumerate(games):
-        mspec = MatchSpec(
-            match_id=g.match_id, rules=spec.rules, seed=dealt[g.unit], bot_ids=g.bot_ids,
-            seat_names=tuple(names[b] for b in g.bot_ids), clock=spec.clock,
-            faults=spec.faults, tournament_id=tid,
-            meta={"unit": g.unit, "bracket_match": g.bracket_match,
-                  "board": board_id(tid, g.unit), "duplicate": spec.duplicate,
-                  "notes": notes},
-        )
-        if store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
+        if store_matches.create_match(r, planner.match_spec(g, dealt[g.unit]),
+                                      listed_at=now + i * 1e-6):
             # A run killed between storing and queueing leaves a match with no job;
             # recovery queues it (see workers.recovery).
             enqueue_match(rq_conn, g.match_id)

@@ -58,6 +58,7 @@ from workers import house, jobs
 from workers.match import STOPPING
 from workers.queues import (
     ADVANCE_JOB,
+    ARENA_JOB,
     CONTROL_QUEUE,
     FIT_JOB,
     MATCH_JOB,
@@ -155,8 +156,8 @@ class ThreadedWorker(SimpleWorker):
 
     def execute_job(self, job: Job, queue: Queue, slot: str = "general") -> None:
         """Start the job on a free thread (the loop took a slot for it) and return."""
-        if job.func_name == MATCH_JOB:
-            job.meta["instance"] = self.instance
+        job.meta["instance"] = self.instance  # a fit's lock names it (workers.fit)
+        if job.func_name == MATCH_JOB:  # recovery reads a match job's from Redis
             job.save_meta()  # type: ignore[no-untyped-call]
         execution = self.prepare_execution(job)
         with self._lock:
@@ -308,7 +309,8 @@ class ThreadedWorker(SimpleWorker):
 
 def _job_fields(job: Job) -> dict[str, str]:
     """The id a job's log lines carry: its match, tournament or rating pool."""
-    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool"}.get(
+    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool",
+             ARENA_JOB: "pool"}.get(
         job.func_name or "")
     try:
         args = job.args

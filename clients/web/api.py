@@ -17,8 +17,12 @@ import grpc
 
 from clients.channel import Target, target_of
 from proto.moon.v1 import (
+    arena_pb2,
+    arena_pb2_grpc,
     bot_pb2,
     bot_pb2_grpc,
+    change_pb2,
+    change_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
@@ -65,6 +69,8 @@ class PublicApi:
         self.tournaments = tournament_pb2_grpc.TournamentServiceStub(self.channel)
         self.ratings = rating_pb2_grpc.RatingServiceStub(self.channel)
         self.bots = bot_pb2_grpc.BotServiceStub(self.channel)
+        self.tests = change_pb2_grpc.TestServiceStub(self.channel)
+        self.arenas = arena_pb2_grpc.ArenaServiceStub(self.channel)
 
     async def close(self) -> None:
         """Close the channel (open streams end CANCELLED)."""
@@ -99,6 +105,28 @@ class PublicApi:
         return self.tournaments.WatchTournament(tournament_pb2.WatchTournamentRequest(
             tournament_id=tournament_id, after_sequence=after), metadata=self.watch_metadata)
 
+    # ------------------------------------------------------------------ tests
+
+    async def list_tests(self, page_token: str = "", page_size: int = 50
+                         ) -> change_pb2.ListTestsResponse:
+        """One page of tests of a change, newest first."""
+        return await self.tests.ListTests(
+            change_pb2.ListTestsRequest(page_size=page_size, page_token=page_token),
+            timeout=CALL_TIMEOUT_S)
+
+    async def test(self, test_id: str, with_pairs: bool = False, pairs_after: int = 0
+                   ) -> change_pb2.GetTestResponse:
+        """One test, with a page of its counted pairs if asked."""
+        return await self.tests.GetTest(
+            change_pb2.GetTestRequest(test_id=test_id, with_pairs=with_pairs,
+                                      pairs_after=pairs_after), timeout=CALL_TIMEOUT_S)
+
+    def watch_test(self, test_id: str, after: int
+                   ) -> AsyncIterable[change_pb2.WatchTestResponse]:
+        """Its events after sequence `after`, until it ends."""
+        return self.tests.WatchTest(change_pb2.WatchTestRequest(
+            test_id=test_id, after_sequence=after), metadata=self.watch_metadata)
+
     # ---------------------------------------------------------------- matches
 
     async def match(self, match_id: str) -> match_pb2.Match:
@@ -108,13 +136,21 @@ class PublicApi:
         return resp.match
 
     async def list_matches(self, *, tournament_id: str = "", bot_id: str = "",
-                           page_token: str = "", page_size: int = 50
+                           page_token: str = "", page_size: int = 50, test_id: str = "",
+                           arena: str = ""
                            ) -> match_pb2.ListMatchesResponse:
         """One page of matches, newest first, without transcripts."""
         return await self.matches.ListMatches(
             match_pb2.ListMatchesRequest(tournament_id=tournament_id, bot_id=bot_id,
-                                         page_token=page_token, page_size=page_size),
+                                         page_token=page_token, page_size=page_size,
+                                         test_id=test_id, arena=arena),
             timeout=CALL_TIMEOUT_S)
+
+    async def arena(self, pool: str) -> arena_pb2.Arena:
+        """The arena of a pool (NOT_FOUND when it never started)."""
+        resp = await self.arenas.GetArena(arena_pb2.GetArenaRequest(pool=POOLS[pool]),
+                                          timeout=CALL_TIMEOUT_S)
+        return resp.arena
 
     def watch_match(self, match_id: str, after: int
                     ) -> AsyncIterable[match_pb2.WatchMatchResponse]:

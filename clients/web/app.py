@@ -14,8 +14,13 @@ Pages (see README, "Web pages"):
     /                    tournaments, status and progress
     /t/<id>              standings, crosstable, bracket, games; live (SSE /t/<id>/events)
     /ratings/3p, /2v2    ratings table and chart with intervals
+    /arena/3p, /2v2      an arena: live leaderboard, who is online and playing, its games
+                         as released (SSE /arena/<pool>/events)
     /bots, /bot/<id>     bots; one bot's games, results and current ratings
-    /games               recent games (?tournament=, ?bot=)
+    /test/<id>           a test of a change: LLR over pairs, pair scores, pairs, games;
+                         live (SSE /test/<id>/events); /test/<id>/board/<k> a board's
+                         two games side by side
+    /games               recent games (?tournament=, ?test=, ?bot=)
     /game/<id>           replay of a released game; status only while its board is
                          in play; a running single match live (SSE /game/<id>/events)
     /game/<id>.json      the raw moon-transcript/1 JSON
@@ -31,7 +36,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +51,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clients.channel import Target, diagnose, not_answered, target_of
-from clients.web import views
+from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
+from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.live import Feed, Hub, sse
 from proto.moon.v1 import tournament_pb2
 
@@ -57,6 +63,9 @@ log = logging.getLogger("moonshot.web")
 
 HERE = Path(__file__).resolve().parent
 GAMES_SHOWN = 120  # a tournament page lists its newest games; /games pages through all
+TESTS_SHOWN = 20  # the front page lists the newest tests
+TEST_GAMES_SHOWN = 40  # a test page lists its newest games (its pairs link the rest)
+PAIRS_READ = 100_000  # a test page reads at most this many pairs (the chart thins them)
 LIVE_SINGLES_SCAN = 100  # the front page looks for live single matches among the newest
 BOT_GAMES_MAX = 500  # a bot page reads at most this many of its games
 MAX_ID = 200  # longer ids are not ids: 404 without asking the referee
@@ -159,6 +168,9 @@ class Pages:
                             else "games"),
             "seq": st.sequence,
             "standings": views.standings_view(st),
+            "ranking": views.ranking_view(st),
+            "rounds": views.rounds_view(st, t.spec.players),
+            "teams": bool(st.ranking.rows) and len(st.ranking.rows[0].bot_ids) > 1,
             "pool": "3p" if t.spec.players == 3 else "2v2",
             "crosstable": views.crosstable_view(st),
             "bracket": views.bracket_view(st),
@@ -181,6 +193,7 @@ class Pages:
                 "progress": str(parts.progress(ctx)),
                 "boards": str(parts.boards(ctx)),
                 "standings": str(parts.standings(ctx)),
+                "rounds": str(parts.rounds(ctx)),
                 "crosstable": str(parts.crosstable(ctx)),
                 "bracket": str(parts.bracket(ctx)),
                 "games": str(parts.games(ctx)),
@@ -197,9 +210,12 @@ class Pages:
         # The newest matches hold the single matches being played: a cheap page, no scan.
         recent = await self.client.list_matches(page_size=LIVE_SINGLES_SCAN)
         singles = views.live_singles([views.match_row(m) for m in recent.matches])
+        tests = [] if token else [change_views.change_row(t) for t in
+                                  (await self.client.list_tests(page_size=TESTS_SHOWN)).tests]
         ctx = {"rows": rows, "next": resp.next_page_token, "page_token": token,
-               "singles": singles,
-               "live": any(r["status"] == "running" for r in rows) or bool(singles)}
+               "singles": singles, "tests": tests, "arenas": await front_arenas(self),
+               "live": any(r["status"] == "running" for r in rows) or bool(singles)
+               or any(t["status"] == "running" for t in tests)}
         if request.query_params.get("partial"):
             module: Any = self.env.get_template("_index.html").module
             return HTMLResponse(str(module.tournament_list(ctx)))
@@ -262,18 +278,20 @@ class Pages:
                                           "created": views.when(b.created_at,
                                                                 b.HasField("created_at"))},
                          ratings=ratings, history=history, games=games, more=bool(token),
-                         tally=tally,
+                         tally=tally, arenas=await bot_arenas(self, b.bot_id),
                          chart=views.bot_results_chart(games))
 
     async def games(self, request: Request) -> Response:
         """Games, newest first, optionally of one tournament or one bot."""
         q = request.query_params
         tid, bot, token = q.get("tournament", ""), q.get("bot", ""), q.get("page", "")
-        resp = await self.client.list_matches(tournament_id=tid, bot_id=bot, page_token=token)
+        test = q.get("test", "")
+        resp = await self.client.list_matches(tournament_id=tid, bot_id=bot, page_token=token,
+                                              test_id=test)
         rows = [views.match_row(m) for m in resp.matches]
         await self.name_tournaments(rows)
         return self.page("games.html", rows=rows, next=resp.next_page_token, tournament=tid,
-                         bot=bot)
+                         bot=bot, test=test)
 
     async def game(self, request: Request) -> Response:
         """A game: its replay once public; else its status (live for a single match)."""
@@ -291,7 +309,7 @@ class Pages:
             record = json.loads(m.transcript_json)
             tv = views.transcript_view(record)
             record_json = views.json_script(record)
-        elif not m.tournament_id and row["status"] in ("queued", "running"):
+        elif not row["boarded"] and row["status"] in ("queued", "running"):
             mode = "live"
         else:
             mode = "status"
@@ -313,8 +331,75 @@ class Pages:
         """Server-sent events of a game: its public plays (a single match) or its status."""
         mid = self.ident(request, "match_id")
         m = await self.client.match(mid)
-        kind = "match" if (not m.tournament_id and not m.transcript_json) else "status"
+        # A tournament's, a test's or an arena's game: its plays are hidden until its
+        # board is done.
+        boarded = m.tournament_id or m.test_id or m.arena
+        kind = "match" if (not boarded and not m.transcript_json) else "status"
         return self.stream(request, kind, mid)
+
+    # ------------------------------------------------------------------ tests
+
+    async def test_context(self, test_id: str) -> dict[str, Any]:
+        """Everything the test page and its live updates draw."""
+        resp = await self.client.test(test_id, with_pairs=True)
+        t = resp.test
+        pairs = list(resp.pairs)
+        while resp.next_pairs_after and len(pairs) < PAIRS_READ:
+            resp = await self.client.test(test_id, with_pairs=True,
+                                          pairs_after=resp.next_pairs_after)
+            pairs += resp.pairs
+        games = await self.client.list_matches(test_id=test_id, page_size=TEST_GAMES_SHOWN)
+        rows = [views.match_row(m) for m in games.matches]
+        shown = change_views.pair_rows(pairs)
+        return {"t": change_views.change_row(t), "seq": t.sequence,
+                "chart": change_views.chart_data(t, pairs), "pairs": shown,
+                "pairs_more": len(shown) < t.progress.pairs,
+                "groups": views.games_by_board(rows), "more_games": bool(games.next_page_token)}
+
+    async def render_test(self, test_id: str) -> dict[str, Any]:
+        """One live update of a test page: its parts as HTML, and the charts' data."""
+        ctx = await self.test_context(test_id)
+        parts: Any = self.env.get_template("_test.html").module
+        return {"status": ctx["t"]["status"], "seq": ctx["seq"], "chart": ctx["chart"],
+                "html": {"status": str(parts.status(ctx)), "summary": str(parts.summary(ctx)),
+                         "pairs": str(parts.pairs(ctx)), "games": str(parts.games(ctx))}}
+
+    async def test(self, request: Request) -> Response:
+        """A test of a change: LLR over pairs, pair scores, pairs, games; live while it runs."""
+        ctx = await self.test_context(self.ident(request, "test_id"))
+        return self.page("test.html", ctx=ctx)
+
+    async def test_events(self, request: Request) -> Response:
+        """Server-sent events: the page's parts each time the test moves."""
+        test_id = self.ident(request, "test_id")
+        await self.client.test(test_id)  # an unknown one is a 404, not an empty stream
+        return self.stream(request, "test", test_id)
+
+    async def test_board(self, request: Request) -> Response:
+        """One board of a test: the candidate's and the baseline's game side by side."""
+        test_id = self.ident(request, "test_id")
+        try:
+            board = int(str(request.path_params["board"]))
+        except ValueError:
+            raise HTTPException(404, "a board is a number") from None
+        t = (await self.client.test(test_id)).test
+        if not 1 <= board <= max(t.games_total // 2, 1):
+            raise HTTPException(404, f"test {test_id} has no board {board}")
+        row = change_views.change_row(t)
+        pair = None
+        if board <= t.progress.pairs:
+            got = await self.client.test(test_id, with_pairs=True, pairs_after=board - 1)
+            pair = change_views.pair_rows(got.pairs[:1])[0] if got.pairs else None
+        games = []
+        for mid, role, who in zip(change_views.board_games(test_id, board),
+                                  ("candidate", "baseline"), (row["candidate"], row["baseline"]),
+                                  strict=True):
+            status = "not begun"
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                status = views.status_of_match((await self.client.match(mid)).status)
+            games.append({"id": mid, "role": role, "title": f"The {role}'s game",
+                          "bot_id": who["id"], "bot_name": who["name"], "status": status})
+        return self.page("test_board.html", t=row, board=board, pair=pair, games=games)
 
     # ------------------------------------------------------------------ streams
 
@@ -329,9 +414,11 @@ class Pages:
             return (f"Your network follows {MAX_STREAMS_PER_NETWORK} live pages already.")
         return None
 
-    def stream(self, request: Request, kind: str, ident: str) -> Response:
-        """An SSE response following the hub's feed, resuming after Last-Event-ID; 429
-        past a client's share of the live pages, 503 past the server's."""
+    def stream(self, request: Request, kind: str, ident: str,
+               source: Callable[[int], AsyncIterator[str]] | None = None) -> Response:
+        """An SSE response following the hub's feed (or `source`, given the sequence to
+        resume after), resuming after Last-Event-ID; 429 past a client's share of the live
+        pages, 503 past the server's."""
         keys = client_keys(request.client.host if request.client else "")
         busy = self._busy(keys)
         if busy:
@@ -342,11 +429,12 @@ class Pages:
             after = max(0, int(after_text or 0))
         except ValueError:
             after = 0
-        return StreamingResponse(self._events(kind, ident, after, keys),
+        return StreamingResponse(self._events(kind, ident, after, keys, source),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def _events(self, kind: str, ident: str, after: int, keys: tuple[str, str]
+    async def _events(self, kind: str, ident: str, after: int, keys: tuple[str, str],
+                      source: Callable[[int], AsyncIterator[str]] | None = None
                       ) -> AsyncIterator[str]:
         assert self.hub is not None
         # Counted here, where nothing can run between the check and the count: requests
@@ -358,6 +446,10 @@ class Pages:
         self.by_client.update(keys)
         try:
             yield "retry: 2000\n\n"
+            if source is not None:
+                async for chunk in source(after):
+                    yield chunk
+                return
             async with self.hub.follow(kind, ident) as feed:
                 # A snapshot feed sends its newest state even at the page's own sequence:
                 # a page drawn between two calls of a change gets it whole.
@@ -425,7 +517,8 @@ class Pages:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """The gRPC channel and the hub live as long as the server."""
         self.api = PublicApi(self.target, os.environ.get("MOONSHOT_WATCH_PASS") or None)
-        self.hub = Hub(self.api, self.render_tournament, linger=self.linger)
+        self.hub = Hub(self.api, self.render_tournament, linger=self.linger,
+                       render_test=self.render_test)
         try:
             yield
         finally:
@@ -473,10 +566,16 @@ class SecurityHeaders:
 def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
     """The web application for the referee at `server` (HOST:PORT, or a Target)."""
     p = Pages(server, linger)
+    arena = ArenaPages(p)
     routes = [
+        Route("/arena/{pool}", arena.page),
+        Route("/arena/{pool}/events", arena.events),
         Route("/", p.index),
         Route("/t/{tournament_id}", p.tournament),
         Route("/t/{tournament_id}/events", p.tournament_events),
+        Route("/test/{test_id}", p.test),
+        Route("/test/{test_id}/events", p.test_events),
+        Route("/test/{test_id}/board/{board}", p.test_board),
         Route("/ratings/{pool}", p.ratings),
         Route("/bots", p.bots),
         Route("/bot/{bot_id}", p.bot),

@@ -15,6 +15,8 @@ got, and a feed whose upstream drops resumes after its own last sequence.
   into a step the replay viewer draws. Trick winners come from the engine's tables.
 - `StatusFeed`: a game whose board is still in play shows only its status; this
   polls GetMatch for it and says `ready` once the transcript is public.
+- `TestFeed`: WatchTest of a test of a change, from the sequence of GetTest; like a
+  tournament's, a rendered snapshot of the page's parts and its charts' data.
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ import grpc
 from clients.web.api import PublicApi, is_gone
 from clients.web.views import status_of_match
 from moon.contracts import POWER, contract_name
-from proto.moon.v1 import game_pb2, match_pb2, tournament_pb2
+from proto.moon.v1 import change_pb2, game_pb2, match_pb2, tournament_pb2
 
-__all__ = ["Feed", "Hub", "Item", "MatchFeed", "PublicGame", "StatusFeed", "TournamentFeed",
-           "sse"]
+__all__ = ["Feed", "Hub", "Item", "MatchFeed", "PublicGame", "StatusFeed", "TestFeed",
+           "TournamentFeed", "sse"]
 
 log = logging.getLogger("moonshot.web")
 
 RenderTournament = Callable[[tournament_pb2.Tournament, tournament_pb2.Standings],
                             Awaitable[dict[str, Any]]]
+RenderTest = Callable[[str], Awaitable[dict[str, Any]]]
 _BACKOFF_MAX_S = 10.0
 _STATUS_POLL_S = 2.0
 _RENDER_DELAY_S = 0.2  # events come in bursts (a result, then the standings): one render
@@ -404,6 +407,69 @@ class StatusFeed(Feed):
             await asyncio.sleep(_STATUS_POLL_S)
 
 
+@dataclass(eq=False)
+class TestFeed(Feed):
+    """A test of a change as it moves: each event (a game started, a board released, a pair
+    counted, the end) redraws the page's parts, the newest snapshot only."""
+
+    test_id: str = ""
+    render: RenderTest | None = None
+    seq: int = 0
+    status: int = 0
+    _pending: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.snapshot = True
+
+    async def run(self) -> None:
+        """GetTest, then WatchTest after its sequence, until the end."""
+        failures = 0
+        started = False
+        while True:
+            try:
+                if not started:
+                    t = (await self.api.test(self.test_id)).test
+                    self.seq, self.status, started = t.sequence, t.status, True
+                    await self._render()
+                    if t.status != change_pb2.TEST_STATUS_RUNNING:
+                        return
+                async for ev in self.api.watch_test(self.test_id, self.seq):
+                    failures = 0
+                    self.seq = ev.sequence
+                    if self._pending is None or self._pending.done():
+                        self._pending = asyncio.create_task(self._render_later())
+                if self._pending is not None:
+                    self._pending.cancel()
+                await self._render()  # the stream ends after TestFinished: the last render
+                return
+            except grpc.aio.AioRpcError as exc:
+                if is_gone(exc):
+                    self.publish(Item(self.seq + 1, "gone", json.dumps(
+                        {"message": exc.details() or "no such test"})))
+                    return
+                if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
+                    started = False  # start again from the present
+                failures += 1
+                await self.retry_pause(failures, exc)
+
+    async def _render_later(self) -> None:
+        await asyncio.sleep(_RENDER_DELAY_S)
+        try:
+            await self._render()
+        except grpc.aio.AioRpcError as exc:
+            log.info("feed %s: render failed (%s); the next event renders again", self.key,
+                     exc.code())
+
+    async def _render(self) -> None:
+        assert self.render is not None
+        seq = self.seq
+        payload = await self.render(self.test_id)
+        payload["seq"] = max(seq, int(payload.get("seq", 0)))
+        data = json.dumps(payload, separators=(",", ":"))
+        if not self.items or payload["seq"] > self.last_seq or data != self.items[-1].data:
+            self.publish(Item(max(payload["seq"], self.last_seq), "state", data))
+
+
 @dataclass
 class Hub:
     """The feeds that pages follow, each started on first use and dropped `linger`
@@ -413,6 +479,7 @@ class Hub:
     render_tournament: RenderTournament
     linger: float = 30.0
     feeds: dict[str, Feed] = field(default_factory=dict)
+    render_test: RenderTest | None = None
 
     def _make(self, kind: str, ident: str) -> Feed:
         key = f"{kind}:{ident}"
@@ -421,11 +488,13 @@ class Hub:
                                   render=self.render_tournament)
         if kind == "match":
             return MatchFeed(self.api, key, match_id=ident)
+        if kind == "test":
+            return TestFeed(self.api, key, test_id=ident, render=self.render_test)
         return StatusFeed(self.api, key, match_id=ident)
 
     @contextlib.asynccontextmanager
     async def follow(self, kind: str, ident: str) -> AsyncIterator[Feed]:
-        """The feed of `kind` (`tournament`, `match` or `status`) for `ident`, held open
+        """The feed of `kind` (`tournament`, `test`, `match` or `status`) for `ident`, held open
         while the block runs."""
         key = f"{kind}:{ident}"
         feed = self.feeds.get(key)

@@ -14,6 +14,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from clients import format_options
 from clients.render import elo, plural, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
@@ -29,7 +30,9 @@ __all__ = [
     "live_singles",
     "match_row",
     "progress_view",
+    "ranking_view",
     "ratings_view",
+    "rounds_view",
     "standings_view",
     "status_of_match",
     "status_of_tournament",
@@ -39,11 +42,6 @@ __all__ = [
 
 Row = dict[str, Any]
 
-_FORMAT_NAMES = {
-    tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN: "round robin",
-    tournament_pb2.TOURNAMENT_FORMAT_SINGLE_ELIMINATION: "single elimination",
-    tournament_pb2.TOURNAMENT_FORMAT_DOUBLE_ELIMINATION: "double elimination",
-}
 _DUPLICATE_NAMES = {
     tournament_pb2.DUPLICATE_MODE_BOARDS: "duplicate boards",
     tournament_pb2.DUPLICATE_MODE_REPLAY: "duplicate replay",
@@ -105,17 +103,9 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
     done = t.matches_done
     if status == "finished":
         total = max(total, done)
-    details = [_FORMAT_NAMES.get(spec.format, "unknown format"),
-               "3 players" if spec.players == 3 else "2v2",
-               f"{len(spec.bot_ids)} bots"]
-    if spec.format == tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.rounds > 1:
-        details.append(f"{spec.rounds} rounds")
-    if spec.format != tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN and spec.series_length > 1:
-        details.append(f"best of {spec.series_length}")
-    if spec.rotate_partners:
-        details.append("rotating partners")
-    if spec.all_triples:
-        details.append("every triple")
+    title = format_options.format_title(spec)
+    details = [title, "3 players" if spec.players == 3 else "2v2", f"{len(spec.bot_ids)} bots",
+               *format_options.summary(spec)]
     details.append(_DUPLICATE_NAMES.get(spec.duplicate, "duplicate boards"))
     clock = ""
     if spec.HasField("clock"):
@@ -129,7 +119,7 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "total": total,
         "percent": _percent(done, total),
         "players": spec.players,
-        "format": _FORMAT_NAMES.get(spec.format, "unknown format"),
+        "format": title,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
         "clock": clock,
@@ -160,6 +150,88 @@ def standings_view(st: tournament_pb2.Standings) -> list[Row]:
         "forfeits": row.forfeits,
         "eliminated": row.eliminated,
     } for row in st.rows]
+
+
+def _points(x: float) -> str:
+    """Game points as people write them: 1½, ¾, 0."""
+    sign = "-" if x < 0 else ""
+    whole, part = divmod(round(abs(x) * 4), 4)
+    frac = {0: "", 1: "\u00bc", 2: "\u00bd", 3: "\u00be"}[part]
+    return sign + (f"{whole}{frac}" if whole or not frac else frac)
+
+
+def _value(key: str, x: float) -> str:
+    """A ranking value for the page: points in quarters, a rating whole, others short."""
+    if key == "rating":
+        return elo(x)
+    if abs(x * 4 - round(x * 4)) < 1e-9:
+        return _points(x)
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def ranking_view(st: tournament_pb2.Standings) -> Row | None:
+    """A format's own ranking (a Swiss's): its measures with their explanations, and each
+    entrant's values and rounds; None when the format has none."""
+    if not st.HasField("ranking"):
+        return None
+    names = names_of(st)
+    rk = st.ranking
+    columns = [{"key": c.key, "title": c.title, "short": c.short_title or c.title,
+                "explanation": c.explanation} for c in rk.columns]
+    count = max((len(row.rounds) for row in rk.rows), default=0)
+    rows = []
+    for row in rk.rows:
+        rounds = []
+        for n, e in enumerate(row.rounds, 1):
+            pts = _points(e.points) if e.HasField("points") else ""
+            where = "bye" if e.table == 0 else f"t{e.table}"
+            title = (f"round {n}: " + ("sat out (a bye)" if e.table == 0 else f"table {e.table}")
+                     + (f", {pts} points" if pts else ", result not public yet"))
+            rounds.append({"where": where, "points": pts, "title": title,
+                           "bye": e.table == 0})
+        rounds += [{"where": "", "points": "", "title": "", "bye": False}] * (count - len(rounds))
+        rows.append({
+            "rank": row.rank,
+            "bots": [{"bot_id": b, "name": names.get(b, b)} for b in row.bot_ids],
+            "cells": [{"key": c["key"], "text": _value(c["key"], v)}
+                       for c, v in zip(columns, row.values, strict=False)],
+            "games": row.games,
+            "byes": row.byes,
+            "rounds": rounds,
+        })
+    return {"columns": columns, "rows": rows, "round_numbers": list(range(1, count + 1))}
+
+
+def rounds_view(st: tournament_pb2.Standings, players: int) -> list[Row]:
+    """The rounds paired so far, newest first: each table's seats in order and, once its
+    board is released, each side's points; and the byes."""
+    names = names_of(st)
+    in_play = {b.board for b in st.boards_in_play}
+    out = []
+    for rnd in st.rounds:
+        tables = []
+        for t, table in enumerate(rnd.tables, 1):
+            seats = [names.get(b, b) for b in table.bot_ids]
+            sides = side_names(players, seats)
+            points = [_points(p) for p in table.points]
+            tables.append({
+                "number": t,
+                "match_id": table.match_id,
+                "sides": [{"name": n, "points": points[i] if i < len(points) else ""}
+                          for i, n in enumerate(sides)],
+                "public": bool(table.points),
+            })
+        done = all(t["public"] for t in tables)
+        out.append({
+            "number": rnd.number,
+            "board": rnd.board,
+            "state": "released" if done else "in play" if rnd.board in in_play else "paired",
+            "tables": tables,
+            "byes": [names.get(b, b) for b in rnd.bye_bot_ids],
+            "team_word": "vs" if players == 4 else "",
+        })
+    out.reverse()
+    return out
 
 
 def names_of(st: tournament_pb2.Standings) -> dict[str, str]:
@@ -276,8 +348,9 @@ def match_row(m: match_pb2.Match) -> Row:
                          if forfeit is not None else "draw")
         end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
     short = m.match_id
-    if m.tournament_id and short.startswith(m.tournament_id + "-"):
-        short = short[len(m.tournament_id) + 1:]
+    event = m.tournament_id or m.test_id  # what scheduled it: a tournament or a test
+    if event and short.startswith(event + "-"):
+        short = short[len(event) + 1:]
     return {
         "id": m.match_id,
         "short": short,
@@ -293,6 +366,10 @@ def match_row(m: match_pb2.Match) -> Row:
         "board": m.board,
         "tournament_id": m.tournament_id,
         "tournament_name": m.tournament_id,  # the name, once looked up (Pages.name_tournaments)
+        "test_id": m.test_id,
+        "arena": m.arena,  # the pool of the arena that dealt it, or ''
+        # A tournament's, a test's or an arena's game: hidden until its board is released.
+        "boarded": bool(m.tournament_id or m.test_id or m.arena),
         "created": when(m.created_at),
         "finished": when(m.finished_at, m.HasField("finished_at")),
         "finished_at": m.finished_at.seconds + m.finished_at.nanos / 1e9,
@@ -557,5 +634,6 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
 
 
 def live_singles(rows: Sequence[Row]) -> list[Row]:
-    """The single matches (no tournament) of a listing that are queued or being played."""
-    return [g for g in rows if not g["tournament_id"] and g["status"] in ("queued", "running")]
+    """The single matches (no tournament, test or arena) of a listing that are queued or
+    being played."""
+    return [g for g in rows if not g["boarded"] and g["status"] in ("queued", "running")]

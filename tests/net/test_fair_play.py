@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from collections import defaultdict
@@ -46,6 +47,8 @@ class Probe:
     first_seen: dict[str, tuple[float, str]] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     watched: set[str] = field(default_factory=set)
+    # Swiss: games of an earlier round seen without a result while a later round was listed
+    paired_early: list[tuple[str, int]] = field(default_factory=list)
 
     def saw(self, match_id: str, what: str) -> None:
         self.first_seen.setdefault(match_id, (time.time(), what))
@@ -58,11 +61,14 @@ class Probe:
             while not self.stop.is_set():
                 listed = matches.ListMatches(match_pb2.ListMatchesRequest(
                     tournament_id=self.tournament_id, page_size=500), timeout=30).matches
+                latest = max((_round_of(m.match_id) for m in listed), default=0)
                 for m in listed:
                     self._look(m, "ListMatches")
                     full = matches.GetMatch(match_pb2.GetMatchRequest(match_id=m.match_id),
                                             timeout=30).match
                     self._look(full, "GetMatch")
+                    if 0 < _round_of(m.match_id) < latest and not full.HasField("result"):
+                        self.paired_early.append((m.match_id, latest))
                     if m.match_id not in self.watched:
                         self.watched.add(m.match_id)
                         threading.Thread(target=self._match_stream, args=(matches, m.match_id),
@@ -100,6 +106,12 @@ class Probe:
                     self.saw(ev.match_finished.match_id, "WatchTournament: result")
         except grpc.RpcError:
             pass
+
+
+def _round_of(match_id: str) -> int:
+    """A Swiss game's round (`<tournament>-r<round>-t<table>-g1`); 0 for another game."""
+    m = re.fullmatch(r"t-[0-9a-z]+-r(\d+)-t\d+-g1", match_id)
+    return int(m.group(1)) if m else 0
 
 
 def _remembering_bots(stack: Stack, name: str, n: int
@@ -182,7 +194,7 @@ def test_a_bot_that_remembers_everything_learns_nothing_hidden(
         got.clear()
         k = admin.create_tournament(name="fair ko", players=4, format="single_elimination",
                                     bot_ids=four, rules=SHORT, seeding="given",
-                                    series_length=3)
+                                    options={"series_length": 3})
         probe = Probe(stack.address, k.tournament_id)
         runner = threading.Thread(target=probe.run, daemon=True)
         runner.start()
@@ -191,6 +203,22 @@ def test_a_bot_that_remembers_everything_learns_nothing_hidden(
         probe.stop.set()
         runner.join(30)
         assert _check(admin, k.tournament_id, probe, got) >= 4
+
+        # A Swiss pairs each round from the last one's results: its games show only once
+        # the results they were paired on are public.
+        got.clear()
+        s = admin.create_tournament(name="fair swiss", players=3, format="swiss",
+                                    bot_ids=ids, rules=SHORT, seeding="given",
+                                    options={"rounds": 3})
+        probe = Probe(stack.address, s.tournament_id)
+        runner = threading.Thread(target=probe.run, daemon=True)
+        runner.start()
+        _wait_finished(admin, s.tournament_id)
+        time.sleep(1.0)
+        probe.stop.set()
+        runner.join(30)
+        assert _check(admin, s.tournament_id, probe, got) == 3 * 2
+        assert not probe.paired_early, probe.paired_early
     finally:
         for b in bots:
             b.close()

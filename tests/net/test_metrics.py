@@ -22,7 +22,7 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register
 from moon.transcript import actions_of
-from proto.moon.v1 import tournament_pb2
+from proto.moon.v1 import arena_pb2, arena_pb2_grpc, rating_pb2, tournament_pb2
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -246,5 +246,50 @@ def test_a_tournament_game_is_counted_when_its_board_is_released(
         assert sum(v for (n, _), v in samples.items()
                    if n == "moonshot_worker_matches_finished_total") == 20
         assert value(samples, "moonshot_worker_match_decisions_count") == 20
+    finally:
+        admin.close()
+
+
+def test_the_arena_counts_its_tables_steps_and_waiting_bots(
+        cluster: tuple[Stack, Split, Split, str]) -> None:
+    """An arena of six house anchors (it needs no remote bot: two tables a board) plays by
+    itself; the worker's metrics count the tables its steps formed and time each step, and
+    the cluster gauges show the bots online and waiting as the latest step saw them. Its
+    games count as finished only once their board is released."""
+    st, _, worker, address = cluster
+    port = int(worker.out.wait_for(r"worker metrics listening on 127\.0\.0\.1:(\d+)").group(1))
+    before = scrape(port)
+    assert value(before, "moonshot_worker_arena_tables_total", pool="3p") == 0
+    assert value(before, "moonshot_worker_arena_step_seconds_count", pool="3p") == 0
+    anchors = ["house:random", "house:greedy",
+               *(f"house:pimc?samples={n}&solve=0" for n in range(1, 5))]
+    admin = Admin(address, st.admin_token)
+    stub = arena_pb2_grpc.ArenaServiceStub(admin.channel)
+    try:
+        stub.StartArena(arena_pb2.StartArenaRequest(
+            pool=rating_pb2.RATING_POOL_THREE_PLAYER, settings=arena_pb2.ArenaSettings(
+                rules={"max_hands": "1"}, anchors=anchors, concurrency=1, max_wait_ms=0)),
+            metadata=admin.metadata, timeout=10)
+        wait_until("three boards released", lambda: stub.GetArena(arena_pb2.GetArenaRequest(
+            pool=rating_pb2.RATING_POOL_THREE_PLAYER), timeout=10).arena.released >= 6 or None,
+            timeout=120)
+        samples = scrape(port)
+        tables = value(samples, "moonshot_worker_arena_tables_total", pool="3p")
+        assert tables >= 6 and tables % 2 == 0, tables  # boards of two tables of three
+        steps = value(samples, "moonshot_worker_arena_step_seconds_count", pool="3p")
+        assert steps >= 3
+        assert value(samples, "moonshot_worker_arena_steps_total", outcome="done") >= steps
+        assert 0 < value(samples, "moonshot_worker_arena_step_seconds_sum", pool="3p") < steps
+        assert value(samples, "moonshot_arena_bots_online", pool="3p") == 6
+        waiting = value(samples, "moonshot_arena_bots_waiting", pool="3p")
+        playing = value(samples, "moonshot_arena_games_playing", pool="3p")
+        assert 0 <= waiting <= 6 and 0 <= playing <= 2
+        assert ("moonshot_arena_bots_online", frozenset({("pool", "2v2")})) not in samples
+        # Finished games counted are released ones: whole boards, never a hidden table.
+        finished_now = sum(v for (n, _), v in samples.items()
+                           if n == "moonshot_worker_matches_finished_total")
+        assert finished_now >= 6, finished_now
+        stub.StopArena(arena_pb2.StopArenaRequest(pool=rating_pb2.RATING_POOL_THREE_PLAYER),
+                       metadata=admin.metadata, timeout=10)
     finally:
         admin.close()

@@ -12,6 +12,7 @@ import contextlib
 import json
 import re
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -151,9 +152,9 @@ def _freeze_all_mid_match(r: redis.Redis, workers: list[Proc]) -> list[str] | No
 
 
 def _check_all_recorded(own: Own, admin: Admin, tid: str, events: list[Event],
-                        count: int = 24) -> None:
+                        count: int = 24, pool: str = "3p") -> None:
     """Completed, each of the `count` matches recorded once, logs clean, standings agree."""
-    check_recorded_once(own.r, tid, "3p", events)
+    check_recorded_once(own.r, tid, pool, events)
     games = matches_of(admin, tid)
     assert len(games) == count
     for m in games:
@@ -193,6 +194,48 @@ def test_worker_killed_mid_tournament(own: Own) -> None:
         assert match_log(own.r, mid)[: len(log_at_kill)] == log_at_kill
         _check_all_recorded(own, admin, tid, events)
         print(f"\nkilled worker's match {mid} resumed {resumed_after:.1f} s after the kill")
+
+
+@pytest.mark.parametrize(("players", "field", "options", "tables", "byes"), [
+    (3, 13, {"rounds": 3}, 4, 1),  # four tables and a bye a round
+    (4, 8, {"rounds": 3, "rotate_partners": True}, 2, 0),  # two tables of new partners
+], ids=["3p-of-13", "2v2-of-8"])
+def test_a_swiss_survives_a_worker_killed_mid_match(own: Own, players: int, field: int,
+                                                    options: dict[str, object], tables: int,
+                                                    byes: int) -> None:
+    """A Swiss (3p of 13; 2v2 of 8 with rotating partners): SIGKILL a worker while it hosts
+    a game; the game resumes from its log, the next round is paired once the round's
+    games are all in, and every game is recorded once."""
+    st = own.stack
+    extra = [register(st.address, f"sw{i}") for i in range(field - len(own.bots))]
+    many = st.start("manybots", [sys.executable, str(Path(__file__).with_name("manybots.py")),
+                                 st.address, "greedy", *(token for _, token in extra)])
+    many.wait_for(rf"connected {len(extra)} bots", timeout=60)
+    admin = Admin(st.address, st.admin_token)
+    rq_conn = rq_connection(own.redis.url)
+    with logs_on_failure(st), contextlib.closing(admin), contextlib.closing(rq_conn):
+        t = admin.create_tournament(name="kill a worker in a Swiss", players=players,
+                                    format="swiss", bot_ids=[*own.bots, *(b for b, _ in extra)],
+                                    rules=RULES, options=options)
+        tid = t.tournament_id
+        watch = Watcher(admin, tid).start()
+        victim, mid = wait_until(
+            "a worker frozen mid-match",
+            lambda: next(((w, m) for w in own.workers
+                          if (m := _freeze_mid_match(rq_conn, own.r, w)) is not None), None),
+            timeout=60)
+        log_at_kill = match_log(own.r, mid)
+        victim.kill_tree()
+        wait_finished(admin, tid, timeout=150)
+        events = watch.join()
+        assert match_log(own.r, mid)[: len(log_at_kill)] == log_at_kill
+        _check_all_recorded(own, admin, tid, events, count=3 * tables,
+                            pool="3p" if players == 3 else "2v2")
+        st_ = admin.standings(tid)
+        assert [len(r.tables) for r in st_.rounds] == [tables] * 3
+        assert all(len(r.bye_bot_ids) == byes for r in st_.rounds)
+        assert len({b for r in st_.rounds for b in r.bye_bot_ids}) == 3 * byes
+        assert len(st_.ranking.rows) == field
 
 
 def _dump_unfinished(own: Own, tid: str) -> None:
@@ -448,7 +491,8 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
         with logs_on_failure(st), contextlib.closing(admin):
             t = admin.create_tournament(name="kill a referee", players=3,
                                         format="round_robin", bot_ids=own.bots, rules=RULES,
-                                        rounds=3, duplicate="replay", time_bank_ms=2000,
+                                        options={"rounds": 3}, duplicate="replay",
+                                        time_bank_ms=2000,
                                         grace_ms=60_000)
             tid = t.tournament_id
 
@@ -587,6 +631,37 @@ def test_a_killed_workers_matches_resume_ahead_of_a_long_queue(tmp_path: Path,
                 assert ":survivor:" in (r.get(keys.lease(m)) or ":survivor:")
             print(f"\nresumed {sorted(round(t, 1) for t in took.values())} s after the kill, "
                   f"{queued} games queued, the survivor hosting {most[0]} at once")
+    finally:
+        st.stop_all()
+        r.close()
+        srv.stop()
+
+
+def test_a_worker_killed_mid_fit_leaves_no_stale_ratings(tmp_path: Path,
+                                                          admin_token: str) -> None:
+    """The only worker dies in its first rating fit, holding the pool's fit lock (which
+    lapses only after ten minutes) and the request it took. A new worker's recovery sees
+    the lock's holder is dead, frees it and asks for the fit again: the ratings cover
+    every released game within a minute, not ten."""
+    srv = RedisServer(tmp_path / "redis", appendonly=True).start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        st.referee()
+        armed = st.worker(MOONSHOT_FAILPOINTS="fit.before-save=kill")
+        regs = [register(st.address, f"f{i}") for i in range(3)]
+        st.bots([("greedy", token) for _, token in regs])
+        admin = Admin(st.address, st.admin_token)
+        with logs_on_failure(st), contextlib.closing(admin):
+            admin.create_match(3, [b for b, _ in regs], seed=5, rules=RULES)
+            _died_at(armed, "fit.before-save")
+            assert r.exists(keys.ratings_lock("3p"))
+            heir = st.worker()
+            covered = wait_until("the fit to cover the released game", lambda: (
+                x if (x := admin.get_ratings("3p")).fitted_games == x.games >= 1
+                and not x.provisional else None), timeout=60)
+            assert {row.bot_id for row in covered.ratings} == {b for b, _ in regs}
+            assert "the fit of dead worker" in heir.text()
     finally:
         st.stop_all()
         r.close()

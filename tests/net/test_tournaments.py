@@ -10,13 +10,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import signal
 import subprocess
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -45,6 +48,7 @@ from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from store import keys
 from store.matches import pool_results, read_rows
 from tournaments.standings import rank_group
+from tournaments.swiss_rules import place_points, team_points
 
 SHORT = {"max_hands": "2"}
 KINDS = ("greedy", "random", "greedy", "random", "greedy", "greedy", "random")
@@ -239,7 +243,8 @@ def test_2v2_single_elimination_of_five(stack: Stack, admin: Admin, r: redis.Red
     try:
         with paused(bots7.procs[:5]):
             t = admin.create_tournament(name="se5", players=4, format="single_elimination",
-                                        bot_ids=ids, seeding="given", series_length=3,
+                                        bot_ids=ids, seeding="given",
+                                        options={"series_length": 3},
                                         rules=SHORT, duplicate="replay")
             tid = t.tournament_id
             assert list(t.spec.bot_ids) == ids and t.spec.HasField("seed")
@@ -496,18 +501,20 @@ def three(stack: Stack, name: str) -> list[str]:
     ({"bot_ids": "two"}, "bot_ids: a 3p round robin needs at least 3 bots, got 2"),
     ({"players": 4, "format": "single_elimination", "bot_ids": "one"},
      "bot_ids: a 2v2 single elimination needs at least 2 bots, got 1"),
-    ({"players": 4, "rotate_partners": True, "bot_ids": "three"}, "needs at least 4 bots"),
+    ({"players": 4, "options": {"rotate_partners": True}, "bot_ids": "three"},
+     "needs at least 4 bots"),
     ({"rules": {"max_hands": "0"}}, "rules: "),
     ({"rules": {"no_such_rule": "1"}}, "rules: "),
-    ({"players": 4, "format": "single_elimination", "series_length": 2}, "series_length: "),
+    ({"players": 4, "format": "single_elimination", "options": {"series_length": 2}},
+     "single_elimination.series_length: "),
     ({"format": "double_elimination"}, "format: double elimination is for 2v2"),
     ({"bot_ids": "twice"}, "bot_ids: a bot may appear only once"),
     ({"bot_ids": "id-and-name"}, "bot_ids: a bot may appear only once"),
     ({"players": 5}, "players: must be 3 or 4"),
-    ({"format": "swiss"}, "spec.format"),
+    ({"format": "no_such_format"}, "spec.format"),
     ({"name": ""}, "name: "),
     ({"name": "cup\n\x1b[2Jnight"}, "name: 'cup\\n\\x1b[2Jnight' holds a control character"),
-    ({"rounds": 101}, "rounds: "),
+    ({"options": {"rounds": 101}}, "round_robin.rounds: "),
 ])
 def test_create_tournament_refuses_bad_specs(spec: dict[str, object], says: str,
                                              admin: Admin, three: list[str],
@@ -522,6 +529,66 @@ def test_create_tournament_refuses_bad_specs(spec: dict[str, object], says: str,
     err = _create_error(admin, **full)
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
     assert says in err.details(), err.details()
+    assert r.zcard("ms:tournaments") == before  # nothing stored
+
+
+SWISS = tournament_pb2.TOURNAMENT_FORMAT_SWISS
+SwissOptions = tournament_pb2.SwissOptions
+
+
+def _teams(*pairs: tuple[str, str]) -> list[tournament_pb2.SwissTeam]:
+    return [tournament_pb2.SwissTeam(bot_ids=list(p)) for p in pairs]
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ({"swiss": SwissOptions(rounds=0)}, "swiss.rounds: must be from 1 to 100"),
+    ({"swiss": SwissOptions(rounds=2)},
+     "swiss.rounds: 3 bots allow at most 1 Swiss round (each meeting someone new), got 2"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(rounds=2, teams=_teams(
+        ("0", "1"), ("2", "3")))}, "swiss.rounds: 2 teams allow at most 1"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "0"), ("2", "3")))},
+     "swiss.teams: team 1 names '{0}' twice"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "1"), ("1", "2")))},
+     "swiss.teams: '{1}' is in team 1 and in team 2"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "1"), ("2", "x")))},
+     "swiss.teams: team 2 names 'x', which is not one of the tournament's bots"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "1")))},
+     "swiss.teams: {2} is in bot_ids but in no team"),
+    ({"players": 4, "bots": 4, "swiss": SwissOptions(teams=_teams(("0", "1"), ("2", "3")),
+                                                     rotate_partners=True)},
+     "swiss.rotate_partners: not with teams"),
+    ({"swiss": SwissOptions(rotate_partners=True)}, "swiss.rotate_partners: only for 2v2"),
+    ({"bots": 2}, "bot_ids: a 3p Swiss needs at least 3 bots, got 2"),
+    ({"players": 4, "bots": 3, "swiss": SwissOptions(rotate_partners=True)},
+     "bot_ids: a 2v2 Swiss needs at least 4 bots, got 3"),
+    ({"duplicate": tournament_pb2.DUPLICATE_MODE_REPLAY}, "duplicate: a Swiss offers boards"),
+    ({"series_length": 3}, "spec.series_length: not an option of the swiss format"),
+    ({"all_triples": True}, "spec.all_triples: not an option of the swiss format"),
+    ({"round_robin": tournament_pb2.RoundRobinOptions(rounds=2)},
+     "spec.round_robin: options of the round_robin format, but spec.format is swiss"),
+    ({"rounds": 2, "swiss": SwissOptions(rounds=2)},
+     "spec.rounds: deprecated; with spec.swiss set"),
+])
+def test_create_swiss_refuses_bad_specs_naming_the_field(
+        spec: dict[str, Any], says: str, admin: Admin, stack: Stack, r: redis.Redis,
+        name: str) -> None:
+    """Over gRPC as any client sends it (the message itself, not the CLI's checks): one
+    INVALID_ARGUMENT whose message starts with the field at fault, and nothing stored."""
+    names = [f"{name}-{i}" for i in range(spec.pop("bots", 3))]
+    ids = [register(stack.address, n)[0] for n in names]
+    if "swiss" in spec:  # the cases name a team's bots by their index in `names`
+        for team in spec["swiss"].teams:
+            team.bot_ids[:] = [names[int(x)] if x.isdigit() else x for x in team.bot_ids]
+    pb = tournament_pb2.TournamentSpec(name="bad swiss", players=spec.pop("players", 3),
+                                       format=SWISS, bot_ids=ids, rules=SHORT, **spec)
+    before = r.zcard("ms:tournaments")
+    with pytest.raises(grpc.RpcError) as info:
+        admin.tournaments.CreateTournament(tournament_pb2.CreateTournamentRequest(spec=pb),
+                                           metadata=admin.metadata, timeout=30)
+    err: Any = info.value
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    want = says.format(*names)
+    assert err.details().startswith(want), (err.details(), want)
     assert r.zcard("ms:tournaments") == before  # nothing stored
 
 
@@ -556,3 +623,219 @@ def test_unknown_tournament_is_not_found(admin: Admin) -> None:
     with pytest.raises(grpc.RpcError) as info:
         admin.get_tournament("")
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------- Swiss
+
+
+@pytest.fixture(scope="module")
+def bots13(stack: Stack) -> Bots:
+    """Thirteen greedy bots for the Swiss tournaments, in one process (manybots.py)."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"sw{i + 1:02d}-{tag}" for i in range(13)]
+    regs = [register(stack.address, n) for n in names]
+    proc = stack.start("manybots", [sys.executable, str(Path(__file__).with_name(
+        "manybots.py")), stack.address, "greedy", *(token for _, token in regs)])
+    proc.wait_for(r"connected 13 bots", timeout=60)
+    return Bots(tuple(b for b, _ in regs), tuple(names), (proc,))
+
+
+def _side_points(m: match_pb2.Match) -> list[float]:
+    """Each side's Swiss points (the README's scale) from a finished game."""
+    if m.players == 3:
+        return list(place_points(list(m.result.placement)))
+    return list(team_points(m.result.winner if m.result.HasField("winner") else None))
+
+
+def _check_swiss_rounds(tid: str, games: Sequence[match_pb2.Match], rounds: int,
+                        tables: int, entrants: int, st: tournament_pb2.Standings) -> None:
+    """Each round one board played at every table, no bot twice in a round nor dealt a
+    board twice; what the standings list as rounds is what was played."""
+    units: dict[str, list[match_pb2.Match]] = {}
+    for g in games:  # every game names its board: <tournament>/r<round>
+        units.setdefault(g.board.removeprefix(f"{tid}/"), []).append(g)
+    assert sorted(units) == sorted(f"r{k}" for k in range(1, rounds + 1))
+    assert len({seed_of(gs[0]) for gs in units.values()}) == rounds  # a new board a round
+    for unit, gs in units.items():
+        assert len(gs) == tables and len({seed_of(g) for g in gs}) == 1, unit
+        seated = [b for g in gs for b in set(g.bot_ids)]
+        assert len(seated) == len(set(seated)), unit
+    assert [rnd.number for rnd in st.rounds] == list(range(1, rounds + 1))
+    by_id = {g.match_id: g for g in games}
+    for rnd in st.rounds:
+        assert rnd.board == f"{tid}/r{rnd.number}"
+        assert len(rnd.tables) == tables
+        for table in rnd.tables:
+            g = by_id[table.match_id]
+            assert list(table.bot_ids) == list(g.bot_ids)
+            assert list(table.points) == _side_points(g)  # released: public
+    assert len(st.ranking.rows) == entrants
+    assert [c.key for c in st.ranking.columns] == ["points", "buchholz", "duplicate", "rating"]
+    assert all(c.explanation for c in st.ranking.columns)
+    keys_ = [tuple(row.values[:3]) for row in st.ranking.rows]
+    assert keys_ == sorted(keys_, reverse=True)  # points, then the tiebreaks, best first
+    assert [row.rank for row in st.ranking.rows] == list(range(1, entrants + 1))
+
+
+def _new_triples_exist(bots: Sequence[str], met: set[frozenset[str]]) -> bool:
+    """Whether `bots` split into triples in which no two have met (a backtracking search)."""
+    if not bots:
+        return True
+    first, rest = bots[0], bots[1:]
+    return any(
+        not {frozenset((first, b)), frozenset((first, c)), frozenset((b, c))} & met
+        and _new_triples_exist([x for x in rest if x not in (b, c)], met)
+        for b, c in itertools.combinations(rest, 2))
+
+
+def test_3p_swiss_of_13_from_the_command_line(stack: Stack, admin: Admin, r: redis.Redis,
+                                              bots13: Bots) -> None:
+    """`moonshot tournament create --format swiss`: five rounds (ceil(log2 13) + 1) of four
+    tables and a bye, no table-mate met twice while the field allows it, the byes to five
+    bots, and the standings with every tiebreak explained, on the terminal and over gRPC."""
+    run = subprocess.run(moonshot(
+        "tournament", "create", "--name", "swiss 13", "--format", "swiss", "--players", "3",
+        "--bots", ",".join(bots13.names), "--seeding", "given", "--seed", "7",
+        "--rule", "max_hands=2", "--watch", "--quiet", "--server", stack.address),
+        env=env(MOONSHOT_ADMIN_TOKEN=stack.admin_token), capture_output=True, text=True,
+        timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    tid = re.search(r"tournament (t-\w+) created", run.stdout).group(1)  # type: ignore[union-attr]
+    t = admin.get_tournament(tid)
+    assert t.spec.format == SWISS and t.spec.WhichOneof("format_options") == "swiss"
+    assert t.spec.swiss.rounds == 5 and t.spec.rounds == 5  # settled; mirrored for old readers
+    assert any("bye" in note for note in t.notes)
+    events = watch_all(Admin(stack.address, None), tid)
+    check_recorded_once(r, tid, "3p", events)
+    games = matches_of(admin, tid)
+    assert len(games) == 5 * 4 == t.matches_total == t.matches_done
+    public = Admin(stack.address, None)
+    try:
+        st = public.standings(tid)
+    finally:
+        public.close()
+    _check_swiss_rounds(tid, games, 5, 4, 13, st)
+    # No two bots at one table twice while the field allows it: a round that repeats a
+    # meeting is one where no partition of its players into new triples was left.
+    met: set[frozenset[str]] = set()
+    for rnd in st.rounds:
+        pairs = [frozenset(p) for table in rnd.tables
+                 for p in itertools.combinations(table.bot_ids, 2)]
+        if met & set(pairs):
+            seated = [b for table in rnd.tables for b in table.bot_ids]
+            assert not _new_triples_exist(seated, met), f"round {rnd.number} repeats"
+        met |= set(pairs)
+    byes = [b for rnd in st.rounds for b in rnd.bye_bot_ids]
+    assert len(byes) == len(set(byes)) == 5
+    # Points as the README scores them: 1 / 1/2 / 0 by place, 1/2 a bye.
+    points = dict.fromkeys(bots13.ids, 0.0)
+    for g in games:
+        for bot, pts in zip(g.bot_ids, _side_points(g), strict=True):
+            points[bot] += pts
+    for b in byes:
+        points[b] += 0.5
+    assert {row.bot_ids[0]: row.values[0] for row in st.ranking.rows} == points
+    assert [row.bot_id for row in st.rows] == [row.bot_ids[0] for row in st.ranking.rows]
+    # Seats: every bot's three positions within one of each other over its four games.
+    for bot in bots13.ids:
+        seats = Counter(list(g.bot_ids).index(bot) for g in games if bot in g.bot_ids)
+        assert max(seats.values()) - min(seats[p] for p in range(3)) <= 1, (bot, seats)
+    # The terminal shows the same ranking, each tiebreak explained, and the rounds.
+    names = dict(zip(bots13.ids, bots13.names, strict=True))
+    show = subprocess.run(moonshot("tournament", "show", tid, "--server", stack.address),
+                          env=env(), capture_output=True, text=True, timeout=60, check=False)
+    assert show.returncode == 0, show.stderr
+    for out in (run.stdout, show.stdout):
+        assert "(ranked by points, then buchholz, then duplicate, then rating)" in out
+        for c in st.ranking.columns:
+            assert f"  {c.title.lower()}: {c.explanation}" in out
+        table = out.split("(ranked by", 1)[0]  # the ranking (a crosstable follows)
+        listed = [line.split()[1] for line in table.splitlines()
+                  if re.match(r"\s+\d+\s+sw\d\d-", line)]
+        assert listed == [names[row.bot_ids[0]] for row in st.ranking.rows]
+        assert "round 5 (board " in out and out.count("  bye: ") == 5
+
+
+def test_2v2_swiss_of_8_in_fixed_teams(stack: Stack, admin: Admin, r: redis.Redis,
+                                       bots13: Bots) -> None:
+    """Four named teams: three rounds in which every team meets every other once, each
+    team's two bots on one seat pair, the standings by team."""
+    ids, names = bots13.ids[:8], bots13.names[:8]
+    pairs = [(names[0], names[7]), (names[1], names[6]), (names[2], names[5]),
+             (names[3], names[4])]
+    t = admin.create_tournament(
+        name="swiss 2v2", players=4, format="swiss", bot_ids=list(ids), rules=SHORT,
+        seeding="given", seed=11,
+        options={"teams": [{"bot_ids": list(p)} for p in pairs]})
+    tid = t.tournament_id
+    by_name = dict(zip(names, ids, strict=True))
+    teams = [(by_name[a], by_name[b]) for a, b in pairs]
+    assert [tuple(x.bot_ids) for x in t.spec.swiss.teams] == teams  # by id, in seed order
+    assert t.spec.swiss.rounds == 3
+    wait_finished(admin, tid)
+    events = watch_all(admin, tid)
+    check_recorded_once(r, tid, "2v2", events)
+    games = matches_of(admin, tid)
+    assert len(games) == 3 * 2
+    st = admin.standings(tid)
+    _check_swiss_rounds(tid, games, 3, 2, 4, st)
+    team_of = {b: i for i, team in enumerate(teams) for b in team}
+    met: Counter[frozenset[int]] = Counter()
+    wins = dict.fromkeys(range(4), 0.0)
+    for g in games:
+        a, b, c, d = g.bot_ids
+        assert team_of[a] == team_of[c] != team_of[b] == team_of[d]  # a team holds a pair
+        assert {a, c} == set(teams[team_of[a]]) and {b, d} == set(teams[team_of[b]])
+        met[frozenset((team_of[a], team_of[b]))] += 1
+        for side, pts in enumerate(_side_points(g)):
+            wins[team_of[g.bot_ids[side]]] += pts
+    assert len(met) == 6 and set(met.values()) == {1}  # everyone met everyone once
+    assert {tuple(row.bot_ids): row.values[0] for row in st.ranking.rows} == {
+        teams[i]: wins[i] for i in range(4)}
+    # The common rows follow the ranking, a team's two bots together.
+    assert [row.bot_id for row in st.rows] == [b for row in st.ranking.rows for b in row.bot_ids]
+
+
+def test_2v2_swiss_of_8_with_rotating_partners_from_the_command_line(
+        stack: Stack, admin: Admin, r: redis.Redis, bots13: Bots) -> None:
+    """`--players 4 --rotate-partners`: four rounds (ceil(log2 8) + 1) of two tables, a new
+    partner for every bot every round, each bot ranked on its own, and the terminal
+    showing the ranking with its tiebreaks explained."""
+    ids, names = bots13.ids[5:], bots13.names[5:]
+    run = subprocess.run(moonshot(
+        "tournament", "create", "--name", "swiss partners", "--format", "swiss",
+        "--players", "4", "--rotate-partners", "--bots", ",".join(names), "--seeding",
+        "given", "--seed", "5", "--rule", "max_hands=2", "--watch", "--quiet", "--server",
+        stack.address), env=env(MOONSHOT_ADMIN_TOKEN=stack.admin_token),
+        capture_output=True, text=True, timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    tid = re.search(r"tournament (t-\w+) created", run.stdout).group(1)  # type: ignore[union-attr]
+    t = admin.get_tournament(tid)
+    assert t.spec.swiss.rotate_partners and t.spec.swiss.rounds == 4
+    check_recorded_once(r, tid, "2v2", watch_all(admin, tid))
+    games = matches_of(admin, tid)
+    assert len(games) == 4 * 2
+    st = admin.standings(tid)
+    _check_swiss_rounds(tid, games, 4, 2, 8, st)
+    partners: set[frozenset[str]] = set()
+    points = dict.fromkeys(ids, 0.0)
+    for g in games:
+        a, b, c, d = g.bot_ids
+        assert len({a, b, c, d}) == 4  # four different bots, no whole-bot team
+        for pair in ({a, c}, {b, d}):
+            assert frozenset(pair) not in partners, (g.match_id, pair)  # never twice
+            partners.add(frozenset(pair))
+        side = _side_points(g)
+        for seat, bot in enumerate(g.bot_ids):
+            points[bot] += side[seat % 2]
+    assert {row.bot_ids[0]: row.values[0] for row in st.ranking.rows} == points
+    by_id = dict(zip(ids, names, strict=True))
+    for out in (run.stdout, subprocess.run(
+            moonshot("tournament", "show", tid, "--server", stack.address), env=env(),
+            capture_output=True, text=True, timeout=60, check=True).stdout):
+        assert "(ranked by points, then buchholz, then duplicate, then rating)" in out
+        table = out.split("(ranked by", 1)[0]
+        listed = [line.split()[1] for line in table.splitlines()
+                  if re.match(r"\s+\d+\s+sw\d\d-", line)]
+        assert listed == [by_id[row.bot_ids[0]] for row in st.ranking.rows]
+        assert "round 4 (board " in out and "  bye: " not in out

@@ -14,11 +14,13 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -560,7 +562,7 @@ def _stuck(stack: Stack, pool: dict[str, PoolBot], name: str) -> tuple[str, str]
     a = Admin(stack.address, stack.admin_token)
     try:
         t = a.create_tournament(
-            name=name, players=3, format="round_robin", rounds=2, seed=91,
+            name=name, players=3, format="round_robin", options={"rounds": 2}, seed=91,
             bot_ids=[*(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1",
                                                  "random2")), late_id],
             rules={"max_hands": "2"}, grace_ms=600_000)
@@ -824,3 +826,141 @@ def test_watch_streams_from_32_addresses_leave_the_live_page_working(
                        != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=180, every=0.2)
         finally:
             a.close()
+
+
+# ------------------------------------------------------------------------- Swiss
+
+
+# A Swiss page's ranking (entrants and measures) and its rounds, newest first.
+_SWISS_PAGE = """() => ({
+        rows: [...document.querySelectorAll('#t-standings tbody tr')].map(r => [r.dataset.bots,
+            ...['points', 'buchholz', 'duplicate', 'rating'].map(
+                c => r.querySelector(`[data-col=${c}]`).textContent.trim())]),
+        rounds: [...document.querySelectorAll('.play-round')].map(r => [r.dataset.round,
+            r.dataset.state, [...r.querySelectorAll('li')].map(li => li.dataset.match),
+            [...r.querySelectorAll('.table-sides')].map(s => s.textContent.trim()),
+            (r.querySelector('.byes') || {}).textContent])})"""
+
+
+def test_a_swiss_page_shows_its_rounds_and_explains_every_tiebreak(
+        stack: Stack, web: str, browser: Any, pool: dict[str, PoolBot], admin: Admin) -> None:
+    """A 3p Swiss of 13 (four tables and a bye a round): while a round's board is in play
+    its pairing shows and no table's points do; then the page follows to the end, its
+    ranking and rounds as GetStandings gives them, at desktop and phone width. Then a 2v2
+    Swiss of 8 in four fixed teams, a team on one line."""
+    tag = uuid.uuid4().hex[:6]
+    late_id, late_token = register(stack.address, f"web-sw-late-{tag}")
+    extra = [register(stack.address, f"web-sw{i}-{tag}") for i in range(7)]
+    stack.start("manybots", [sys.executable, str(Path(__file__).with_name("manybots.py")),
+                             stack.address, "greedy", *(token for _, token in extra)]
+                ).wait_for(r"connected 7 bots", timeout=60)
+    bots = [late_id, *(pool[k].bot_id for k in ("greedy1", "greedy2", "greedy3", "random1",
+                                                 "random2")), *(b for b, _ in extra)]
+    t = admin.create_tournament(name="web swiss", players=3, format="swiss", bot_ids=bots,
+                                seeding="given", seed=31, rules={"max_hands": "2"},
+                                grace_ms=600_000)
+    tid = t.tournament_id
+    assert t.spec.swiss.rounds == 5
+    anyone = Admin(stack.address, None)
+
+    def one_table_done() -> tournament_pb2.Standings | None:
+        st = admin.standings(tid, organiser=True)
+        return st if st.rounds and any(x.points for x in st.rounds[0].tables) else None
+
+    inside = wait_until("a table of round 1 to finish", one_table_done, timeout=60)
+    st = anyone.standings(tid)
+    assert len(st.rounds) == 1 and len(st.rounds[0].tables) == 4  # the pairing is public
+    assert [list(x.bot_ids) for x in st.rounds[0].tables] == \
+        [list(x.bot_ids) for x in inside.rounds[0].tables]
+    assert not any(x.points for x in st.rounds[0].tables)  # no result of the board in play
+    for row in st.ranking.rows:
+        (first,) = row.rounds
+        assert first.HasField("points") == (first.table == 0), row  # a bye's half is known
+    page = Tab(browser, web)
+    page.open(f"/t/{tid}")
+    shown = page.page.evaluate("""() => ({
+        state: document.querySelector('.play-round[data-round="1"]').dataset.state,
+        points: document.querySelectorAll('#t-rounds b').length,
+        cells: [...document.querySelectorAll('#t-standings td.round-cell')].map(
+            c => c.textContent.trim()),
+        tiebreaks: [...document.querySelectorAll('dl.tiebreaks dd')].map(d => d.textContent)})""")
+    assert shown["state"] == "in play" and shown["points"] == 0, shown
+    cells = shown["cells"]  # a bye's half is known; every table's points wait for the board
+    assert len(cells) == 13 and cells.count("bye \u00bd") == 1, shown
+    assert all(c.endswith("?") for c in cells if c != "bye \u00bd"), shown
+    assert shown["tiebreaks"] == [c.explanation for c in st.ranking.columns]
+    assert len(shown["tiebreaks"]) == 4
+
+    # The late bot comes: the page follows, a round at a time, to the end.
+    stack.bot("greedy", stack.address, late_token)
+    page.page.wait_for_function(
+        "() => document.getElementById('tournament').dataset.status === 'finished'",
+        timeout=90_000)
+    live = page.page.evaluate(_SWISS_PAGE)
+
+    def snapshot() -> tuple[tournament_pb2.Standings, Any] | None:
+        """The page and GetStandings at one moment: the rating tiebreak is the pool
+        rating now, which a fit of other games may move at any time."""
+        before = anyone.standings(tid)
+        page.open(f"/t/{tid}")
+        shown = page.page.evaluate(_SWISS_PAGE)
+        after = anyone.standings(tid)
+        return (after, shown) if before.ranking == after.ranking else None
+
+    st, got = wait_until("the page and the standings at one moment", snapshot, timeout=60)
+    # What the page followed to live is what it shows afresh (the ratings aside).
+    assert live["rounds"] == got["rounds"]
+    assert sorted(r[:4] for r in live["rows"]) == sorted(r[:4] for r in got["rows"])
+    names = {row.bot_id: row.name for row in st.rows}
+    assert [row[0] for row in got["rows"]] == [" ".join(r.bot_ids) for r in st.ranking.rows]
+    assert [row[1] for row in got["rows"]] == [_quarters(r.values[0]) for r in st.ranking.rows]
+    assert [row[4] for row in got["rows"]] == [str(round(r.values[3])) for r in st.ranking.rows]
+    want = []
+    for rnd in reversed(st.rounds):  # newest first on the page
+        sides = [" \u00b7 ".join(f"{names[b]} {_quarters(p)}" for b, p in zip(
+            x.bot_ids, x.points, strict=True)) for x in rnd.tables]
+        want.append([str(rnd.number), "released", [x.match_id for x in rnd.tables], sides,
+                     "Bye: " + ", ".join(names[b] for b in rnd.bye_bot_ids)])
+    assert got["rounds"] == want
+    _fits(page, [f"/t/{tid}"])
+    page.close()
+    phone = Tab(browser, web, phone=True)
+    _fits(phone, [f"/t/{tid}"])
+    widths = phone.page.evaluate("""() => [...document.querySelectorAll(
+        'table.ranking, dl.tiebreaks, .play-round, ol.round-tables li')].map(
+        e => e.getBoundingClientRect().right)""")
+    assert widths and max(widths) <= 390, widths
+    assert phone.page.locator("table.ranking [data-col=buchholz]").first.is_visible()
+    phone.close()
+
+    # 2v2 in four fixed teams: a team's two bots on one line of the ranking.
+    mine = [PoolBot(b, f"web-sw{i}-{tag}", token) for i, (b, token) in enumerate(extra[:3])]
+    teams = [(pool["greedy1"], pool["random1"]), (pool["greedy2"], pool["random2"]),
+             (pool["greedy3"], mine[0]), (mine[1], mine[2])]
+    t = admin.create_tournament(
+        name="web swiss teams", players=4, format="swiss",
+        bot_ids=[b.bot_id for team in teams for b in team], rules={"max_hands": "2"},
+        options={"teams": [{"bot_ids": [a.name, b.name]} for a, b in teams]})
+    assert t.spec.swiss.rounds == 3
+    wait_until("the teams' Swiss to finish", lambda: admin.get_tournament(t.tournament_id)
+               .status != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=90, every=0.2)
+    st = anyone.standings(t.tournament_id)
+    anyone.close()
+    assert [len(rnd.tables) for rnd in st.rounds] == [2, 2, 2]
+    for tab in (Tab(browser, web), Tab(browser, web, phone=True)):
+        _fits(tab, [f"/t/{t.tournament_id}"])
+        rows = tab.page.evaluate("""() => [...document.querySelectorAll(
+            '#t-standings tbody tr')].map(r => [...r.querySelectorAll('a')].map(
+            a => a.textContent))""")
+        named = {r.bot_id: r.name for r in st.rows}
+        assert rows == [[named[b] for b in row.bot_ids] for row in st.ranking.rows]
+        assert tab.page.locator(".play-round").count() == 3
+        assert tab.page.locator(".play-round .table-sides").first.inner_text().count(" vs ") == 1
+        tab.close()
+
+
+def _quarters(x: float) -> str:
+    """Points as the page writes them."""
+    whole, part = divmod(round(x * 4), 4)
+    frac = ["", "\u00bc", "\u00bd", "\u00be"][part]
+    return f"{whole}{frac}" if whole or not frac else frac

@@ -138,10 +138,15 @@ def check_standings(st: tournament_pb2.Standings, games: Sequence[match_pb2.Matc
         assert row.forfeits == 0
     if st.HasField("bracket"):  # by how far each bot got: the champion first
         assert not st.bracket.champion_bot_id or st.rows[0].bot_id == st.bracket.champion_bot_id
+    elif st.HasField("ranking"):  # the format's own ranking orders the rows (a Swiss's)
+        assert [row.bot_id for row in st.rows] == [b for r in st.ranking.rows for b in r.bot_ids]
+        assert [row.rank for row in st.rows] == [r.rank for r in st.ranking.rows
+                                                 for _ in r.bot_ids]
     else:
         order = [(-row.points, -row.score) for row in st.rows]
         assert order == sorted(order), "rows are not best first"
-    assert [row.rank for row in st.rows] == list(range(1, len(st.rows) + 1))
+    if not st.HasField("ranking"):
+        assert [row.rank for row in st.rows] == list(range(1, len(st.rows) + 1))
     # Crosstable: a game between two bots counts for both, mirrored.
     cells = {(row.bot_id, c.opponent_bot_id): (c.games, c.wins, c.draws, c.losses)
              for row in st.crosstable for c in row.cells}

@@ -15,6 +15,8 @@ from clients.web.views import (
     games_by_board,
     match_row,
     progress_view,
+    ranking_view,
+    rounds_view,
     transcript_view,
 )
 from proto.moon.v1 import game_pb2, match_pb2, tournament_pb2
@@ -116,3 +118,51 @@ def test_progress_and_boards_are_counts_only() -> None:
 ])
 def test_live_pages_count_per_address_and_per_network(host: str, keys: tuple[str, str]) -> None:
     assert client_keys(host) == keys
+
+
+def _swiss_standings() -> tournament_pb2.Standings:
+    st = tournament_pb2.Standings(tournament_id="t-1")
+    for b in ("a", "b", "c", "d"):
+        st.rows.add(bot_id=f"b-{b}", name=b)
+    st.ranking.columns.add(key="points", title="Points", short_title="Pts",
+                           explanation="game points")
+    st.ranking.columns.add(key="buchholz", title="Buchholz", explanation="opposition")
+    st.ranking.rows.add(rank=1, bot_ids=["b-a"], values=[1.5, 2.875], games=1, byes=1,
+                        rounds=[tournament_pb2.EntrantRound(table=1, points=1.0),
+                                tournament_pb2.EntrantRound(table=0, points=0.5)])
+    st.ranking.rows.add(rank=2, bot_ids=["b-b"], values=[0.25, -1.0], games=1,
+                        rounds=[tournament_pb2.EntrantRound(table=1),
+                                tournament_pb2.EntrantRound(table=1, points=0.25)])
+    st.rounds.add(number=1, board="t-1/r1", tables=[tournament_pb2.RoundTable(
+        match_id="t-1-r1-t1-g1", bot_ids=["b-a", "b-b", "b-c"], points=[1, 0.25, 0.25])],
+        bye_bot_ids=["b-d"])
+    st.rounds.add(number=2, board="t-1/r2", tables=[tournament_pb2.RoundTable(
+        match_id="t-1-r2-t1-g1", bot_ids=["b-b", "b-c", "b-d"])], bye_bot_ids=["b-a"])
+    st.boards_in_play.add(board="t-1/r2", games=1)
+    return st
+
+
+def test_a_ranking_shows_every_measure_with_its_explanation_and_hides_what_is_not_public(
+        ) -> None:
+    view = ranking_view(_swiss_standings())
+    assert view is not None
+    assert [(c["title"], c["short"], c["explanation"]) for c in view["columns"]] == [
+        ("Points", "Pts", "game points"), ("Buchholz", "Buchholz", "opposition")]
+    first, second = view["rows"]
+    assert [c["text"] for c in first["cells"]] == ["1\u00bd", "2.88"]
+    assert [c["text"] for c in second["cells"]] == ["\u00bc", "-1"]
+    assert [(r["where"], r["points"]) for r in first["rounds"]] == [("t1", "1"),
+                                                                     ("bye", "\u00bd")]
+    assert [(r["where"], r["points"]) for r in second["rounds"]] == [("t1", ""),
+                                                                      ("t1", "\u00bc")]
+    assert "not public" in second["rounds"][0]["title"]
+    assert ranking_view(tournament_pb2.Standings()) is None
+
+
+def test_rounds_newest_first_with_points_only_once_public() -> None:
+    rounds = rounds_view(_swiss_standings(), 3)
+    assert [(r["number"], r["state"], r["byes"]) for r in rounds] == [
+        (2, "in play", ["a"]), (1, "released", ["d"])]
+    assert [s["points"] for s in rounds[0]["tables"][0]["sides"]] == ["", "", ""]
+    assert [(s["name"], s["points"]) for s in rounds[1]["tables"][0]["sides"]] == [
+        ("a", "1"), ("b", "\u00bc"), ("c", "\u00bc")]

@@ -38,7 +38,7 @@
     var retry = null;
     var parts = { status: "t-status", progress: "t-progress", boards: "t-boards",
                   standings: "t-standings", crosstable: "t-crosstable", bracket: "t-bracket",
-                  games: "t-games" };
+                  rounds: "t-rounds", games: "t-games" };
 
     function show(state) {
       if (live) {
@@ -58,6 +58,7 @@
         last[key] = html;
         node.innerHTML = html;
         if (key === "boards") { node.hidden = !html.trim(); }
+        if (key === "rounds" && node.parentElement) { node.parentElement.hidden = !html.trim(); }
         if (!first && key === "progress") {
           node.classList.remove("flash");
           void node.offsetWidth;

@@ -479,7 +479,9 @@ class PlayResponse(_message.Message):
         players: _builtins.int
         """3 or 4."""
         tournament_id: _builtins.str
-        """The tournament this match belongs to; empty for a single match."""
+        """The tournament this match belongs to, or the test of a change (an id
+        `c-...`, see TestService); empty for a single match.
+        """
         @_builtins.property
         def rules(self) -> _game_pb2.Rules:
             """The match's rules."""

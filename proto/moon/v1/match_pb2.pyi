@@ -81,6 +81,8 @@ class Match(_message.Message):
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     BOARD_FIELD_NUMBER: _builtins.int
+    TEST_ID_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Server-assigned id."""
     status: Global___MatchStatus.ValueType
@@ -99,7 +101,9 @@ class Match(_message.Message):
     callers without the admin token, once its board is released too).
     """
     tournament_id: _builtins.str
-    """The tournament that scheduled this match; empty for a single match."""
+    """The tournament that scheduled this match; empty for a single match
+    (and for a test's game: see `test_id`).
+    """
     actions_played: _builtins.int
     """Actions accepted so far (every bid, trump, discard and play)."""
     error: _builtins.str
@@ -109,7 +113,18 @@ class Match(_message.Message):
     (the unit is part of the match id too): the games of one board share
     one deal, played at different tables (see DuplicateMode). Its results
     are public once every game of the board has finished. Empty for a
-    single match.
+    single match. A test's game names its board `<test id>/p<k>`: C's and
+    B's game of one pair. An arena game's board is `arena-<pool>/b<n>`.
+    """
+    test_id: _builtins.str
+    """The test of a change (TestService) that scheduled this match; empty
+    otherwise. Its games are hidden like a tournament's until both games
+    of their board have finished.
+    """
+    arena: _builtins.str
+    """The pool of the arena that dealt this game (`3p` or `2v2`); empty for
+    any other match. Like a tournament game, it is hidden (status only)
+    until every game of its board has finished.
     """
     @_builtins.property
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -170,10 +185,12 @@ class Match(_message.Message):
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         error: _builtins.str = ...,
         board: _builtins.str = ...,
+        test_id: _builtins.str = ...,
+        arena: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_at", b"created_at", "faults", b"faults", "finished_at", b"finished_at", "result", b"result", "rules", b"rules", "started_at", b"started_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "arena", b"arena", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -339,6 +356,8 @@ class ListMatchesRequest(_message.Message):
     TOURNAMENT_ID_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     BOT_ID_FIELD_NUMBER: _builtins.int
+    TEST_ID_FIELD_NUMBER: _builtins.int
+    ARENA_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most matches to return; 0 means the server's default page size. At most 1000
     come in one page whatever this asks; follow `next_page_token` for the rest.
@@ -351,6 +370,12 @@ class ListMatchesRequest(_message.Message):
     """Only matches in this status; MATCH_STATUS_UNSPECIFIED for any."""
     bot_id: _builtins.str
     """Only matches this bot plays in; empty for any."""
+    test_id: _builtins.str
+    """Only this test's matches (TestService); empty for any."""
+    arena: _builtins.str
+    """Only games of this pool's arena (`3p` or `2v2`), newest first; empty for
+    any.
+    """
     def __init__(
         self,
         *,
@@ -359,10 +384,12 @@ class ListMatchesRequest(_message.Message):
         tournament_id: _builtins.str = ...,
         status: Global___MatchStatus.ValueType = ...,
         bot_id: _builtins.str = ...,
+        test_id: _builtins.str = ...,
+        arena: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "page_size", b"page_size", "page_token", b"page_token", "status", b"status", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "bot_id", b"bot_id", "page_size", b"page_size", "page_token", b"page_token", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,209 @@
+"""TestService: organisers start and stop tests of a change; anyone may follow them."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import redis
+
+from moon import MoonError, Rules
+from proto.moon.v1 import change_pb2, change_pb2_grpc
+from server import change_wire
+from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.lanes import Lane, WatchGate
+from store import bots as store_bots
+from store import changes as store_changes
+from store import events, ids, keys
+from store import matches as store_matches
+from store import tournaments as store_t
+from store.changes import ChangeTestSpec
+from store.errors import FailedPrecondition, InvalidArgument, OutOfRange
+from store.messages import PairCounted, TournamentFinished
+from store.records import check_seating
+from store.status import TournamentStatus
+from tournaments.change import ChangeSpec, board_games
+from workers.queues import create_test, enqueue_advance
+
+__all__ = ["TestServicer"]
+
+_PAGE = 50
+_PAIRS_PAGE = 10_000
+_WATCH_POLL_S = 0.25
+_DEFAULT_OPPONENT = "house:greedy"
+
+
+def _test(r: redis.Redis, test_id: str, reveal_to_organiser: bool) -> change_pb2.Test:
+    """A stored test as a message, the seed shown to organisers or once it is over."""
+    test = store_changes.load_spec(r, test_id)
+    sequence = events.newest_seq(r, test_id)  # first: what is read after is no older
+    info = store_t.info(r, test_id)
+    reveal = reveal_to_organiser or info.status == TournamentStatus.FINISHED
+    pb = change_wire.test_to_pb(test, info, store_t.state(r, test_id), reveal)
+    pb.sequence = sequence
+    return pb
+
+
+def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
+             ) -> ChangeTestSpec:
+    """Every check of a new test, bots looked up; nothing is written (InvalidArgument
+    naming the field)."""
+    players = fields["players"]
+    need = 2 if players == 3 else 3
+    named = fields["opponents"] or [_DEFAULT_OPPONENT] * need
+    candidate, baseline = (store_bots.resolve(r, [fields[k]], f"spec.{k}")[0]
+                           for k in ("candidate", "baseline"))
+    opponents = store_bots.resolve(r, named, "spec.opponents")
+    try:
+        rules = Rules.make(players, fields["rules"])
+    except MoonError as exc:
+        raise InvalidArgument(f"spec.rules: {exc}") from None
+    spec = ChangeSpec(
+        test_id=test_id, players=players, candidate=candidate.bot_id,
+        baseline=baseline.bot_id, opponents=tuple(b.bot_id for b in opponents), seed=seed,
+        elo0=fields["elo0"], elo1=fields["elo1"], alpha=fields["alpha"], beta=fields["beta"],
+        max_games=fields["max_games"], fixed_games=fields["fixed_games"],
+        in_flight=fields["in_flight"], trust_opponents=fields["trust_opponents"])
+    for board in range(8):  # every seating of C and of B (3p rotates over six, 2v2 eight)
+        for game in board_games(spec, board, lambda _: 0):
+            check_seating(players, game.bot_ids)
+    names = {b.bot_id: b.name for b in (candidate, baseline, *opponents)}
+    name = fields["name"] or f"{candidate.name} vs {baseline.name}"
+    return ChangeTestSpec(test_id=test_id, name=name, plan=spec.to_json(), rules=rules,
+                          clock=fields["clock"], faults=fields["faults"],
+                          names=tuple(names.items()))
+
+
+class TestServicer(change_pb2_grpc.TestServiceServicer):
+    """Thin: decode, call `store` (and the planner's checks), encode."""
+
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
+                 ) -> None:
+        self.reads = reads
+        self.watch = watch
+        self.rq_conn = rq_conn
+        self.gate = gate
+
+    async def _organiser(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+        return bool(await self.reads.run(store_bots.is_admin, bearer_token(context)))
+
+    @staticmethod
+    def _id(test_id: str) -> str:
+        if not test_id:
+            raise InvalidArgument("test_id: required")
+        return test_id
+
+    @unary
+    async def CreateTest(
+        self, request: change_pb2.CreateTestRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> change_pb2.CreateTestResponse:
+        """Check everything, store the test and queue its first step (admin)."""
+        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        if not request.HasField("spec"):
+            raise InvalidArgument("spec: required")
+        fields = change_wire.spec_request_from_pb(request.spec)
+        test_id = ids.new_test_id()
+        seed = secrets.randbits(63) if fields["seed"] is None else fields["seed"]
+        spec = await self.reads.run(_checked, fields, test_id, seed)
+        await self.reads.run(create_test, self.rq_conn, spec)
+        test = await self.reads.run(_test, test_id, True)
+        return change_pb2.CreateTestResponse(test_id=test_id, test=test)
+
+    @unary
+    async def GetTest(
+        self, request: change_pb2.GetTestRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> change_pb2.GetTestResponse:
+        """A test with its progress, and its counted pairs if asked."""
+        test_id = self._id(request.test_id)
+        test = await self.reads.run(_test, test_id, await self._organiser(context))
+        resp = change_pb2.GetTestResponse(test=test)
+        if request.with_pairs:
+            start = request.pairs_after
+            pairs = await self.reads.run(store_changes.pairs, test_id, start, _PAIRS_PAGE + 1)
+            resp.pairs.extend(change_wire.pair_to_pb(p) for p in pairs[:_PAIRS_PAGE])
+            if len(pairs) > _PAIRS_PAGE:
+                resp.next_pairs_after = start + _PAIRS_PAGE
+        return resp
+
+    @unary
+    async def ListTests(
+        self, request: change_pb2.ListTestsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> change_pb2.ListTestsResponse:
+        """Tests, newest first, a page at a time."""
+        size = min(request.page_size or _PAGE, MAX_PAGE)
+        status = change_wire.status_name(request.status)
+        organiser = await self._organiser(context)
+
+        def load(r: redis.Redis) -> tuple[list[change_pb2.Test], bool]:
+            found = store_matches.ids_after(r, keys.TESTS, request.page_token,
+                                            newest_first=True)
+            tests = (_test(r, tid, organiser) for tid in found
+                     if not status or store_t.info(r, tid).status == status)
+            return page_of(tests, size)
+
+        page, more = await self.reads.run(load)
+        return change_pb2.ListTestsResponse(
+            tests=page, next_page_token=page[-1].test_id if more else "")
+
+    @unary
+    async def StopTest(
+        self, request: change_pb2.StopTestRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> change_pb2.StopTestResponse:
+        """Start no new pair; the pairs in flight finish and count (admin)."""
+        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        test_id = self._id(request.test_id)
+        await self.reads.run(store_changes.load_spec, test_id)  # NotFound first
+        info = await self.reads.run(store_t.info, test_id)
+        if info.status.over:
+            raise FailedPrecondition(f"test {test_id} is {info.status} already")
+        await self.reads.run(store_changes.ask_stop, test_id)
+        await self.reads.run(lambda _r: enqueue_advance(self.rq_conn, test_id))
+        return change_pb2.StopTestResponse(test=await self.reads.run(_test, test_id, True))
+
+    @streaming
+    async def WatchTest(
+        self, request: change_pb2.WatchTestRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[change_pb2.WatchTestResponse]:
+        """Every event after `after_sequence`, then live ones, until the test ends."""
+        trusted = await self.watch.run(store_bots.trusted_watcher, bearer_token(context),
+                                       watch_pass(context))
+        with self.gate.enter(context.peer(), trusted):
+            async for item in self._watch(request, context):
+                yield item
+
+    async def _watch(
+        self, request: change_pb2.WatchTestRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[change_pb2.WatchTestResponse]:
+        test_id = self._id(request.test_id)
+        await self.watch.run(store_changes.load_spec, test_id)  # NotFound first
+        organiser = await self._organiser(context)
+        after = request.after_sequence
+        newest = await self.watch.run(events.newest_seq, test_id)
+        if after > newest:
+            raise OutOfRange(f"after_sequence: {after} is past the test's last event so "
+                             f"far, {newest}")
+        while True:
+            # Polled, never a blocking read: a watcher holds no Redis connection meanwhile.
+            # One stream for everyone: a test's public events are all there is (results
+            # come with their boards; organisers read a game live with WatchMatch).
+            batch = await self.watch.run(events.read_after, test_id, after, None, 200)
+            if not batch:
+                info = await self.watch.run(store_t.info, test_id)
+                if info.status.over and (
+                        await self.watch.run(events.newest_seq, test_id) <= after):
+                    return
+                await asyncio.sleep(_WATCH_POLL_S)
+                continue
+            test = None
+            if any(isinstance(e, (PairCounted, TournamentFinished)) for _, e in batch):
+                test = await self.watch.run(_test, test_id, organiser)
+            for seq, event in batch:
+                after = seq
+                pb = change_wire.test_event_to_pb(seq, event, test)
+                if pb is not None:
+                    yield pb
+                if isinstance(event, TournamentFinished):
+                    return

@@ -1,0 +1,162 @@
+"""Tests of a change as stored in Redis: the spec and status, the stop request, the pairs.
+
+A test (`ms:test:{id}`, ids `c-...`) is an event that owns games like a tournament:
+its hash has a tournament's fields (status, created_at, finished_at, done, total,
+error: `store.tournaments.info` reads it) and its scheduling keys are a tournament's
+under its own prefix (`store.keys`), so the scheduler's step, the recording of
+games, release by board, events and recovery serve it unchanged. What is a test's
+own is here: its spec (`ChangeTestSpec`: the planner's `tournaments.change.ChangeSpec`
+as JSON, plus what the stack needs to host its games), the stop request, and the
+list of counted pairs, each written once (so a step redone after a crash writes
+nothing twice).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from moon import Rules
+from store import ids, keys
+from store.errors import FailedPrecondition, InvalidArgument, NotFound
+from store.records import Clock, Faults
+from store.status import TournamentStatus
+
+__all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
+           "pairs", "stop_asked", "write_pairs"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeTestSpec:
+    """A test as stored: the plan (`tournaments.change.ChangeSpec.to_json()`, which that
+    class checks), a name for people, the rules, clock and faults of every game, and
+    each bot's name (candidate, baseline, opponents) as (bot id, name) pairs."""
+
+    test_id: str
+    name: str
+    plan: str
+    rules: Rules
+    clock: Clock
+    faults: Faults
+    names: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        if not ids.is_test_id(self.test_id):
+            raise InvalidArgument(f"test_id: {self.test_id!r} is not a test id")
+        if not self.name.strip() or len(self.name) > 200 or not self.name.isprintable():
+            raise InvalidArgument("name: must be 1 to 200 printable characters")
+
+    @property
+    def players(self) -> int:
+        """3 or 4."""
+        return self.rules.players
+
+    @property
+    def pool(self) -> str:
+        """`3p` or `2v2`."""
+        return "3p" if self.players == 3 else "2v2"
+
+    def name_of(self, bot_id: str) -> str:
+        """A bot's name (its id for a bot the spec does not name)."""
+        return dict(self.names).get(bot_id, bot_id)
+
+    def to_json(self) -> str:
+        """The spec as stored."""
+        return json.dumps({
+            "test_id": self.test_id, "name": self.name, "plan": json.loads(self.plan),
+            "players": self.players, "rules": self.rules.options(),
+            "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
+            "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
+            "names": [list(n) for n in self.names],
+        }, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> ChangeTestSpec:
+        """Inverse of `to_json`."""
+        d = json.loads(text)
+        return ChangeTestSpec(
+            test_id=d["test_id"], name=d["name"],
+            plan=json.dumps(d["plan"], separators=(",", ":")),
+            rules=Rules.make(int(d["players"]), d["rules"]), clock=Clock(*d["clock"]),
+            faults=Faults(*d["faults"]), names=tuple((str(a), str(b)) for a, b in d["names"]))
+
+
+def create(r: redis.Redis, spec: ChangeTestSpec) -> None:
+    """Store a new test as running; FailedPrecondition if the id is taken."""
+    key = keys.tournament(spec.test_id)
+    if not r.hsetnx(key, "spec", spec.to_json()):
+        raise FailedPrecondition(f"test {spec.test_id} exists already")
+    now = time.time()
+    pipe = r.pipeline()
+    pipe.hset(key, mapping={"status": TournamentStatus.RUNNING, "created_at": repr(now),
+                            "name": spec.name})
+    pipe.zadd(keys.TESTS, {spec.test_id: now})
+    pipe.execute()
+
+
+def load_spec(r: redis.Redis, test_id: str) -> ChangeTestSpec:
+    """The stored spec, or NotFound (also for a string that is not a test id)."""
+    if not ids.is_test_id(test_id):
+        raise NotFound(f"no test with id {test_id[:100]!r}")
+    raw = r.hget(keys.tournament(test_id), "spec")
+    if raw is None:
+        raise NotFound(f"no test with id {test_id!r}")
+    return ChangeTestSpec.from_json(str(raw))
+
+
+def all_ids(r: redis.Redis) -> list[str]:
+    """Every test id, oldest first."""
+    found: Any = r.zrange(keys.TESTS, 0, -1)
+    return [str(t) for t in found]
+
+
+def ask_stop(r: redis.Redis, test_id: str) -> None:
+    """Note that the test should start no new pair (its next step stops it)."""
+    r.hset(keys.tournament(test_id), "stop", "1")
+
+
+def stop_asked(r: redis.Redis, test_id: str) -> bool:
+    """True once StopTest asked the test to stop."""
+    return bool(r.hget(keys.tournament(test_id), "stop"))
+
+
+def write_pairs(r: redis.Redis, test_id: str, counted: Sequence[Mapping[str, Any]]) -> None:
+    """Add counted pairs (each with its `board`, from 0), each once: a pair written before
+    (a step redone) keeps what it has."""
+    if not counted:
+        return
+    pipe = r.pipeline(transaction=False)
+    for pair in counted:
+        pipe.hsetnx(keys.test_pairs(test_id), str(int(pair["board"])),
+                    json.dumps(dict(pair), separators=(",", ":")))
+    pipe.execute()
+
+
+def pairs(r: redis.Redis, test_id: str, start: int = 0, count: int | None = None
+          ) -> list[dict[str, Any]]:
+    """Counted pairs in board order (the order they were counted in), from the `start`-th
+    (from 0), at most `count` of them. Pairs count in board order, so the boards counted
+    are 0, 1, 2, ... without a gap."""
+    if count is None:
+        count = int(r.hlen(keys.test_pairs(test_id))) - start
+    if count <= 0:
+        return []
+    raw: list[str | None] = r.hmget(keys.test_pairs(test_id),  # type: ignore[assignment]
+                                    [str(k) for k in range(start, start + count)])
+    return [json.loads(x) for x in raw if x is not None]
+
+
+def live_elsewhere(r: redis.Redis, test_id: str, bot_ids: Sequence[str]) -> dict[str, int]:
+    """How many games each bot is playing now outside this test (its other matches under
+    way), in one round trip."""
+    pipe = r.pipeline(transaction=False)
+    for b in bot_ids:
+        pipe.smembers(keys.bot_live(b))
+    own = f"{test_id}-"
+    return {b: sum(1 for m in live if not str(m).startswith(own))
+            for b, live in zip(bot_ids, pipe.execute(), strict=True)}

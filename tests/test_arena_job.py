@@ -1,0 +1,299 @@
+"""The arena's store and matchmaking job on a real Redis (no workers: the games it queues
+are finished here by hand): tables from free connected joined bots only, boards of two
+tables or more, no deal twice, release by board, a pass lost at any point redone without
+creating anything twice, and bad input refused with nothing changed."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from clients.redisproc import RedisServer
+from store import arena as store_arena
+from store import bots as store_bots
+from store import deals, keys
+from store import matches as store_matches
+from store.errors import FailedPrecondition, InvalidArgument, NotFound
+from store.results import result_row
+from workers import arena as arena_job
+from workers.queues import rq_connection
+
+
+@pytest.fixture
+def conns(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        yield store_bots.connect(srv.url), rq_connection(srv.url)
+
+
+def _bots(r: redis.Redis, n: int, online: bool = True) -> list[str]:
+    out = []
+    for i in range(n):
+        record, _ = store_bots.register_bot(r, f"bot{i}-{random.randrange(10**6)}")
+        if online:
+            _connect(r, record.bot_id)
+        out.append(record.bot_id)
+    return out
+
+
+def _connect(r: redis.Redis, bot_id: str) -> None:
+    r.zadd(keys.presence(bot_id), {"stream": time.time() + 3600})
+
+
+def _disconnect(r: redis.Redis, bot_id: str) -> None:
+    r.delete(keys.presence(bot_id))
+
+
+def _start(r: redis.Redis, **kw: Any) -> store_arena.ArenaInfo:
+    kw.setdefault("max_wait_ms", 0)
+    return store_arena.start(r, store_arena.ArenaSpec.build("3p", {"max_hands": "1"}, seed=7,
+                                                            **kw))
+
+
+def _step(r: redis.Redis, rq: redis.Redis) -> dict[str, Any]:
+    store_arena.ask_step(r, "3p")
+    return arena_job.run_step(r, rq, "3p")
+
+
+def _live(r: redis.Redis) -> dict[str, list[str]]:
+    st = store_arena.state(r, "3p") or {}
+    return {b: list(x["live"]) for b, x in st.get("bots", {}).items()}
+
+
+def _finish(r: redis.Redis, mid: str) -> None:
+    """Store a result for an arena game and record it, as the match host does."""
+    spec = store_matches.load_spec(r, mid)
+    placement = [1, 2, 3]
+    random.shuffle(placement)
+    result = {"final": [21, 10, 3], "winner": placement.index(1), "placement": placement,
+              "end": "target", "seats": list(spec.bot_ids), "forfeit": None}
+    r.set(keys.result(mid), json.dumps({"result": result, "transcript": {}}))
+    row = result_row(mid, spec.bot_ids, result, str(spec.meta["board"]), str(spec.meta["unit"]))
+    store_matches.finish(r, mid, spec.bot_ids, row, time.time())
+    store_arena.record(r, "3p", mid)
+
+
+def _games(r: redis.Redis) -> list[str]:
+    return [str(m) for m in r.zrange(keys.arena_games("3p"), 0, -1)]
+
+
+def test_tables_are_formed_from_free_connected_joined_bots_only(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq = conns
+    _start(r, anchors=["house:greedy"])
+    joined = _bots(r, 9)
+    offline = _bots(r, 3, online=False)
+    stranger = _bots(r, 3)  # connected, never joined
+    for b in joined + offline:
+        store_arena.join(r, "3p", b)
+    out = _step(r, rq)
+    assert out["boards"] >= 1 and out["online"] == 10
+    games = _games(r)
+    seated = {b for m in games for b in store_matches.load_spec(r, m).bot_ids}
+    assert seated <= set(joined) | {"house:greedy"}
+    assert not seated & (set(offline) | set(stranger))
+    boards: dict[str, list[str]] = {}
+    for m in games:
+        spec = store_matches.load_spec(r, m)
+        assert spec.arena == "3p" and spec.boarded and spec.rules.max_hands == 1
+        boards.setdefault(str(spec.meta["board"]), []).append(m)
+    assert all(len(ms) >= 2 for ms in boards.values())
+    # Every table of a board plays one deal; each game is queued once.
+    for ms in boards.values():
+        assert len({store_matches.load_spec(r, m).seed for m in ms}) == 1
+    assert r.llen("rq:queue:moonshot-matches") == len(games)
+
+
+def test_a_bot_plays_at_most_its_concurrency_and_games_are_released_by_board(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq = conns
+    _start(r, concurrency=2)
+    for b in _bots(r, 12):
+        store_arena.join(r, "3p", b)
+    seen_games: set[str] = set()
+    for _ in range(12):
+        _step(r, rq)
+        live = _live(r)
+        assert all(len(ms) <= 2 for ms in live.values())
+        games = _games(r)
+        assert len(games) == len(set(games))
+        fresh = [m for m in games if m not in seen_games]
+        seen_games.update(games)
+        # Finish half of what is under way: a board is released only once all its
+        # tables are done.
+        under_way = sorted({m for ms in live.values() for m in ms})
+        for m in under_way[: max(1, len(under_way) // 2)]:
+            _finish(r, m)
+        assert fresh or under_way
+    _step(r, rq)
+    st = store_arena.state(r, "3p")
+    assert st is not None
+    released = set(r.zrange(keys.results("3p"), 0, -1))
+    for board, (n, done, ms) in st["open"].items():
+        assert done < n and not released & set(ms), board  # still in play: none released
+    by_board: dict[str, list[str]] = {}
+    for m in _games(r):
+        by_board.setdefault(str(store_matches.load_spec(r, m).meta["board"]), []).append(m)
+    for board, ms in by_board.items():
+        finished = [m for m in ms if r.exists(keys.result(m))]
+        if board not in st["open"]:
+            assert set(finished) == set(ms) and set(ms) <= released  # whole board released
+    # No bot was dealt a deal twice: its games' seeds are all different.
+    for bot in _live(r):
+        seeds = [store_matches.load_spec(r, m).seed for m in _games(r)
+                 if bot in store_matches.load_spec(r, m).bot_ids]
+        assert len(seeds) == len(set(seeds))
+        assert set(deals.dealt(r, bot)) >= set(seeds)
+
+
+def test_a_disconnected_bot_leaves_matchmaking_and_a_left_bot_too(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq = conns
+    _start(r, concurrency=1)
+    bots = _bots(r, 9)
+    for b in bots:
+        store_arena.join(r, "3p", b)
+    _disconnect(r, bots[0])
+    assert store_arena.leave(r, "3p", bots[1])
+    assert not store_arena.leave(r, "3p", bots[1])  # nothing changes the second time
+    _step(r, rq)
+    seated = {b for m in _games(r) for b in store_matches.load_spec(r, m).bot_ids}
+    assert bots[0] not in seated and bots[1] not in seated
+    assert seated == set(bots[2:8]) or len(seated) == 6
+
+
+@pytest.mark.parametrize("point", ["arena.before-save", "arena.after-save"])
+def test_a_pass_lost_at_any_point_is_redone_creating_nothing_twice(
+        conns: tuple[redis.Redis, redis.Redis], point: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    r, rq = conns
+    _start(r)
+    bots = _bots(r, 9)
+    for b in bots:
+        store_arena.join(r, "3p", b)
+
+    def die(name: str) -> None:
+        if name == point:
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(arena_job.failpoints, "reached", die)
+    with pytest.raises(SystemExit):
+        _step(r, rq)
+    r.delete(keys.arena_lock("3p"))  # the dead run's lock lapses
+    assert _games(r) == []  # nothing created either way
+    monkeypatch.undo()
+    _step(r, rq)
+    games = _games(r)
+    assert games and len(set(games)) == len(games)
+    assert r.llen("rq:queue:moonshot-matches") == len(games)
+    st = store_arena.state(r, "3p")
+    assert st is not None  # what the state still lists to create exists, once
+    assert {json.loads(text)["match_id"] for text, _ in st["creating"]} <= set(games)
+    dealt = {b for m in games for b in store_matches.load_spec(r, m).bot_ids}
+    assert sum(len(x["live"]) for x in st["bots"].values()) == 3 * len(games)
+    assert dealt <= set(bots)
+
+
+def test_bad_input_is_refused_and_changes_nothing(conns: tuple[redis.Redis, redis.Redis]
+                                                  ) -> None:
+    r, _ = conns
+    bot = _bots(r, 1)[0]
+    with pytest.raises(FailedPrecondition, match="no 3p arena is running"):
+        store_arena.join(r, "3p", bot)
+    with pytest.raises(NotFound, match="no 3p arena"):
+        store_arena.info(r, "3p")
+    with pytest.raises(InvalidArgument, match="concurrency"):
+        store_arena.ArenaSpec.build("3p", concurrency=0)
+    with pytest.raises(InvalidArgument, match="not a house bot"):
+        store_arena.ArenaSpec.build("3p", anchors=["b-123"])
+    with pytest.raises(InvalidArgument, match="unknown house bot"):
+        store_arena.ArenaSpec.build("3p", anchors=["house:nobody"])
+    with pytest.raises(InvalidArgument, match="rules"):
+        store_arena.ArenaSpec.build("3p", {"target": "0"})
+    with pytest.raises(InvalidArgument, match="pool"):
+        store_arena.ArenaSpec.build("5p")
+    assert not r.exists(keys.arena("3p")) and not r.exists(keys.arena_joined("3p"))
+    _start(r, concurrency=3)
+    before = r.hgetall(keys.arena("3p"))
+    with pytest.raises(FailedPrecondition, match="running already"):
+        _start(r, concurrency=5)
+    with pytest.raises(FailedPrecondition, match="no 2v2 arena is running; the 3p arena runs"):
+        store_arena.join(r, "2v2", bot)
+    assert r.hgetall(keys.arena("3p")) == before
+    assert not r.exists(keys.arena_joined("2v2"))
+    store_arena.stop(r, "3p")
+    with pytest.raises(FailedPrecondition, match="not running"):
+        store_arena.stop(r, "3p")
+
+
+def _recover_step(r: redis.Redis, rq: redis.Redis) -> list[str]:
+    """What recovery does for the arenas (a nudge, then the owed step queued), and the
+    step jobs it queued, run here as a worker would run them."""
+    from workers.queues import CONTROL_QUEUE, queue
+    from workers.recovery import nudge, wake_arenas
+
+    nudge(r, rq)
+    wake_arenas(r, rq, time.time())
+    control = queue(rq, CONTROL_QUEUE)
+    ran = []
+    for job in control.jobs:
+        if job.id.startswith("arena-3p-"):
+            control.remove(job)
+            ran.append(job.id)
+            arena_job.run_step(r, rq, *job.args)
+    return ran
+
+
+@pytest.mark.parametrize("running", [True, False])
+def test_a_step_lost_with_its_worker_is_taken_again_by_recovery(
+        conns: tuple[redis.Redis, redis.Redis], running: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step dies after it took the ask (its worker killed): nothing asks again by itself,
+    its lock holds until it lapses, and then recovery queues the step, which does what the
+    lost one owed: while the arena runs, deal the boards; once stopped, release the last
+    board (the last game's end was the only ask)."""
+    r, rq = conns
+    _start(r)
+    for b in _bots(r, 6):
+        store_arena.join(r, "3p", b)
+    if not running:
+        _step(r, rq)
+        board = _games(r)
+        assert len(board) == 2
+        store_arena.stop(r, "3p")
+        for mid in board:
+            _finish(r, mid)
+
+    def die(name: str) -> None:
+        if name == "arena.before-save":
+            raise SystemExit("killed")
+
+    monkeypatch.setattr(arena_job.failpoints, "reached", die)
+    with pytest.raises(SystemExit):
+        _step(r, rq)
+    monkeypatch.undo()
+    # Killed, it released nothing: its lock stands until it lapses (here the raise ran
+    # the job's `finally`, which a SIGKILL does not).
+    r.set(keys.arena_lock("3p"), "the dead run's token", px=arena_job.LOCK_MS)
+    before = _games(r)
+    assert not r.exists(keys.arena_dirty("3p"))  # the lost step had taken the ask
+    # Each nudge asks and queues a job; while the dead run's lock holds, the job steps
+    # aside, leaving the ask standing and creating nothing.
+    for _ in range(2):
+        assert len(_recover_step(r, rq)) == 1
+        assert r.exists(keys.arena_dirty("3p")) and _games(r) == before
+    r.delete(keys.arena_lock("3p"))  # the dead run's lock lapses
+    assert len(_recover_step(r, rq)) == 1
+    st = store_arena.state(r, "3p")
+    assert st is not None
+    if running:
+        assert len(_games(r)) == 2 and not before  # the board it owed, dealt once
+    else:
+        assert _games(r) == before and st["open"] == {}  # released, nothing new dealt
+        assert set(r.zrange(keys.results("3p"), 0, -1)) == set(before)

@@ -1,0 +1,193 @@
+"""A test of a change as the scheduling step drives it: `ChangePlanner`.
+
+The step (`workers.scheduler`) does for a test what it does for a tournament:
+one run at a time, a cursor over the recorded games, the state saved by
+compare-and-set, games created once and dealt through the stack's secret and
+each remote bot's record of deals, both games of a board released together, events
+once each, recovery's nudges. This planner adds only the test's own parts:
+
+- planning by `tournaments.change` (`start`, `feed`; `stop` once StopTest asked),
+  judged by `ratings.sprt.Sprt`;
+- how many pairs may be in flight this step (`capacity`);
+- each counted pair written once to the test's pair list, and announced once
+  (`PairCounted` on the test's event stream);
+- released games stay out of the rating pools (`rated` is False; docs/architecture.md,
+  "Tests of a change", says why).
+
+Board seeds: the planner's default (`tournaments.change.spec_seeds`: the test's seed
+and the board id) is the board's *planned* seed, and the step deals it the way it
+deals every event's boards (`store.deals.deal`: through the stack's secret, claimed on
+the record of C, B and any remote opponent; C's and B's games of a board claim the
+same board id, which is allowed). So no released fact predicts a board not played,
+and neither C nor B is ever dealt a deal it had before, in this test or any event.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from ratings.sprt import Sprt
+from store import changes as store_changes
+from store import events, ids, messages
+from store import tournaments as store_t
+from store.records import MatchSpec
+from tournaments import change
+from tournaments.change import ChangeSpec, ChangeStep
+from tournaments.plan import Game, board_id
+from workers.planner import Planned
+
+__all__ = ["ChangePlanner", "capacity", "judge_of"]
+
+log = logging.getLogger("moonshot.test")
+
+
+def _uses(spec: ChangeSpec) -> Counter[str]:
+    """Games per pair of each remote bot: C and B one each, an opponent two per seat."""
+    uses: Counter[str] = Counter()
+    for bot in (spec.candidate, spec.baseline):
+        if not ids.is_house_bot(bot):
+            uses[bot] += 1
+    for bot in spec.opponents:
+        if not ids.is_house_bot(bot):
+            uses[bot] += 2
+    return uses
+
+
+def capacity(spec: ChangeSpec, elsewhere: dict[str, int]) -> int:
+    """Pairs the test may have in flight now: each remote bot plays at most `in_flight`
+    games at once (its games elsewhere included), a pair taking one game of C and one of
+    B and two of an opponent per seat it holds; house bots (the stack's processes) add no
+    limit. At least one, so that a test always moves on."""
+    cap = spec.in_flight
+    for bot, use in _uses(spec).items():
+        cap = min(cap, (spec.in_flight - elsewhere.get(bot, 0)) // use)
+    return max(1, cap)
+
+
+@dataclass
+class ChangePlanner:
+    """A stored test of a change, planned by `tournaments.change`."""
+
+    test: store_changes.ChangeTestSpec
+    spec: ChangeSpec
+    judge: Sprt
+    step: ChangeStep | None = None  # the last planning call's (for `bookkeep`)
+
+    @property
+    def event_id(self) -> str:
+        """The test's id."""
+        return self.test.test_id
+
+    @property
+    def players(self) -> int:
+        """3 or 4."""
+        return self.test.players
+
+    @property
+    def rated(self) -> bool:
+        """A test's games stay out of the rating pools."""
+        return False
+
+    @staticmethod
+    def load(r: redis.Redis, test_id: str) -> ChangePlanner:
+        """The planner of a stored test."""
+        test = store_changes.load_spec(r, test_id)
+        spec = ChangeSpec.from_json(test.plan)
+        return ChangePlanner(test, spec, judge_of(spec))
+
+    def _capacity(self, r: redis.Redis) -> int:
+        """Pairs the bots can take now (`capacity`)."""
+        uses = _uses(self.spec)
+        return capacity(self.spec, store_changes.live_elsewhere(r, self.event_id, list(uses)))
+
+    def _plan(self, r: redis.Redis, plan: Callable[[int, int], ChangeStep]) -> ChangeStep:
+        """`plan(cap, created)`: at the bots' capacity, every board whose games exist
+        already taken up first. A step redone after a crash must open the boards its lost
+        run created and queued, whatever the capacity, verdict or stop now, and before it
+        folds results: those games may have finished meanwhile."""
+        # Games are created in board order, C's before B's: a board with a game counts.
+        created = (store_t.scheduling(r, self.event_id).games + 1) // 2
+        return plan(self._capacity(r), created)
+
+    def _planned(self, step: ChangeStep) -> Planned:
+        self.step = step
+        st = step.state
+        total = 2 * (self.spec.boards if _starting(self.spec, st) else int(st["next"]))
+        return Planned(st, step.games, total, step.progress.finished)
+
+    def first(self, r: redis.Redis) -> Planned:
+        """The first pairs (none if StopTest came first)."""
+        if store_changes.stop_asked(r, self.event_id):
+            fresh = self._plan(r, lambda _, made: change.start(self.spec, self.judge, None,
+                                                                0, made))
+            stopped = change.stop(self.spec, fresh.state, self.judge)
+            stopped.games[:0] = fresh.games  # a lost first run's boards, taken up
+            return self._planned(stopped)
+        return self._planned(self._plan(
+            r, lambda cap, made: change.start(self.spec, self.judge, None, cap, made)))
+
+    def feed(self, r: redis.Redis, state: dict[str, Any],
+             rows: Sequence[dict[str, Any]]) -> Planned:
+        """Fold the new results in, count finished pairs, start new ones while allowed."""
+        if store_changes.stop_asked(r, self.event_id) and not state["stopped"]:
+            state = change.stop(self.spec, state, self.judge).state
+        step = self._plan(r, lambda cap, made: change.feed(self.spec, state, rows,
+                                                           self.judge, None, cap, made))
+        if step.unknown:
+            log.warning("test %s: results that are not open here counted nothing: %s",
+                        self.event_id, step.unknown[:10])
+        return self._planned(step)
+
+    def match_spec(self, game: Game, seed: int) -> MatchSpec:
+        """One game of a pair: its board, its role (`-c` or `-b`), the test's notes."""
+        t = self.test
+        return MatchSpec(
+            match_id=game.match_id, rules=t.rules, seed=seed, bot_ids=game.bot_ids,
+            seat_names=tuple(t.name_of(b) for b in game.bot_ids), clock=t.clock,
+            faults=t.faults, tournament_id=t.test_id,
+            meta={"unit": game.unit, "board": board_id(t.test_id, game.unit),
+                  "duplicate": "pairs", "notes": change.notes(self.spec)},
+        )
+
+    def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
+                 cursor: int, planned: Planned) -> None:
+        """Nothing: a test's results go out with their boards (organisers read any game's
+        result live with GetMatch or WatchMatch)."""
+
+    def released(self, r: redis.Redis, rq_conn: redis.Redis, count: int,
+                 planned: Planned) -> None:
+        """Nothing: no rating pool is owed a fit."""
+
+    def bookkeep(self, r: redis.Redis, planned: Planned) -> None:
+        """Write the pairs counted this step once, and announce each once."""
+        step = self.step
+        if step is None or not step.counted:
+            return
+        store_changes.write_pairs(r, self.event_id, [{
+            "board": p.board, "board_id": p.board_id, "candidate_match_id": p.candidate_game,
+            "baseline_match_id": p.baseline_game, "eighths": p.eighths, "llr": p.llr,
+        } for p in step.counted])
+        first = int(step.state["counted"]) - len(step.counted)
+        for i, p in enumerate(step.counted):
+            events.emit(r, self.event_id, f"pair:{p.board}", messages.PairCounted(
+                board=p.board + 1, board_id=p.board_id, candidate_match_id=p.candidate_game,
+                baseline_match_id=p.baseline_game, eighths=p.eighths, llr=p.llr,
+                pairs=first + i + 1, time=time.time()))
+
+
+def _starting(spec: ChangeSpec, state: dict[str, Any]) -> bool:
+    """True while the test may start new pairs (no verdict, not stopped, under its limit)."""
+    return (not state["stopped"] and int(state["next"]) < spec.boards
+            and (not spec.sequential or state["verdict"] == "pending"))
+
+
+def judge_of(spec: ChangeSpec) -> Sprt:
+    """The sequential test of a spec (a fixed-games test asks it only for the estimate)."""
+    return Sprt(spec.elo0, spec.elo1, spec.alpha, spec.beta, spec.players)
