@@ -25,7 +25,7 @@ every `name: value unit` line they printed, by benchmark:
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py);
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
-  decision time, the search curve (bench/house_bots.py).
+  decision time, the search curve (bench/bots.py).
 
 `--quick` runs each in its small mode (minutes, not an hour) for a smoke check; the
 figures in docs/PERFORMANCE.md are from a full run. The exit status is the number of
@@ -58,7 +58,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "arena_service": ("arena_service.py", [], ["--passes", "5"]),
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
-    "bots": ("house_bots.py", [], ["--quick"]),
+    "bots": ("bots.py", [], ["--quick"]),
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,6 +30,11 @@ from pathlib import Path
 
 import numpy as np
 import redis
+
+# `python bench/arena_service.py` puts bench/ first on the path, where bench/bots.py and
+# bench/ratings.py would shadow the packages of those names: the repository root goes
+# in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from clients.redisproc import RedisServer
 from store import arena as store_arena

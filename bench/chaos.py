@@ -64,6 +64,11 @@ from typing import Any
 
 import redis
 
+# `python bench/chaos.py` puts bench/ first on the path, where bench/bots.py and
+# bench/ratings.py would shadow the packages of those names: the repository root goes
+# in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register

@@ -65,6 +65,11 @@ from typing import Any
 import grpc
 import redis
 
+# `python bench/decision_latency.py` puts bench/ first on the path, where bench/bots.py and
+# bench/ratings.py would shadow the packages of those names: the repository root goes
+# in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from clients.bot import Bot
 from clients.stack import Child, start_child
 from moon import Action, GameState, Observation, Rules

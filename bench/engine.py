@@ -45,7 +45,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
+
+# `python bench/engine.py` puts bench/ first on the path, where bench/bots.py and
+# bench/ratings.py would shadow the packages of those names: the repository root goes
+# in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bots.playout import playout
 from bots.solver import Solver, won_code

@@ -80,6 +80,9 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
+# Run as a script, bench/ is first on the path, where bench/bots.py would shadow the `bots`
+# package: the repository root goes in front.
+sys.path.insert(0, str(BENCH_DIR.parent))
 
 from clients.bot import Bot  # noqa: E402
 from clients.builtin import RandomBot  # noqa: E402

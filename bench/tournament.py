@@ -45,6 +45,11 @@ from pathlib import Path
 
 import redis
 
+# `python bench/tournament.py` puts bench/ first on the path, where bench/bots.py and
+# bench/ratings.py would shadow the packages of those names: the repository root goes
+# in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register

@@ -95,7 +95,8 @@ class PimcPlayer:
         for _ in range(self.samples):
             hands = sampler.deal(rng)[:n]
             hands[me] = own
-            solver = Solver(n, contract, maximizers, table)
+            # One solver a deal: its transposition table serves every action tried on it.
+            solver = Solver(n, contract, maximizers, table) if self.solve else None
             for i, t in enumerate(tiles):
                 hands[me] = own ^ 1 << t
                 won = list(obs.tricks_won)
@@ -113,15 +114,15 @@ class PimcPlayer:
         return totals
 
     def _finish(self, n: int, contract: int, hands: list[int], leader: int, trick: list[int],
-                won: list[int], gone: int, solver: Solver, table: Sequence[int]) -> int:
+                won: list[int], gone: int, solver: Solver | None,
+                table: Sequence[int]) -> int:
         """The worth of a position: greedy play until `solve` tricks are left, then solved."""
-        left = 7 - sum(won)
-        if left > self.solve:
+        if 7 - sum(won) > self.solve:
             won, hands, leader, gone = playout(n, contract, hands, leader, trick, won, gone,
                                                self.solve)
             trick = []
-            if sum(won) == 7:
-                return table[won_code(won)]
+        if solver is None or sum(won) == 7:
+            return table[won_code(won)]
         return solver.solve(hands, leader, trick, won)
 
     # -- auction ---------------------------------------------------------------------

@@ -1,9 +1,7 @@
 """House bots: how well PIMC plays against greedy and random players, and what a decision costs.
 
-Run `nice -n 15 python bench/house_bots.py [--quick] [--workers 2]`. (Not `bench/bots.py`:
-run as a script, a file of that name in this folder would hide the `bots` package from
-every benchmark here.) It prints
-`name: value unit` lines:
+Run `nice -n 15 python bench/bots.py [--quick] [--workers 2]`. It prints `name: value unit`
+lines:
 
 - `3p_greedy_*`: `house:pimc` (the default budget) in one seat, `house:greedy`
   in the other two; a third of the games is par. `2v2_greedy_*`: a PIMC team
@@ -29,7 +27,9 @@ every benchmark here.) It prints
 - `*_interval_coverage`: the share of 95% intervals holding the true share in
   4,000 simulated runs of the same shape (boards, seatings) whose true share is
   the one measured, with strong board luck (see `coverage`).
-- `run_minutes`: the wall time of the whole run.
+- `run_minutes`, `cpu_minutes`: the wall time of the whole run and the CPU
+  time of it and its processes (on a shared machine the first can be far
+  above half the second).
 
 Duplicate boards: a board is a game seed, so its deals are fixed; each board is
 played once per seating of PIMC's side (3 in 3p, 2 in 2v2), so each deal is
@@ -47,14 +47,20 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import resource
 import statistics
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+# `python bench/bots.py` puts bench/ first on the path, where this file would shadow the
+# `bots` package: the repository root goes in front.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bots import greedy_action, parse
 from bots.pimc import DEFAULT_SAMPLES, PimcPlayer
@@ -374,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.eval_deals and (only is None or "evaluators" in only):
         compare_evaluators(args.eval_deals, args.workers)
     show("run_minutes", (time.monotonic() - started) / 60, "minutes", ".1f")
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    show("cpu_minutes", sum(u.ru_utime + u.ru_stime for u in used) / 60, "minutes", ".1f")
     return 0
 
 
