@@ -247,7 +247,7 @@ def test_two_events_with_one_seed_deal_no_bot_a_deal_twice(stack: Stack, admin: 
     tids = []
     for _ in range(2):
         t = admin.create_tournament(name="one seed", players=3, format="round_robin",
-                                    bot_ids=bots, rules=SHORT, rounds=2, seed=7,
+                                    bot_ids=bots, rules=SHORT, options={"rounds": 2}, seed=7,
                                     seeding="given")
         tids.append(t.tournament_id)
         wait_finished(admin, t.tournament_id)

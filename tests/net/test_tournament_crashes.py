@@ -491,7 +491,7 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
         with logs_on_failure(st), contextlib.closing(admin):
             t = admin.create_tournament(name="kill a referee", players=3,
                                         format="round_robin", bot_ids=own.bots, rules=RULES,
-                                        options={"rounds": 3}, duplicate="replay",
+                                        options={"rounds": 5}, duplicate="replay",
                                         time_bank_ms=2000,
                                         grace_ms=60_000)
             tid = t.tournament_id
@@ -507,14 +507,16 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
             wait_until("a game done", lambda: done() >= 1, timeout=60)
             kill_with_a_decision_pending(ref_a)
             after_a = done()
-            wait_until("games done through the second referee", lambda: done() > after_a + 2,
+            # One game through the second is proof enough; the games are quick, and the
+            # first referee's restart must not find the tournament over.
+            wait_until("a game done through the second referee", lambda: done() > after_a,
                        timeout=90)
             st.referee(listen=f"127.0.0.1:{port_a}")
             kill_with_a_decision_pending(ref_b)
-            assert done() < 72, "the tournament ended before the second kill"
+            assert done() < 120, "the tournament ended before the second kill"
             wait_finished(admin, tid, timeout=240)
             events = Watcher(admin, tid).start().join()  # the whole history, replayed
-            _check_all_recorded(own, admin, tid, events, count=72)
+            _check_all_recorded(own, admin, tid, events, count=120)
             for m in matches_of(admin, tid):
                 assert json.loads(m.transcript_json)["faults"] == [], m.match_id
             bots = [p for p in st.procs if p.name.startswith("bot-")]
