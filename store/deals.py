@@ -18,6 +18,11 @@ Two promises rest here (DESIGN.md, "Threat model"):
   A board's own games may share the seed (its tables, and under `duplicate=replay`
   its seatings), so a claim by the same board again, a step redone after a crash,
   changes nothing. House bots are trusted to keep nothing and are not recorded.
+- **No deal serves two boards**, whoever sits at them. The stack keeps one more hash,
+  `deal seed -> board id` (`keys.DEALT_BOARDS`), claimed in the same step: an event
+  planned with a seed an earlier one used (an organiser's habitual `--seed 1`) would
+  otherwise deal its first board again to new bots, who may have read the first
+  one's released transcripts. Such a board, too, takes its next deal.
 """
 
 from __future__ import annotations
@@ -36,14 +41,20 @@ __all__ = ["CLAIM_LUA", "MAX_ATTEMPTS", "board_secret", "claim", "deal", "deal_s
 
 MAX_ATTEMPTS = 1000  # deals tried for one board before giving up (each a 2^-63 chance)
 
-# KEYS: the deal hashes of the board's bots. ARGV: deal seed, board id.
-# If none of the bots holds the seed for another board, records it for all of them and
-# returns 0; otherwise writes nothing and returns the 1-based index of the first that does.
+# KEYS: the stack's record of deals by board, then the deal hashes of the board's bots.
+# ARGV: deal seed, board id. If the seed serves no other board and none of the bots holds
+# it for another board, records it in all of them and returns 0; otherwise writes nothing
+# and returns the other board's id (a string), or the 1-based index of the first bot
+# (after KEYS[1]) that holds it.
 CLAIM_LUA = """
-for i, key in ipairs(KEYS) do
-  local held = redis.call('HGET', key, ARGV[1])
+local owner = redis.call('HGET', KEYS[1], ARGV[1])
+if owner and owner ~= ARGV[2] then
+  return owner
+end
+for i = 2, #KEYS do
+  local held = redis.call('HGET', KEYS[i], ARGV[1])
   if held and held ~= ARGV[2] then
-    return i
+    return i - 1
   end
 end
 for _, key in ipairs(KEYS) do
@@ -67,34 +78,37 @@ def deal_seed(secret: bytes, planned: int, attempt: int = 0) -> int:
 
 
 def claim(r: redis.Redis, bot_ids: Iterable[str], seed: int, board: str) -> str | None:
-    """Record `seed` as dealt to every bot for `board`; None when done, else the bot that
-    was dealt it for another board (and nothing is written)."""
+    """Record `seed` as dealt for `board`, to every bot of it; None when done, else why
+    not (nothing is written): the bot that was dealt it for another board, or
+    `board <id>` when another board was dealt it."""
     bots = sorted(set(bot_ids))
-    if not bots:
-        return None
-    found = int(r.eval(CLAIM_LUA, len(bots), *(keys.bot_deals(b) for b in bots),
-                       str(seed), board))
-    return bots[found - 1] if found else None
+    found = r.eval(CLAIM_LUA, len(bots) + 1, keys.DEALT_BOARDS,
+                   *(keys.bot_deals(b) for b in bots), str(seed), board)
+    if isinstance(found, bytes | str):
+        return f"board {found.decode() if isinstance(found, bytes) else found}"
+    return bots[int(found) - 1] if found else None
 
 
 def deal(r: redis.Redis, planned: int, board: str, bot_ids: Iterable[str]) -> tuple[int, int]:
     """The deal `board` is played with, claimed for every bot of it: the planned seed through
     the stack's secret, or the next deal of the board while one of the bots was dealt that
-    one for another board. Returns (deal seed, deals refused first). Called again for the
-    same board (its other tables, a step redone after a crash), it gives the same deal."""
+    one for another board, or another board was dealt it. Returns (deal seed, deals
+    refused first). Called again for the same board (its other tables, a step redone after
+    a crash), it gives the same deal."""
     secret = board_secret(r)
     bots = list(bot_ids)
     for attempt in range(MAX_ATTEMPTS):
         seed = deal_seed(secret, planned, attempt)
         if claim(r, bots, seed, board) is None:
             return seed, attempt
-    raise RuntimeError(f"board {board}: no deal in {MAX_ATTEMPTS} that none of its bots had")
+    raise RuntimeError(f"board {board}: no deal in {MAX_ATTEMPTS} that no bot or board had")
 
 
 def record(r: redis.Redis, bot_ids: Iterable[str], seed: int, board: str) -> None:
-    """Note a deal the organiser chose (a single match's seed) as dealt to each bot, unless
-    the bot holds it already: later boards are then dealt around it."""
+    """Note a deal the organiser chose (a single match's seed) as dealt to each bot and to
+    the stack, unless already noted: later boards are then dealt around it."""
     pipe = r.pipeline(transaction=False)
+    pipe.hsetnx(keys.DEALT_BOARDS, str(seed), board)
     for b in set(bot_ids):
         pipe.hsetnx(keys.bot_deals(b), str(seed), board)
     pipe.execute()

@@ -84,6 +84,7 @@ P = "ms:"
 ADMIN_TOKEN = P + "admin:token"
 WATCH_PASS = P + "admin:watch"
 DEAL_SECRET = P + "admin:deals"
+DEALT_BOARDS = P + "deals:boards"  # every deal seed dealt, with the one board it was for
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"

@@ -61,18 +61,34 @@ def test_a_released_seed_does_not_give_away_a_small_tournament_seed(r: redis.Red
     assert len({deals.deal_seed(secret, 5, k) for k in range(50)}) == 50
 
 
-def test_a_bot_is_dealt_a_seed_for_one_board_only(r: redis.Redis) -> None:
+def test_a_deal_serves_one_board_and_a_bot_is_dealt_it_once(r: redis.Redis) -> None:
     assert deals.claim(r, ["b-1", "b-2", "b-3"], 11, "t-a/x1-r1") is None
     # The same board again (its other tables, a step redone): fine, nothing changes.
     assert deals.claim(r, ["b-1", "b-4", "b-5"], 11, "t-a/x1-r1") is None
-    # Another board with that deal, for a bot that had it: refused, and nothing written.
-    assert deals.claim(r, ["b-6", "b-2", "b-7"], 11, "t-b/x1-r1") == "b-2"
-    assert deals.dealt(r, "b-6") == {}
+    # Another board with that deal: refused, and nothing written, whoever sits at it
+    # (new bots may have read the first board's released transcripts).
+    assert deals.claim(r, ["b-6", "b-2", "b-7"], 11, "t-b/x1-r1") == "board t-a/x1-r1"
+    assert deals.claim(r, ["b-6", "b-7"], 11, "t-b/x1-r1") == "board t-a/x1-r1"
+    assert deals.dealt(r, "b-6") == {} and deals.dealt(r, "b-7") == {}
     assert deals.dealt(r, "b-2") == {11: "t-a/x1-r1"}
-    # Bots that never had it take it for another board.
-    assert deals.claim(r, ["b-6", "b-7"], 11, "t-b/x1-r1") is None
-    assert deals.dealt(r, "b-7") == {11: "t-b/x1-r1"}
+    # A bot's own record refuses too (a stack's records from before the stack-wide one).
+    r.hset(keys.bot_deals("b-8"), "13", "t-old/x1-r1")
+    assert deals.claim(r, ["b-9", "b-8"], 13, "t-c/x1-r1") == "b-8"
+    # A board of house bots only is recorded for the stack all the same.
     assert deals.claim(r, [], 12, "t-c/x1") is None
+    assert deals.claim(r, [], 12, "t-d/x1") == "board t-c/x1"
+    # A single match's chosen seed: later boards are dealt around it.
+    deals.record(r, ["b-10"], 14, "m-1")
+    assert deals.claim(r, ["b-11"], 14, "t-e/x1") == "board m-1"
+
+
+def test_one_seed_twice_never_replays_a_released_board_to_new_bots(r: redis.Redis) -> None:
+    """Two events planned with one --seed and no bot in common: the second is dealt afresh
+    (bots that read the first one's transcripts would otherwise know its hands)."""
+    first, _ = deals.deal(r, 1, "t-a/r1", ["b-1", "b-2", "b-3"])
+    second, refused = deals.deal(r, 1, "t-b/r1", ["b-4", "b-5", "b-6"])
+    assert second != first and refused == 1
+    assert deals.deal(r, 1, "t-b/r1", ["b-4", "b-5", "b-6"]) == (second, 1)  # a redo
 
 
 def _round_robin(r: redis.Redis, rq_conn: redis.Redis, named: list[tuple[str, str]],
