@@ -76,7 +76,8 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         bot = await self._bot(context)  # first: nothing is looked at for a stranger
         pool = wire.arena_pool_from_pb(request.pool)
         joined = await self.reads.run(store_arena.join, pool, bot.bot_id)
-        await self.reads.run(request_arena_step, self.rq_conn, pool)
+        if joined:  # a bot already in asks for nothing: a loop of joins costs no passes
+            await self.reads.run(request_arena_step, self.rq_conn, pool)
         return arena_pb2.JoinArenaResponse(bot_id=bot.bot_id, pool=request.pool, joined=joined)
 
     @unary

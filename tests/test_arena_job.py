@@ -297,3 +297,23 @@ def test_a_step_lost_with_its_worker_is_taken_again_by_recovery(
     else:
         assert _games(r) == before and st["open"] == {}  # released, nothing new dealt
         assert set(r.zrange(keys.results("3p"), 0, -1)) == set(before)
+
+
+def test_a_job_makes_a_bounded_number_of_passes_while_asks_never_stop(
+        conns: tuple[redis.Redis, redis.Redis], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asks that never stop (a bot joining or reconnecting in a loop) cost MAX_PASSES
+    passes a job, not a job that loops until its timeout: the control queue's other jobs
+    (steps, fits) take their turns, and the ask left standing waits for the next job."""
+    r, rq = conns
+    _start(r)
+    _bots(r, 6)
+    asks: list[int] = []
+
+    def asking(r_: redis.Redis, pool: str) -> bool:
+        store_arena.ask_step(r_, pool)  # every pass finds another ask standing
+        asks.append(1)
+        return True
+
+    monkeypatch.setattr(store_arena, "take_step", asking)
+    arena_job.run_step(r, rq, "3p")
+    assert len(asks) == arena_job.MAX_PASSES

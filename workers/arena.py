@@ -58,10 +58,11 @@ from tournaments.plan import derive_seed
 from workers import failpoints, metrics
 from workers.queues import enqueue_match, request_fit
 
-__all__ = ["LOCK_MS", "arena_name", "board_of", "game_id", "run_step"]
+__all__ = ["LOCK_MS", "MAX_PASSES", "arena_name", "board_of", "game_id", "run_step"]
 
 log = logging.getLogger("moonshot.arena")
 
+MAX_PASSES = 8  # passes a job makes before it yields the control queue to others
 LOCK_MS = 10_000  # extended after every pass (one takes well under a second); a dead run's
 # lock lapses this soon, and recovery queues the step it owed
 _AVOID = arena.Settings().avoid  # games of table-mates each bot remembers
@@ -90,8 +91,13 @@ def run_step(r: redis.Redis, rq_conn: redis.Redis, pool: str,
     if not lock.acquire(r):
         return {"pool": pool, "skipped": "another step of this arena runs"}
     summary: dict[str, Any] = {"pool": pool}
+    passes = 0
     try:
-        while store_arena.take_step(r, pool):
+        # At most MAX_PASSES a job: asks that never stop (bots coming and going) then take
+        # turns on the control queue with the other jobs; the ask left standing queues
+        # the next job (or recovery's nudge does).
+        while passes < MAX_PASSES and store_arena.take_step(r, pool):
+            passes += 1
             started = time.perf_counter()
             summary = _pass(r, rq_conn, pool)
             metrics.ARENA_STEP_SECONDS.labels(pool).observe(time.perf_counter() - started)
