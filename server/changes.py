@@ -185,6 +185,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the test's last event so "
                              f"far, {newest}")
+        ended_at = -1  # the last sequence seen once the status said the test is over
         while True:
             # Polled, never a blocking read: a watcher holds no Redis connection meanwhile.
             # One stream for everyone: a test's public events are all there is (results
@@ -194,7 +195,11 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
                 info = await self.watch.run(store_t.info, test_id)
                 if info.status.over and (
                         await self.watch.run(events.newest_seq, test_id) <= after):
-                    return
+                    # The status is set just before TournamentFinished is appended: end
+                    # only when a poll later nothing came.
+                    if ended_at == after:
+                        return
+                    ended_at = after
                 await asyncio.sleep(_WATCH_POLL_S)
                 continue
             test = None

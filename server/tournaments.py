@@ -163,6 +163,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
                              f"so far, {newest}")
+        ended_at = -1  # the last sequence seen once the status said the event is over
         while True:
             # Polled, never a blocking read: a watcher holds no Redis connection while it
             # waits, so watchers cannot use up the connections other calls need.
@@ -171,7 +172,11 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                 _, info = await self._load(tid, self.watch)
                 if info.status.over and (
                         await self.watch.run(events.newest_seq, tid, audience) <= after):
-                    return
+                    # The step sets the status just before it appends TournamentFinished:
+                    # end only when a poll later nothing came, or the last event is missed.
+                    if ended_at == after:
+                        return
+                    ended_at = after
                 await asyncio.sleep(_WATCH_POLL_S)
                 continue
             extra: dict[str, Any] = {}
