@@ -10,7 +10,6 @@ the verdict; `watch` keeps one progress line up to date until the verdict.
 from __future__ import annotations
 
 import argparse
-import difflib
 import itertools
 import math
 import sys
@@ -25,12 +24,13 @@ from clients.commands import (
     _rpc_error,
     _server_flag,
     admin_token,
+    newest_named,
     optional_admin_token,
     rules_options,
     server_target,
     web_link,
 )
-from clients.parser import CommandError, Parser
+from clients.parser import Parser
 from clients.render import plural
 from proto.moon.v1 import change_pb2, change_pb2_grpc, game_pb2, rating_pb2
 from store import ids
@@ -82,18 +82,8 @@ class _Client:
             except grpc.RpcError as exc:
                 if not hasattr(exc, "code") or exc.code() != grpc.StatusCode.NOT_FOUND:
                     raise
-        every = list(self.tests())
-        named = [t for t in every if t.spec.name.casefold() == text.casefold()]
-        if not named:
-            names = {t.spec.name.casefold(): t.spec.name for t in every}
-            close = difflib.get_close_matches(text.casefold(), names, n=3, cutoff=0.6)
-            hint = f"; close: {', '.join(repr(names[c]) for c in close)}" if close else ""
-            raise CommandError(f"no test with id or name {text!r}{hint} "
-                               "(moonshot test list shows them)")
-        if len(named) > 1:
-            print(f"note: {len(named)} tests are named {text!r}: this is the newest, "
-                  f"{named[0].test_id}; name another by its id", file=sys.stderr)
-        return named[0]
+        return newest_named(self.tests(), text, lambda t: t.spec.name, lambda t: t.test_id,
+                            "test", "moonshot test list")
 
 
 # ---------------------------------------------------------------- text

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import logging
 import math
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -34,6 +36,7 @@ __all__ = [
     "check_redis",
     "check_token",
     "data_folder",
+    "newest_named",
     "optional_admin_token",
     "parse_duration_ms",
     "rules_options",
@@ -731,3 +734,24 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="transcript file (default moonshot-data/transcripts/<match_id>.jsonl)")
     _server_flag(p)
     p.set_defaults(run=_run_match_show)
+
+
+_Named = TypeVar("_Named")
+
+
+def newest_named(every: Iterable[_Named], text: str, name_of: Callable[[_Named], str],
+                 id_of: Callable[[_Named], str], kind: str, listing: str) -> _Named:
+    """The first of `every` (newest first) whose name is `text`, ignoring case, with a note
+    on stderr when several share it; CommandError naming close names when none has it
+    (`kind`: "tournament", "test"; `listing`: the command that lists them)."""
+    every = list(every)
+    named = [x for x in every if name_of(x).casefold() == text.casefold()]
+    if not named:
+        names = {name_of(x).casefold(): name_of(x) for x in every}
+        close = difflib.get_close_matches(text.casefold(), names, n=3, cutoff=0.6)
+        hint = f"; close: {', '.join(repr(names[c]) for c in close)}" if close else ""
+        raise CommandError(f"no {kind} with id or name {text!r}{hint} ({listing} shows them)")
+    if len(named) > 1:
+        print(f"note: {len(named)} {kind}s are named {text!r}: this is the newest, "
+              f"{id_of(named[0])}; name another by its id", file=sys.stderr)
+    return named[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import itertools
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from clients.commands import (
     _rpc_error,
     _server_flag,
     admin_token,
+    newest_named,
     optional_admin_token,
     rules_options,
     server_target,
@@ -96,18 +96,8 @@ def find_tournament(admin: Admin, text: str) -> tournament_pb2.Tournament:
         except grpc.RpcError as exc:
             if not hasattr(exc, "code") or exc.code() != grpc.StatusCode.NOT_FOUND:
                 raise
-    every = list(admin.list_tournaments())
-    named = [t for t in every if t.spec.name.casefold() == text.casefold()]
-    if not named:
-        names = {t.spec.name.casefold(): t.spec.name for t in every}
-        close = difflib.get_close_matches(text.casefold(), names, n=3, cutoff=0.6)
-        hint = f"; close: {', '.join(repr(names[c]) for c in close)}" if close else ""
-        raise CommandError(f"no tournament with id or name {text!r}{hint} "
-                           "(moonshot tournament list shows them)")
-    if len(named) > 1:
-        print(f"note: {len(named)} tournaments are named {text!r}: this is the newest, "
-              f"{named[0].tournament_id}; name another by its id", file=sys.stderr)
-    return named[0]
+    return newest_named(admin.list_tournaments(), text, lambda t: t.spec.name,
+                        lambda t: t.tournament_id, "tournament", "moonshot tournament list")
 
 
 def _seeding_note(t: tournament_pb2.Tournament, asked: str) -> str | None:
