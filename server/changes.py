@@ -24,9 +24,10 @@ from store.changes import ChangeTestSpec
 from store.errors import FailedPrecondition, InvalidArgument, OutOfRange
 from store.messages import PairCounted, TournamentFinished
 from store.records import check_seating
+from store.refs import EventRef
 from store.status import TournamentStatus
 from tournaments.change import ChangeSpec, board_games
-from workers.queues import create_test, enqueue_advance
+from workers.queues import create_test, request_step
 
 __all__ = ["TestServicer"]
 
@@ -160,7 +161,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         if info.status.over:
             raise FailedPrecondition(f"test {test_id} is {info.status} already")
         await self.reads.run(store_changes.ask_stop, test_id)
-        await self.reads.run(lambda _r: enqueue_advance(self.rq_conn, test_id))
+        await self.reads.run(request_step, self.rq_conn, EventRef.test(test_id))
         return change_pb2.StopTestResponse(test=await self.reads.run(_test, test_id, True))
 
     @streaming

@@ -21,6 +21,7 @@ from store.errors import InvalidArgument, NotFound, OutOfRange
 from store.match_events import Audience, MatchEvents, MatchFinished, Sight, for_audience, sight
 from store.matches import MatchRecord
 from store.records import MatchSpec
+from store.refs import EventKind, EventRef
 from store.status import MatchStatus, TournamentStatus
 from workers.queues import enqueue_match
 
@@ -92,10 +93,11 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     async def _sight(self, audience: Audience, record: MatchRecord) -> Sight:
         """How much of this match the caller may see (`store.match_events.sight`)."""
         released = record.released
-        if not released and record.spec.tournament_id and record.status == MatchStatus.FINISHED:
+        tid = record.spec.event_id(EventKind.TOURNAMENT)
+        if not released and tid and record.status == MatchStatus.FINISHED:
             # Finished before games were released board by board: the tournament being
             # finished (every game of it played) releases it.
-            released = await self.reads.run(_tournament_finished, record.spec.tournament_id)
+            released = await self.reads.run(_tournament_finished, tid)
         return sight(audience, tournament_game=record.spec.boarded,
                      over=record.status.over, released=released)
 
@@ -124,8 +126,10 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             raise InvalidArgument(f"arena: {request.arena[:40]!r} is not a pool; expected "
                                   "3p, 2v2 or empty")
         # The narrowest index that holds every match asked for (then filtered).
-        index = store_matches.index(request.tournament_id or request.test_id, bot_id,
-                                    request.arena)
+        event = (EventRef.tournament(request.tournament_id) if request.tournament_id
+                 else EventRef.test(request.test_id) if request.test_id
+                 else EventRef.arena(request.arena) if request.arena else None)
+        index = store_matches.index(event, bot_id)
 
         def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
             found = store_matches.ids_after(r, index, request.page_token, newest_first=True)
@@ -133,9 +137,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             return page_of((rec for rec in records
                             if (not status or rec.status == status)
                             and (not bot_id or bot_id in rec.spec.bot_ids)
-                            and (not request.arena or rec.spec.arena == request.arena)
-                            and (not request.tournament_id
-                                 or rec.spec.tournament_id == request.tournament_id)),
+                            and (event is None or rec.spec.event == event)),
                            size)
 
         records, more = await self.reads.run(load)

@@ -35,7 +35,7 @@ from moon.actions import ACTIONS, BID_IDS, PASS, ActionKind
 from moon.contracts import CONTRACTS, contract_name, parse_contract
 from moon.tiles import ALL_TILES
 from proto.moon.v1 import arena_pb2, bot_pb2, game_pb2, match_pb2, rating_pb2, tournament_pb2
-from store import ids, messages
+from store import messages
 from store.arena import ArenaSpec, ArenaStatus, ArenaView
 from store.bots import BotRecord
 from store.errors import InvalidArgument
@@ -63,6 +63,7 @@ from store.records import (
     Faults,
     TournamentSpec,
 )
+from store.refs import EventKind, EventRef
 from store.status import MatchStatus, TournamentStatus
 from store.tournaments import TournamentInfo
 from tournaments import formats
@@ -353,6 +354,16 @@ def observation_json_to_pb(d: Mapping[str, Any]) -> game_pb2.Observation:
     return game_pb2.Observation.FromString(_observation_bytes(d))
 
 
+_EVENT_KIND = {EventKind.TOURNAMENT: game_pb2.EVENT_KIND_TOURNAMENT,
+               EventKind.TEST: game_pb2.EVENT_KIND_TEST,
+               EventKind.ARENA: game_pb2.EVENT_KIND_ARENA}
+
+
+def event_ref_to_pb(ref: EventRef) -> game_pb2.EventRef:
+    """The event that scheduled a game, as the wire names it."""
+    return game_pb2.EventRef(kind=_EVENT_KIND[ref.kind], id=ref.id)
+
+
 # ---------------------------------------------------------------- events
 
 
@@ -365,6 +376,8 @@ def _match_started(e: MatchStarted) -> bot_pb2.PlayResponse:
         seat_names=e.seat_names,
         tournament_id=e.tournament_id,
     )
+    if e.event:
+        started.event.CopyFrom(event_ref_to_pb(EventRef.parse(e.event)))
     if e.clock:  # {"move_time_ms", "time_bank_ms"}
         started.clock.CopyFrom(game_pb2.ClockPolicy(**e.clock))
     if e.faults:  # {"max_strikes", "disconnect_grace_ms"}
@@ -580,15 +593,17 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         rules=rules_to_pb(spec.rules),
         clock=clock_to_pb(spec.clock),
         faults=faults_to_pb(spec.faults),
-        # The event that scheduled it: a tournament, or a test of a change.
-        tournament_id=spec.tournament_id if ids.is_tournament_id(spec.tournament_id) else "",
-        test_id=spec.tournament_id if ids.is_test_id(spec.tournament_id) else "",
+        # The event that scheduled it, by kind, and as one reference.
+        tournament_id=spec.event_id(EventKind.TOURNAMENT),
+        test_id=spec.event_id(EventKind.TEST),
         actions_played=record.actions if sight is not Sight.STATUS else 0,
         created_at=_timestamp(record.created_at),
         error=record.error,
         board=str(spec.meta.get("board", "")) if spec.boarded else "",
-        arena=spec.arena,
+        arena=spec.event_id(EventKind.ARENA),
     )
+    if spec.event is not None:
+        pb.event.CopyFrom(event_ref_to_pb(spec.event))
     if record.result is not None and sight is not Sight.STATUS:
         pb.result.CopyFrom(result_to_pb(record.result))
     if record.transcript is not None and with_transcript and reveal:

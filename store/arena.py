@@ -1,14 +1,13 @@
-"""The arena of a pool, as stored in Redis: its spec and status, who joined, the games it
-created, recorded and released, the matchmaking step's state and its coalesced requests.
+"""The arena of a pool, as stored in Redis: its spec and status, who joined, and what
+GetArena shows of it.
 
 There is one arena per rating pool (`3p`, `2v2`), named by the pool. An organiser
 starts it (`start`, with its rules, clock, faults, the games a bot may play at once
 and its house anchors) and stops it (`stop`: no new tables; games under way finish
 and their boards are released). Bots join and leave (`join`, `leave`); a joined bot
-plays while it is connected. The matchmaking job (`workers.arena`) owns the state:
-it reads it, folds in the games recorded since its cursor, deals new boards, and
-saves the new state in one compare-and-set (`save_state`), the games it decided
-included, so a step lost at any point is redone without creating anything twice.
+plays while it is connected. Its games, their recording and release, and the
+matchmaking state are the one scheduling step's, on the event keys of
+`EventRef.arena(pool)` (`store.steps`; the planner is `workers.arena.ArenaPlanner`).
 """
 
 from __future__ import annotations
@@ -25,11 +24,11 @@ import redis
 from bots.house import HouseBotError, is_house, parse
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
-from store import ids, keys
+from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
-from store.locks import Lock
-from store.lua import RECORD_LUA
+from store.pools import Pool
 from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults
+from store.refs import EventRef
 
 __all__ = [
     "MAX_ANCHORS",
@@ -40,42 +39,30 @@ __all__ = [
     "ArenaSpec",
     "ArenaStatus",
     "ArenaView",
-    "add_games",
+    "arena_name",
     "arena_of",
-    "ask_again",
-    "ask_step",
     "check_pool",
-    "claim_queue",
     "figures",
     "info",
     "join",
     "joined",
     "leave",
-    "mark_released",
     "names",
     "note_step",
     "online",
     "pools_of_bot",
-    "record",
-    "recorded_after",
     "released_ids",
-    "save_state",
     "start",
-    "state",
-    "step_lock",
-    "step_requested",
     "stop",
-    "take_step",
-    "unqueue",
+    "upgrade",
     "view",
 ]
 
-POOLS = {"3p": 3, "2v2": 4}  # players at a table of each pool
+POOLS = {str(p): p.players for p in Pool}  # players at a table of each pool
 MAX_CONCURRENCY = 100  # games one bot may be asked to play at once
 MAX_ANCHORS = 16
 MAX_WAIT_MS = 3_600_000
 DEFAULT_MAX_WAIT_MS = 10_000  # `tournaments.arena.Settings.max_wait_s`
-QUEUED_S = 30  # a queued step job unheard of this long counts as lost (recovery queues one)
 
 
 class ArenaStatus(StrEnum):
@@ -83,6 +70,11 @@ class ArenaStatus(StrEnum):
 
     RUNNING = "running"  # dealing boards to its free bots
     STOPPED = "stopped"  # dealing none; games under way finish and are released
+
+
+def arena_name(pool: str) -> str:
+    """The arena's name in its board ids: `arena-3p`, `arena-2v2`."""
+    return f"arena-{pool}"
 
 
 def check_pool(pool: str) -> int:
@@ -216,13 +208,15 @@ def arena_of(r: redis.Redis, pool: str) -> ArenaInfo | None:
         return None
 
 
-# KEYS: the arena's hash. ARGV: spec JSON, now. Starts it unless it runs: 1, or 0.
+# KEYS: the arena's hash, the live events. ARGV: spec JSON, now, the arena's reference.
+# Starts it (live: the step is owed passes) unless it runs: 1, or 0.
 _START_LUA = """
 if redis.call('HGET', KEYS[1], 'status') == 'running' then
   return 0
 end
 redis.call('HSET', KEYS[1], 'spec', ARGV[1], 'status', 'running', 'started_at', ARGV[2])
-redis.call('HDEL', KEYS[1], 'stopped_at', 'retry_at')
+redis.call('HDEL', KEYS[1], 'stopped_at', 'wake_at')
+redis.call('SADD', KEYS[2], ARGV[3])
 return 1
 """
 
@@ -232,7 +226,6 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'running' then
   return 0
 end
 redis.call('HSET', KEYS[1], 'status', 'stopped', 'stopped_at', ARGV[1])
-redis.call('HDEL', KEYS[1], 'retry_at')
 return 1
 """
 
@@ -240,8 +233,8 @@ return 1
 def start(r: redis.Redis, spec: ArenaSpec) -> ArenaInfo:
     """Start the pool's arena with `spec` (again, after a stop: its bots, games and board
     numbers carry on); FailedPrecondition when it runs already (nothing changes)."""
-    if not int(r.eval(_START_LUA, 1, keys.arena(spec.pool), spec.to_json(),
-                      repr(time.time()))):
+    if not int(r.eval(_START_LUA, 2, keys.arena(spec.pool), keys.LIVE_EVENTS, spec.to_json(),
+                      repr(time.time()), str(EventRef.arena(spec.pool)))):
         raise FailedPrecondition(f"the {spec.pool} arena is running already: stop it first "
                                  f"to change its settings (moonshot arena stop "
                                  f"{spec.pool})")
@@ -331,32 +324,6 @@ def names(r: redis.Redis, bot_ids: set[str]) -> dict[str, str]:
 # ------------------------------------------------------------ games
 
 
-def add_games(r: redis.Redis, pool: str, numbered: dict[str, int]) -> None:
-    """List new games of the arena, each by its number (idempotent)."""
-    if numbered:
-        r.zadd(keys.arena_games(pool), numbered, nx=True)
-
-
-def record(r: redis.Redis, pool: str, match_id: str) -> int:
-    """Give a finished (or failed) game of the arena its recording number, once; 0 if it
-    had one already."""
-    n: Any = r.eval(RECORD_LUA, 1, keys.arena_recorded(pool), match_id)
-    return int(n)
-
-
-def recorded_after(r: redis.Redis, pool: str, cursor: int, limit: int = 5000
-                   ) -> list[tuple[str, int]]:
-    """(match id, recording number) of games recorded after number `cursor`, oldest first."""
-    got: Any = r.zrangebyscore(keys.arena_recorded(pool), f"({cursor}", "+inf", start=0,
-                               num=limit, withscores=True)
-    return [(str(mid), int(score)) for mid, score in got]
-
-
-def mark_released(r: redis.Redis, pool: str, match_id: str, number: int) -> None:
-    """Add a released game to the arena's public list (its `number`-th)."""
-    r.zadd(keys.arena_released(pool), {match_id: number}, nx=True)
-
-
 def released_ids(r: redis.Redis, pool: str, most: int) -> list[str]:
     """The newest `most` released games of the arena, newest first."""
     found: Any = r.zrevrange(keys.arena_released(pool), 0, max(0, most - 1))
@@ -366,101 +333,35 @@ def released_ids(r: redis.Redis, pool: str, most: int) -> list[str]:
 # ------------------------------------------------------------ the step's state
 
 
-def state(r: redis.Redis, pool: str) -> dict[str, Any] | None:
-    """The matchmaking state (see `workers.arena`), or None before the first step."""
+def note_step(r: redis.Redis, pool: str, figures: dict[str, Any]) -> None:
+    """What the latest step saw (served by GetArena and the metrics)."""
+    r.hset(keys.arena(pool), "step", json.dumps(figures, separators=(",", ":")))
+
+
+def upgrade(r: redis.Redis, pool: str) -> None:
+    """An arena stored before it was a planner of the one step (its own state, with `seq`,
+    and its games under `:games`) in the step's form, once."""
     raw = r.get(keys.arena_state(pool))
-    return None if raw is None else dict(json.loads(str(raw)))
-
-
-def save_state(r: redis.Redis, pool: str, expected: int, new_state: dict[str, Any]) -> bool:
-    """Replace the state if its `seq` is still `expected` (0: no state yet), with `seq`
-    one more; False when another run saved first (then nothing is written)."""
-    key = keys.arena_state(pool)
-    with r.pipeline(transaction=True) as pipe:
-        try:
-            pipe.watch(key)  # type: ignore[no-untyped-call]
-            raw = pipe.get(key)
-            now = 0 if raw is None else int(json.loads(raw)["seq"])
-            if now != expected:
-                return False
-            pipe.multi()
-            pipe.set(key, json.dumps({**new_state, "seq": expected + 1},
-                                     separators=(",", ":")))
-            pipe.execute()
-        except redis.WatchError:
-            return False
-    return True
-
-
-def note_step(r: redis.Redis, pool: str, figures: dict[str, Any],
-              retry_at: float | None) -> None:
-    """What the latest step saw (served by GetArena and the metrics), and when to look
-    again while it holds for a batch."""
-    pipe = r.pipeline(transaction=False)
-    pipe.hset(keys.arena(pool), "step", json.dumps(figures, separators=(",", ":")))
-    if retry_at is None:
-        pipe.hdel(keys.arena(pool), "retry_at")
-    else:
-        pipe.hset(keys.arena(pool), "retry_at", repr(retry_at))
-    pipe.execute()
-
-
-# ------------------------------------------------------------ coalesced steps
-
-
-def step_lock(pool: str, ttl_ms: int) -> Lock:
-    """A new run's lock on the arena's matchmaking (one step at a time)."""
-    return Lock.fresh(keys.arena_lock(pool), ttl_ms)
-
-
-def ask_step(r: redis.Redis, pool: str) -> bool:
-    """Ask for a matchmaking step; True when no step job is queued, so the caller queues
-    one (many asks, one job)."""
+    if raw is None:
+        return
+    old = json.loads(raw)
+    if "plan" in old:
+        return
+    prefix = f"{arena_name(pool)}/"
+    new = {"v": 2, "cursor": int(old["cursor"]),
+           "plan": {k: old[k] for k in ("next_board", "games", "tables", "bots")},
+           "total": int(old["games"]), "finished": False,
+           "open": {board.removeprefix(prefix): g for board, g in old["open"].items()},
+           "released": int(old["released"]),
+           "creating": [text for text, _ in old.get("creating", [])]}
     pipe = r.pipeline(transaction=True)
-    pipe.set(keys.arena_dirty(pool), 1)
-    pipe.set(keys.arena_queued(pool), 1, nx=True, ex=QUEUED_S)
-    return bool(pipe.execute()[-1])
-
-
-def claim_queue(r: redis.Redis, pool: str) -> bool:
-    """Mark a step job as queued; False when one is already."""
-    return bool(r.set(keys.arena_queued(pool), 1, nx=True, ex=QUEUED_S))
-
-
-def unqueue(r: redis.Redis, pool: str) -> None:
-    """A step job has started: asks from now on queue another."""
-    r.delete(keys.arena_queued(pool))
-
-
-def ask_again(r: redis.Redis, pool: str) -> None:
-    """Ask for a step without queueing a job (the caller queues one)."""
-    r.set(keys.arena_dirty(pool), 1)
-
-
-def take_step(r: redis.Redis, pool: str) -> bool:
-    """Clear the ask (the step looks now); True when there was one."""
-    return bool(r.delete(keys.arena_dirty(pool)))
-
-
-def step_requested(r: redis.Redis, pool: str, now: float) -> tuple[bool, bool]:
-    """(a step is owed with no job or run to take it, the arena is live): owed when asked
-    for and neither queued nor running, or when its `retry_at` has come. Live: running,
-    or holding games not yet released."""
-    pipe = r.pipeline(transaction=False)
-    pipe.hmget(keys.arena(pool), "status", "retry_at")
-    pipe.exists(keys.arena_dirty(pool))
-    pipe.exists(keys.arena_queued(pool))
-    pipe.exists(keys.arena_lock(pool))
-    (status, retry_at), dirty, queued, locked = pipe.execute()
-    if status is None:
-        return False, False
-    due = retry_at is not None and status == ArenaStatus.RUNNING and float(retry_at) <= now
-    idle = not queued and not locked
-    live = status == ArenaStatus.RUNNING
-    if not live:  # stopped: live until its last boards are released (a lost step owes that)
-        st = state(r, pool)
-        live = bool(st and st.get("open"))
-    return idle and (bool(dirty) or due), live
+    pipe.set(keys.arena_state(pool), json.dumps(new, separators=(",", ":")))
+    pipe.hset(keys.arena(pool), "step_seq", int(old.get("seq", 0)))
+    pipe.execute()
+    legacy = f"{keys.arena(pool)}:games"
+    if r.exists(legacy):
+        r.zunionstore(keys.arena_games(pool), [keys.arena_games(pool), legacy])
+        r.delete(legacy)
 
 
 # ------------------------------------------------------------ what GetArena shows
@@ -494,11 +395,12 @@ class ArenaView:
 def view(r: redis.Redis, pool: str) -> ArenaView:
     """The pool's arena with its bots and boards (NotFound if it never started)."""
     found = info(r, pool)
-    st = state(r, pool) or {}
+    st = steps.state(r, EventRef.arena(pool)).state or {}
+    plan = st.get("plan", {})
     members = joined(r, pool)
     present = _present(r, members)
     called = names(r, set(members))
-    known: dict[str, Any] = st.get("bots", {})
+    known: dict[str, Any] = plan.get("bots", {})
     running = found.status == ArenaStatus.RUNNING
     out = []
     for i, bot_id in enumerate([*found.spec.anchors, *members]):
@@ -513,6 +415,7 @@ def view(r: redis.Redis, pool: str) -> ArenaView:
     out.sort(key=lambda b: (not b.online, b.name.lower()))
     opened = st.get("open", {})
     return ArenaView(found, tuple(out),
-                     tuple((board, int(g[0]), int(g[1])) for board, g in opened.items()),
-                     int(st.get("next_board", 1)) - 1, int(st.get("games", 0)),
+                     tuple((f"{arena_name(pool)}/{unit}", int(g[0]), int(g[1]))
+                           for unit, g in opened.items()),
+                     int(plan.get("next_board", 1)) - 1, int(plan.get("games", 0)),
                      int(st.get("released", 0)))

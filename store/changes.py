@@ -14,7 +14,6 @@ nothing twice).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +21,10 @@ from typing import Any
 import redis
 
 from moon import Rules
-from store import ids, keys
+from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.records import Clock, Faults
-from store.status import TournamentStatus
+from store.refs import EventRef
 
 __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
            "pairs", "stop_asked", "write_pairs"]
@@ -87,16 +86,11 @@ class ChangeTestSpec:
 
 
 def create(r: redis.Redis, spec: ChangeTestSpec) -> None:
-    """Store a new test as running; FailedPrecondition if the id is taken."""
-    key = keys.tournament(spec.test_id)
-    if not r.hsetnx(key, "spec", spec.to_json()):
+    """Store a new test as running, in one atomic step; FailedPrecondition if the id is
+    taken (nothing written)."""
+    if not steps.create(r, EventRef.test(spec.test_id), keys.TESTS, spec.to_json(),
+                        spec.name):
         raise FailedPrecondition(f"test {spec.test_id} exists already")
-    now = time.time()
-    pipe = r.pipeline()
-    pipe.hset(key, mapping={"status": TournamentStatus.RUNNING, "created_at": repr(now),
-                            "name": spec.name})
-    pipe.zadd(keys.TESTS, {spec.test_id: now})
-    pipe.execute()
 
 
 def load_spec(r: redis.Redis, test_id: str) -> ChangeTestSpec:

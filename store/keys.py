@@ -77,7 +77,7 @@
 
 from __future__ import annotations
 
-from store.ids import is_test_id
+from store.refs import EventRef
 
 P = "ms:"
 
@@ -178,16 +178,87 @@ def result(match_id: str) -> str:
     return f"{P}match:{match_id}:result"
 
 
-def _event(event_id: str) -> str:
-    """The prefix of an event's keys: `ms:tournament:{id}`, or `ms:test:{id}` for a test of
-    a change. A test is scheduled by the same step as a tournament (`workers.scheduler`),
-    so every `tournament_*` key below is also a test's, under its own prefix."""
-    return f"{P}test:{event_id}" if is_test_id(event_id) else f"{P}tournament:{event_id}"
+def event(ref: EventRef) -> str:
+    """Hash of an event's spec and status, and the prefix of all its keys:
+    `ms:tournament:{id}`, `ms:test:{id}` (a test of a change), `ms:arena:{pool}`. The one
+    scheduling step (`workers.scheduler`) drives every kind on the same keys below."""
+    return f"{P}{ref.kind}:{ref.id}"
+
+
+def event_games(ref: EventRef) -> str:
+    """Ids of the games an event has created, scored by creation order."""
+    return f"{event(ref)}:matches"
+
+
+def event_recorded(ref: EventRef) -> str:
+    """Finished (or failed) games of an event, scored 1, 2, 3, ... in recording order."""
+    return f"{event(ref)}:recorded"
+
+
+def event_released(ref: EventRef) -> str:
+    """Games of the event whose board is released (public), scored 1, 2, ..."""
+    return f"{event(ref)}:released"
+
+
+def event_state(ref: EventRef) -> str:
+    """The step's state: its cursor into `recorded`, the boards open, the planner's state,
+    the games decided and not yet known created (JSON; its version is `step_seq` in the
+    event's hash)."""
+    return f"{event(ref)}:state"
+
+
+def event_lock(ref: EventRef) -> str:
+    """Held while one run of the step advances the event."""
+    return f"{event(ref)}:lock"
+
+
+def event_dirty(ref: EventRef) -> str:
+    """Set when the step should look at the event again."""
+    return f"{event(ref)}:dirty"
+
+
+def event_queued(ref: EventRef) -> str:
+    """Set (with a TTL) while a step job of the event is queued: many asks, one job."""
+    return f"{event(ref)}:queued"
+
+
+def event_failed(ref: EventRef) -> str:
+    """Games of the event that recovery marked failed (no run can host them)."""
+    return f"{event(ref)}:failed"
+
+
+def event_redealt(ref: EventRef) -> str:
+    """Units of the event dealt afresh: a bot had been dealt the planned deal."""
+    return f"{event(ref)}:redealt"
+
+
+def event_stream(ref: EventRef) -> str:
+    """Stream of an event's public events; entry ids are `<sequence>-0`."""
+    return f"{event(ref)}:events"
+
+
+def event_emitted(ref: EventRef) -> str:
+    """Keys of public events already emitted, so a re-run emits nothing twice."""
+    return f"{event(ref)}:emitted"
+
+
+def event_live(ref: EventRef) -> str:
+    """Stream of an event's events for organisers: results as they are recorded."""
+    return f"{event(ref)}:live"
+
+
+def event_live_emitted(ref: EventRef) -> str:
+    """Keys of organiser events already emitted."""
+    return f"{event(ref)}:live_emitted"
+
+
+LIVE_EVENTS = P + "events:live"  # events the step still drives, for recovery's nudges
+LIVE_EVENTS_LISTED = P + "events:live:listed"  # set once running events were listed there
 
 
 def tournament(tournament_id: str) -> str:
     """Hash of a tournament's (or a test's) spec and status."""
-    return _event(tournament_id)
+    return event(EventRef.of_id(tournament_id))
 
 
 TOURNAMENTS = P + "tournaments"
@@ -196,47 +267,51 @@ TESTS = P + "tests"
 
 def test_pairs(test_id: str) -> str:
     """A test's counted pairs: board number -> the pair (JSON), each written once."""
-    return f"{_event(test_id)}:pairs"
+    return f"{tournament(test_id)}:pairs"
+
+
+# A tournament's or test's keys by its id: the generic keys above, for callers (and tests)
+# that hold the id of one of the two.
 
 
 def tournament_events(tournament_id: str) -> str:
-    """Stream of a tournament's events; entry ids are `<sequence>-0`."""
-    return f"{_event(tournament_id)}:events"
+    """Stream of a tournament's (or test's) public events."""
+    return event_stream(EventRef.of_id(tournament_id))
 
 
 def tournament_emitted(tournament_id: str) -> str:
-    """Keys of public events already emitted, so a re-run emits nothing twice."""
-    return f"{_event(tournament_id)}:emitted"
+    """Keys of a tournament's public events already emitted."""
+    return event_emitted(EventRef.of_id(tournament_id))
 
 
 def tournament_live(tournament_id: str) -> str:
-    """Stream of a tournament's events for organisers: results as they are recorded."""
-    return f"{_event(tournament_id)}:live"
+    """Stream of a tournament's events for organisers."""
+    return event_live(EventRef.of_id(tournament_id))
 
 
 def tournament_live_emitted(tournament_id: str) -> str:
-    """Keys of organiser events already emitted."""
-    return f"{_event(tournament_id)}:live_emitted"
+    """Keys of a tournament's organiser events already emitted."""
+    return event_live_emitted(EventRef.of_id(tournament_id))
 
 
 def tournament_released(tournament_id: str) -> str:
-    """Games of the tournament whose board is released (public), scored 1, 2, ..."""
-    return f"{_event(tournament_id)}:released"
+    """A tournament's released games."""
+    return event_released(EventRef.of_id(tournament_id))
 
 
 def tournament_matches(tournament_id: str) -> str:
-    """Ids of the matches a tournament has created, scored by creation order."""
-    return f"{_event(tournament_id)}:matches"
+    """The games a tournament (or test) created."""
+    return event_games(EventRef.of_id(tournament_id))
 
 
 def tournament_lock(tournament_id: str) -> str:
-    """Held while one run of the scheduler advances the tournament."""
-    return f"{_event(tournament_id)}:lock"
+    """A tournament's step lock."""
+    return event_lock(EventRef.of_id(tournament_id))
 
 
 def tournament_dirty(tournament_id: str) -> str:
-    """Set when something happened that the scheduler has not looked at yet."""
-    return f"{_event(tournament_id)}:dirty"
+    """A tournament's ask for a step."""
+    return event_dirty(EventRef.of_id(tournament_id))
 
 
 def results(pool: str) -> str:
@@ -245,28 +320,28 @@ def results(pool: str) -> str:
 
 
 def tournament_recorded(tournament_id: str) -> str:
-    """Finished games of a tournament, scored 1, 2, 3, ... in the order they were recorded."""
-    return f"{_event(tournament_id)}:recorded"
+    """A tournament's recorded games."""
+    return event_recorded(EventRef.of_id(tournament_id))
 
 
 def tournament_state(tournament_id: str) -> str:
-    """The scheduler's state (cursor into `recorded`, and the format's plan state)."""
-    return f"{_event(tournament_id)}:state"
+    """A tournament's step state."""
+    return event_state(EventRef.of_id(tournament_id))
 
 
 def tournament_units(tournament_id: str) -> str:
     """A schedule fixed in advance (round robins): one JSON unit per entry, in play order."""
-    return f"{_event(tournament_id)}:units"
+    return f"{tournament(tournament_id)}:units"
 
 
 def tournament_redealt(tournament_id: str) -> str:
-    """Units of the tournament dealt afresh: a bot had been dealt the planned deal."""
-    return f"{_event(tournament_id)}:redealt"
+    """A tournament's units dealt afresh."""
+    return event_redealt(EventRef.of_id(tournament_id))
 
 
 def tournament_failed(tournament_id: str) -> str:
-    """Games of the tournament that recovery marked failed."""
-    return f"{_event(tournament_id)}:failed"
+    """A tournament's failed games."""
+    return event_failed(EventRef.of_id(tournament_id))
 
 
 def ratings(pool: str) -> str:
@@ -311,49 +386,49 @@ def ratings_lock(pool: str) -> str:
 
 def tournament_rating(tournament_id: str) -> str:
     """The fit over one tournament's own released games."""
-    return f"{_event(tournament_id)}:rating"
+    return f"{tournament(tournament_id)}:rating"
 
 
 def arena(pool: str) -> str:
     """Hash of a pool's arena: its spec, status and what its last step saw."""
-    return f"{P}arena:{pool}"
+    return event(EventRef.arena(pool))
 
 
 def arena_joined(pool: str) -> str:
     """Zset of the bots that joined a pool's arena, scored by when."""
-    return f"{P}arena:{pool}:joined"
-
-
-def arena_state(pool: str) -> str:
-    """The arena's matchmaking state (JSON), replaced by compare-and-set."""
-    return f"{P}arena:{pool}:state"
-
-
-def arena_recorded(pool: str) -> str:
-    """Zset of the arena's finished games, scored by recording order (1, 2, ...)."""
-    return f"{P}arena:{pool}:recorded"
+    return f"{arena(pool)}:joined"
 
 
 def arena_games(pool: str) -> str:
-    """Zset of every game the arena created, scored by creation order."""
-    return f"{P}arena:{pool}:games"
+    """Every game the arena created, in order (its event's games)."""
+    return event_games(EventRef.arena(pool))
+
+
+def arena_recorded(pool: str) -> str:
+    """The arena's recorded games."""
+    return event_recorded(EventRef.arena(pool))
 
 
 def arena_released(pool: str) -> str:
-    """Zset of the arena's released games, in order of release."""
-    return f"{P}arena:{pool}:released"
+    """The arena's released games, in order of release."""
+    return event_released(EventRef.arena(pool))
+
+
+def arena_state(pool: str) -> str:
+    """The arena's step state."""
+    return event_state(EventRef.arena(pool))
 
 
 def arena_lock(pool: str) -> str:
-    """Held by the arena's matchmaking step while it runs."""
-    return f"{P}arena:{pool}:lock"
+    """The arena's step lock."""
+    return event_lock(EventRef.arena(pool))
 
 
 def arena_dirty(pool: str) -> str:
-    """Set when the arena's matchmaking step should look again."""
-    return f"{P}arena:{pool}:dirty"
+    """The arena's ask for a step."""
+    return event_dirty(EventRef.arena(pool))
 
 
 def arena_queued(pool: str) -> str:
-    """Set while a matchmaking job of the arena is queued."""
-    return f"{P}arena:{pool}:queued"
+    """Set while a step job of the arena is queued."""
+    return event_queued(EventRef.arena(pool))

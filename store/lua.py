@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["ACCEPT_LUA", "AFTER_LUA", "EMIT_LUA", "FENCED_BATCH_LUA", "FENCED_SEND_LUA",
-           "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA", "Command",
-           "batch_args"]
+__all__ = ["ACCEPT_LUA", "AFTER_LUA", "CREATE_EVENT_LUA", "EMIT_LUA", "FENCED_BATCH_LUA",
+           "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA",
+           "SAVE_STEP_LUA", "Command", "batch_args"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
 # without its "at_us" field (`store.messages.unstamped`).
@@ -30,17 +30,74 @@ return 0
 # KEYS: the event stream, the set of emitted keys. ARGV: event key, event JSON.
 # Appends the event once per key with the next sequence number as its entry id
 # (`<seq>-0`); returns that number, or 0 when the key was emitted before.
-EMIT_LUA = """
-if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
+_EMIT_FN = """
+local function emit(stream, emitted, key, event)
+  if redis.call('SADD', emitted, key) == 0 then
+    return 0
+  end
+  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  local seq = 1
+  if last[1] then
+    seq = tonumber(string.match(last[1][1], '^(%d+)')) + 1
+  end
+  redis.call('XADD', stream, seq .. '-0', 'e', event)
+  return seq
+end
+"""
+EMIT_LUA = _EMIT_FN + "return emit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
+
+# KEYS: the event's hash, its step state, the set of live events, its public stream and
+# emitted keys, its organiser stream and emitted keys.
+# ARGV: the step_seq the run read, the new state JSON, games done, games planned, the end
+# status ('' for none), when it ended, the error, the event's reference, the end event's
+# key and JSON ('' for none), wake_at ('' for none), '1' while the event is live.
+# One scheduling step's save, all or nothing: only if no other run saved since this one
+# read the state (`step_seq` unchanged), the new state, the progress, when to look again
+# and whether recovery keeps nudging the event; and, the first time the event ends, its
+# status and its end event on both streams. So no crash can leave an event over without
+# its end event, nor an end event without the status (a watcher reads either).
+SAVE_STEP_LUA = _EMIT_FN + """
+local seq = tonumber(redis.call('HGET', KEYS[1], 'step_seq') or '0')
+if seq ~= tonumber(ARGV[1]) then
   return 0
 end
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local seq = 1
-if last[1] then
-  seq = tonumber(string.match(last[1][1], '^(%d+)')) + 1
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], 'step_seq', seq + 1, 'done', ARGV[3], 'total', ARGV[4])
+if ARGV[11] == '' then
+  redis.call('HDEL', KEYS[1], 'wake_at')
+else
+  redis.call('HSET', KEYS[1], 'wake_at', ARGV[11])
 end
-redis.call('XADD', KEYS[1], seq .. '-0', 'e', ARGV[2])
-return seq
+local live = ARGV[12] == '1'
+if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'status') == 'running' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[5], 'finished_at', ARGV[6], 'error', ARGV[7])
+  live = false
+  if ARGV[10] ~= '' then
+    emit(KEYS[6], KEYS[7], ARGV[9], ARGV[10])
+    emit(KEYS[4], KEYS[5], ARGV[9], ARGV[10])
+  end
+end
+if live then
+  redis.call('SADD', KEYS[3], ARGV[8])
+else
+  redis.call('SREM', KEYS[3], ARGV[8])
+end
+return seq + 1
+"""
+
+# KEYS: an event's hash, its kind's index (a zset by creation time), the set of live
+# events. ARGV: its spec JSON, now, its name, its id, its reference.
+# A new event in one step: its spec (only if the id is free), status, listing and a place
+# among the live events that recovery nudges; returns 1, or 0 (and writes nothing) when
+# the id was taken. No failure can leave a spec outside the index, unseen by recovery.
+CREATE_EVENT_LUA = """
+if redis.call('HSETNX', KEYS[1], 'spec', ARGV[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'status', 'running', 'created_at', ARGV[2], 'name', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[5])
+return 1
 """
 
 # KEYS: a zset (an index ordered by time). ARGV: a member, "1" for newest first.
@@ -64,7 +121,7 @@ end
 return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
 """
 
-# KEYS: a tournament's `recorded` zset. ARGV: match id.
+# KEYS: an event's `recorded` zset. ARGV: match id.
 # Gives a finished game the next recording number, once; returns it (0 if it had one).
 RECORD_LUA = """
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then

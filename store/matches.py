@@ -21,7 +21,9 @@ from store import ids, keys
 from store.errors import InvalidArgument, NotFound
 from store.locks import Lock
 from store.lua import AFTER_LUA, Command
+from store.pools import Pool
 from store.records import MatchSpec
+from store.refs import EventRef
 from store.results import result_row
 from store.status import MatchStatus
 
@@ -72,7 +74,7 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
 
     Everything is written in one transaction, and only if absent, so creating the same
     match again (a scheduler re-run) changes nothing. The match joins its bots' indexes,
-    and a tournament game its tournament's, in the same transaction (at `listed_at`,
+    and an event's game its event's, in the same transaction (at `listed_at`,
     which orders the games of one step): a reader never meets an id in an index whose
     record is not there yet.
     """
@@ -82,11 +84,10 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     pipe.hsetnx(key, "spec", spec.to_json())
     pipe.hsetnx(key, "status", MatchStatus.QUEUED)
     pipe.hsetnx(key, "created_at", repr(now))
-    pipe.hsetnx(key, "tournament_id", spec.tournament_id)
     pipe.zadd(keys.MATCHES, {spec.match_id: now}, nx=True)
     at = now if listed_at is None else listed_at
-    if spec.tournament_id:
-        pipe.zadd(keys.tournament_matches(spec.tournament_id), {spec.match_id: at}, nx=True)
+    if spec.event is not None:
+        pipe.zadd(keys.event_games(spec.event), {spec.match_id: at}, nx=True)
     board = str(spec.meta.get("board", "")) or spec.match_id
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
@@ -209,15 +210,14 @@ def release(r: Redis, match_id: str, players: int, when: float, rated: bool = Tr
     pipe = r.pipeline(transaction=True)
     pipe.hset(keys.match(match_id), "released", repr(when))
     if rated:
-        pipe.zadd(keys.results("3p" if players == 3 else "2v2"), {match_id: when}, nx=True)
+        pipe.zadd(keys.results(Pool.of(players)), {match_id: when}, nx=True)
     pipe.execute()
 
 
-def index(tournament_id: str = "", bot_id: str = "", arena: str = "") -> str:
-    """The narrowest time-ordered index holding a listing's matches: a tournament's, an
-    arena's, a bot's, or every match's."""
-    return (keys.tournament_matches(tournament_id) if tournament_id
-            else keys.arena_games(arena) if arena
+def index(event: EventRef | None = None, bot_id: str = "") -> str:
+    """The narrowest time-ordered index holding a listing's matches: an event's (a
+    tournament's, a test's, an arena's), a bot's, or every match's."""
+    return (keys.event_games(event) if event is not None
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 

@@ -127,9 +127,10 @@ class MatchStarted(Message):
     players: int
     rules: Mapping[str, Any]
     seat_names: list[str]
-    tournament_id: str = ""
+    tournament_id: str = ""  # a tournament's game only (`event` names any event)
     clock: Mapping[str, int] | None = None
     faults: Mapping[str, int] | None = None
+    event: str = ""  # the event that made the match (`store.refs.EventRef`, text form)
 
 
 @dataclass(frozen=True, slots=True)

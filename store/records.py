@@ -13,6 +13,8 @@ from moon import MoonError, Rules
 from moon.deal import MAX_SEED
 from store import ids
 from store.errors import InvalidArgument
+from store.pools import Pool
+from store.refs import EventKind, EventRef
 
 __all__ = [
     "DEFAULT_CLOCK",
@@ -110,7 +112,7 @@ class MatchSpec:
     seat_names: tuple[str, ...]
     clock: Clock = DEFAULT_CLOCK
     faults: Faults = DEFAULT_FAULTS
-    tournament_id: str = ""
+    event: EventRef | None = None  # the event that made it; None for a single match
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -129,16 +131,16 @@ class MatchSpec:
         """3 or 4."""
         return self.rules.players
 
-    @property
-    def arena(self) -> str:
-        """The pool of the arena that made this game, or '' (`store.arena`)."""
-        return str(self.meta.get("arena", ""))
+    def event_id(self, kind: EventKind) -> str:
+        """The id of the event that made this game if it is of `kind`, else ''."""
+        return self.event.id if self.event is not None and self.event.kind is kind else ""
 
     @property
     def boarded(self) -> bool:
-        """True for a game that shares its board with other tables (a tournament's or an
-        arena's): hidden from the public until every game of its board has finished."""
-        return bool(self.tournament_id or self.arena)
+        """True for a game of an event (a tournament's, a test's or an arena's): it shares
+        its board with other tables, so it is hidden from the public until every game of
+        its board has finished."""
+        return self.event is not None
 
     @staticmethod
     def build(
@@ -150,7 +152,7 @@ class MatchSpec:
         seed: int | None = None,
         clock: Clock = DEFAULT_CLOCK,
         faults: Faults = DEFAULT_FAULTS,
-        tournament_id: str = "",
+        event: EventRef | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> MatchSpec:
         """Validate raw request values into a spec; errors name the field."""
@@ -169,7 +171,7 @@ class MatchSpec:
             seat_names=tuple(seat_names),
             clock=clock,
             faults=faults,
-            tournament_id=tournament_id,
+            event=event,
             meta=dict(meta or {}),
         )
 
@@ -185,7 +187,7 @@ class MatchSpec:
                 "seat_names": list(self.seat_names),
                 "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
                 "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
-                "tournament_id": self.tournament_id,
+                "event": "" if self.event is None else str(self.event),
                 "meta": dict(self.meta),
             },
             separators=(",", ":"),
@@ -203,9 +205,20 @@ class MatchSpec:
             seat_names=tuple(d["seat_names"]),
             clock=Clock(*d["clock"]),
             faults=Faults(*d["faults"]),
-            tournament_id=d.get("tournament_id", ""),
+            event=_event_of(d),
             meta=d.get("meta", {}),
         )
+
+
+def _event_of(d: Mapping[str, Any]) -> EventRef | None:
+    """The event a stored match spec names: `event`, or as stored before matches carried one
+    (a tournament's or test's id in `tournament_id`, an arena's pool in `meta.arena`)."""
+    if d.get("event"):
+        return EventRef.parse(str(d["event"]))
+    if d.get("tournament_id"):
+        return EventRef.of_id(str(d["tournament_id"]))
+    arena = dict(d.get("meta") or {}).get("arena")
+    return EventRef.arena(str(arena)) if arena else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +264,9 @@ class TournamentSpec:
             raise InvalidArgument(f"seed: must be from 0 to {MAX_SEED}")
 
     @property
-    def pool(self) -> str:
+    def pool(self) -> Pool:
         """The rating pool: `3p` or `2v2`."""
-        return "3p" if self.players == 3 else "2v2"
+        return Pool.of(self.players)
 
     @property
     def replay(self) -> bool:

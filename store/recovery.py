@@ -1,5 +1,6 @@
-"""What the recovery pass keeps in Redis: its lock (one pass a period across all workers)
-and the open matches it found with no live host, with when (Redis's clock)."""
+"""What the recovery pass keeps in Redis: its lock (one pass a period across all workers),
+the open matches it found with no live host, with when (Redis's clock), and the listing
+of the events it nudges."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ from typing import Any
 
 import redis
 
-from store import keys
+from store import arena as store_arena
+from store import changes as store_changes
+from store import keys, steps
+from store import tournaments as store_t
 from store.locks import Lock
+from store.pools import Pool
+from store.refs import EventRef
+from store.status import TournamentStatus
 
-__all__ = ["clear", "is_alive", "keep_alive", "now", "nudge_lock", "pass_lock",
-           "suspected_since", "suspects"]
+__all__ = ["clear", "is_alive", "keep_alive", "list_live_once", "now", "nudge_lock",
+           "pass_lock", "suspected_since", "suspects"]
 
 
 def pass_lock(ttl_ms: int) -> Lock:
@@ -65,3 +72,20 @@ def clear(r: redis.Redis, match_ids: Iterable[str]) -> None:
     gone = list(match_ids)
     if gone:
         r.hdel(keys.RECOVERY_SUSPECTS, *gone)
+
+
+def list_live_once(r: redis.Redis) -> None:
+    """Once per stack: list the events that were running before live events were listed
+    (a stack upgraded in place), so that recovery nudges them."""
+    if r.exists(keys.LIVE_EVENTS_LISTED):
+        return
+    for tid in store_t.all_ids(r):
+        if store_t.info(r, tid).status == TournamentStatus.RUNNING:
+            steps.add_live(r, EventRef.tournament(tid))
+    for test_id in store_changes.all_ids(r):
+        if store_t.info(r, test_id).status == TournamentStatus.RUNNING:
+            steps.add_live(r, EventRef.test(test_id))
+    for pool in Pool:
+        if store_arena.arena_of(r, pool) is not None:
+            steps.add_live(r, EventRef.arena(pool))
+    r.set(keys.LIVE_EVENTS_LISTED, 1)

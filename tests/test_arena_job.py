@@ -18,11 +18,13 @@ import redis
 from clients.redisproc import RedisServer
 from store import arena as store_arena
 from store import bots as store_bots
-from store import deals, keys
+from store import deals, keys, steps
 from store import matches as store_matches
+from store.coalesce import Asks
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
+from store.refs import EventRef
 from store.results import result_row
-from workers import arena as arena_job
+from workers import scheduler
 from workers.queues import rq_connection
 
 
@@ -56,14 +58,21 @@ def _start(r: redis.Redis, **kw: Any) -> store_arena.ArenaInfo:
                                                             **kw))
 
 
+ARENA = EventRef.arena("3p")
+
+
 def _step(r: redis.Redis, rq: redis.Redis) -> dict[str, Any]:
-    store_arena.ask_step(r, "3p")
-    return arena_job.run_step(r, rq, "3p")
+    return scheduler.advance(r, rq, ARENA)
+
+
+def _state(r: redis.Redis) -> dict[str, Any] | None:
+    """The step's state of the 3p arena."""
+    return steps.state(r, ARENA).state
 
 
 def _live(r: redis.Redis) -> dict[str, list[str]]:
-    st = store_arena.state(r, "3p") or {}
-    return {b: list(x["live"]) for b, x in st.get("bots", {}).items()}
+    st = _state(r) or {"plan": {}}
+    return {b: list(x["live"]) for b, x in st["plan"].get("bots", {}).items()}
 
 
 def _finish(r: redis.Redis, mid: str) -> None:
@@ -76,7 +85,7 @@ def _finish(r: redis.Redis, mid: str) -> None:
     r.set(keys.result(mid), json.dumps({"result": result, "transcript": {}}))
     row = result_row(mid, spec.bot_ids, result, str(spec.meta["board"]), str(spec.meta["unit"]))
     store_matches.finish(r, mid, spec.bot_ids, row, time.time())
-    store_arena.record(r, "3p", mid)
+    steps.record(r, ARENA, mid)
 
 
 def _games(r: redis.Redis) -> list[str]:
@@ -92,7 +101,8 @@ def test_tables_are_formed_from_free_connected_joined_bots_only(
     stranger = _bots(r, 3)  # connected, never joined
     for b in joined + offline:
         store_arena.join(r, "3p", b)
-    out = _step(r, rq)
+    _step(r, rq)
+    out = store_arena.info(r, "3p").step  # what the pass saw
     assert out["boards"] >= 1 and out["online"] == 10
     games = _games(r)
     seated = {b for m in games for b in store_matches.load_spec(r, m).bot_ids}
@@ -101,7 +111,7 @@ def test_tables_are_formed_from_free_connected_joined_bots_only(
     boards: dict[str, list[str]] = {}
     for m in games:
         spec = store_matches.load_spec(r, m)
-        assert spec.arena == "3p" and spec.boarded and spec.rules.max_hands == 1
+        assert spec.event == ARENA and spec.boarded and spec.rules.max_hands == 1
         boards.setdefault(str(spec.meta["board"]), []).append(m)
     assert all(len(ms) >= 2 for ms in boards.values())
     # Every table of a board plays one deal; each game is queued once.
@@ -132,7 +142,7 @@ def test_a_bot_plays_at_most_its_concurrency_and_games_are_released_by_board(
             _finish(r, m)
         assert fresh or under_way
     _step(r, rq)
-    st = store_arena.state(r, "3p")
+    st = _state(r)
     assert st is not None
     released = set(r.zrange(keys.results("3p"), 0, -1))
     for board, (n, done, ms) in st["open"].items():
@@ -142,7 +152,7 @@ def test_a_bot_plays_at_most_its_concurrency_and_games_are_released_by_board(
         by_board.setdefault(str(store_matches.load_spec(r, m).meta["board"]), []).append(m)
     for board, ms in by_board.items():
         finished = [m for m in ms if r.exists(keys.result(m))]
-        if board not in st["open"]:
+        if board.rpartition("/")[2] not in st["open"]:
             assert set(finished) == set(ms) and set(ms) <= released  # whole board released
     # No bot was dealt a deal twice: its games' seeds are all different.
     for bot in _live(r):
@@ -168,7 +178,7 @@ def test_a_disconnected_bot_leaves_matchmaking_and_a_left_bot_too(
     assert seated == set(bots[2:8]) or len(seated) == 6
 
 
-@pytest.mark.parametrize("point", ["arena.before-save", "arena.after-save"])
+@pytest.mark.parametrize("point", ["step.before-save", "step.after-save"])
 def test_a_pass_lost_at_any_point_is_redone_creating_nothing_twice(
         conns: tuple[redis.Redis, redis.Redis], point: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +192,7 @@ def test_a_pass_lost_at_any_point_is_redone_creating_nothing_twice(
         if name == point:
             raise SystemExit("killed")
 
-    monkeypatch.setattr(arena_job.failpoints, "reached", die)
+    monkeypatch.setattr(scheduler.failpoints, "reached", die)
     with pytest.raises(SystemExit):
         _step(r, rq)
     r.delete(keys.arena_lock("3p"))  # the dead run's lock lapses
@@ -192,11 +202,11 @@ def test_a_pass_lost_at_any_point_is_redone_creating_nothing_twice(
     games = _games(r)
     assert games and len(set(games)) == len(games)
     assert r.llen("rq:queue:moonshot-matches") == len(games)
-    st = store_arena.state(r, "3p")
+    st = _state(r)
     assert st is not None  # what the state still lists to create exists, once
-    assert {json.loads(text)["match_id"] for text, _ in st["creating"]} <= set(games)
+    assert {json.loads(text)["match_id"] for text in st["creating"]} <= set(games)
     dealt = {b for m in games for b in store_matches.load_spec(r, m).bot_ids}
-    assert sum(len(x["live"]) for x in st["bots"].values()) == 3 * len(games)
+    assert sum(len(x["live"]) for x in st["plan"]["bots"].values()) == 3 * len(games)
     assert dealt <= set(bots)
 
 
@@ -236,17 +246,17 @@ def _recover_step(r: redis.Redis, rq: redis.Redis) -> list[str]:
     """What recovery does for the arenas (a nudge, then the owed step queued), and the
     step jobs it queued, run here as a worker would run them."""
     from workers.queues import CONTROL_QUEUE, queue
-    from workers.recovery import nudge, wake_arenas
+    from workers.recovery import nudge, wake
 
     nudge(r, rq)
-    wake_arenas(r, rq, time.time())
+    wake(r, rq, time.time() + 3600)
     control = queue(rq, CONTROL_QUEUE)
     ran = []
     for job in control.jobs:
-        if job.id.startswith("arena-3p-"):
+        if job.id.startswith("advance-arena-3p-"):
             control.remove(job)
             ran.append(job.id)
-            arena_job.run_step(r, rq, *job.args)
+            scheduler.advance(r, rq, EventRef.parse(job.args[0]))
     return ran
 
 
@@ -271,16 +281,16 @@ def test_a_step_lost_with_its_worker_is_taken_again_by_recovery(
             _finish(r, mid)
 
     def die(name: str) -> None:
-        if name == "arena.before-save":
+        if name == "step.before-save":
             raise SystemExit("killed")
 
-    monkeypatch.setattr(arena_job.failpoints, "reached", die)
+    monkeypatch.setattr(scheduler.failpoints, "reached", die)
     with pytest.raises(SystemExit):
         _step(r, rq)
     monkeypatch.undo()
     # Killed, it released nothing: its lock stands until it lapses (here the raise ran
     # the job's `finally`, which a SIGKILL does not).
-    r.set(keys.arena_lock("3p"), "the dead run's token", px=arena_job.LOCK_MS)
+    r.set(keys.arena_lock("3p"), "the dead run's token", px=scheduler.LOCK_MS)
     before = _games(r)
     assert not r.exists(keys.arena_dirty("3p"))  # the lost step had taken the ask
     # Each nudge asks and queues a job; while the dead run's lock holds, the job steps
@@ -290,7 +300,7 @@ def test_a_step_lost_with_its_worker_is_taken_again_by_recovery(
         assert r.exists(keys.arena_dirty("3p")) and _games(r) == before
     r.delete(keys.arena_lock("3p"))  # the dead run's lock lapses
     assert len(_recover_step(r, rq)) == 1
-    st = store_arena.state(r, "3p")
+    st = _state(r)
     assert st is not None
     if running:
         assert len(_games(r)) == 2 and not before  # the board it owed, dealt once
@@ -309,11 +319,11 @@ def test_a_job_makes_a_bounded_number_of_passes_while_asks_never_stop(
     _bots(r, 6)
     asks: list[int] = []
 
-    def asking(r_: redis.Redis, pool: str) -> bool:
-        store_arena.ask_step(r_, pool)  # every pass finds another ask standing
+    def asking(self: Asks, r_: redis.Redis) -> bool:
+        self.ask(r_)  # every pass finds another ask standing
         asks.append(1)
         return True
 
-    monkeypatch.setattr(store_arena, "take_step", asking)
-    arena_job.run_step(r, rq, "3p")
-    assert len(asks) == arena_job.MAX_PASSES
+    monkeypatch.setattr(Asks, "take", asking)
+    scheduler.advance(r, rq, ARENA)
+    assert len(asks) == scheduler.MAX_PASSES

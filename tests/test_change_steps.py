@@ -15,12 +15,13 @@ import redis
 
 from clients.redisproc import RedisServer
 from moon import Rules
-from store import bots, deals, events, ids, keys
+from store import bots, deals, events, ids, keys, steps
 from store import changes as store_changes
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.changes import ChangeTestSpec
 from store.records import Clock, Faults
+from store.refs import EventRef
 from store.results import result_row
 from store.status import TournamentStatus
 from tournaments.change import ChangeSpec, board_games, seating
@@ -52,7 +53,7 @@ def _make(r: redis.Redis, candidate: str = "", baseline: str = "", **plan: Any) 
                           rules=Rules.make(3, {}), clock=Clock(), faults=Faults(),
                           names=((c, "C"), (b, "B")))
     create_test(r, rq_connection(_URLS[0]), test)
-    advance(r, rq_connection(_URLS[0]), spec.test_id)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
     return spec
 
 
@@ -78,9 +79,9 @@ def _finish(r: redis.Redis, spec: ChangeSpec, board: int, role: str, place: int,
     row = result_row(mid, mspec.bot_ids, result, str(mspec.meta["board"]),
                      str(mspec.meta["unit"]))
     store_matches.finish(r, mid, mspec.bot_ids, row, time.time())
-    store_t.record(r, spec.test_id, mid)
+    steps.record(r, EventRef.test(spec.test_id), mid)
     if step:
-        advance(r, rq_connection(_URLS[0]), spec.test_id)
+        advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
 
 
 def _plan(r: redis.Redis, spec: ChangeSpec) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def test_each_board_is_two_games_on_one_deal_dealt_through_the_secret(
         assert [x for i, x in enumerate(c.bot_ids) if i != hero] == \
             [x for i, x in enumerate(b.bot_ids) if i != hero]
         assert c.meta["board"] == b.meta["board"] == f"{spec.test_id}/p{k}"
-        assert c.tournament_id == spec.test_id  # the event that owns it: the test
+        assert c.event == EventRef.test(spec.test_id)  # the event that owns it: the test
         # Both C and B hold the deal on their record, for this board (house bots none).
         for bot in (spec.candidate, spec.baseline):
             assert deals.dealt(r, bot)[c.seed] == f"{spec.test_id}/p{k}"
@@ -132,9 +133,8 @@ def test_a_pair_counts_once_both_games_are_recorded_and_only_once(r: redis.Redis
     assert store_matches.pool_size(r, "3p") == 0
     assert len(_games(r, spec)) == 6  # a pair counted, a new one started (2 in flight)
     # The same game recorded again, and a step redone: nothing counts twice.
-    assert store_t.record(r, spec.test_id, f"{spec.test_id}-p1-b") == 0
-    store_t.ask_step(r, spec.test_id)
-    advance(r, rq_connection(_URLS[0]), spec.test_id)
+    assert steps.record(r, EventRef.test(spec.test_id), f"{spec.test_id}-p1-b") == 0
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
     assert _plan(r, spec)["counted"] == 1
     seen = [e for _, e in events.read_after(r, spec.test_id, 0)]
     assert [e.TYPE for e in seen].count("pair_counted") == 1
@@ -180,8 +180,7 @@ def test_the_verdict_starts_no_new_pair_and_pairs_in_flight_still_count(
 def test_stop_starts_no_new_pair(r: redis.Redis) -> None:
     spec = _make(r)
     store_changes.ask_stop(r, spec.test_id)
-    store_t.ask_step(r, spec.test_id)
-    advance(r, rq_connection(_URLS[0]), spec.test_id)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
     assert _plan(r, spec)["stopped"]
     for k in (1, 2):
         _finish(r, spec, k, "c", 2)
@@ -227,8 +226,7 @@ def test_a_redone_step_takes_up_every_board_an_earlier_run_created(r: redis.Redi
     assert len(_games(r, spec)) == 8
     r.delete(keys.tournament_state(spec.test_id))  # the first run died before saving
     r.sadd(keys.bot_live(spec.candidate), "m-a", "m-b", "m-c")  # now capacity is 1
-    store_t.ask_step(r, spec.test_id)
-    advance(r, rq_connection(_URLS[0]), spec.test_id)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
     assert _plan(r, spec)["next"] == 4
     for k in (1, 2, 3, 4):
         _finish(r, spec, k, "c", 1)
@@ -250,8 +248,7 @@ def test_a_redone_step_counts_the_lost_runs_games_that_finished_before_it(
     r.set(keys.tournament_state(spec.test_id), before)  # ... which died before saving
     _finish(r, spec, 3, "c", 2, step=False)
     _finish(r, spec, 3, "b", 1, step=False)
-    store_t.ask_step(r, spec.test_id)
-    advance(r, rq_connection(_URLS[0]), spec.test_id)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))
     plan = _plan(r, spec)
     assert plan["counted"] == 1 and plan["games"] == 4
     assert min(plan["open"]["2"]) >= 0  # both recorded; it counts after board 2, in order
@@ -291,7 +288,7 @@ def test_c_and_b_are_never_dealt_a_board_twice(r: redis.Redis) -> None:
     create_test(r, rq_connection(_URLS[0]), ChangeTestSpec(
         test_id=third_id, name="t3", plan=spec.to_json(), rules=Rules.make(3, {}),
         clock=Clock(), faults=Faults(), names=()))
-    advance(r, rq_connection(_URLS[0]), third_id)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(third_id))
     cg, bg = (store_matches.load_spec(r, g.match_id) for g in board_games(spec, 0))
     assert cg.seed == bg.seed == deals.deal_seed(deals.board_secret(r), planned, 1)
     assert store_t.info(r, third_id).redealt == 1

@@ -14,6 +14,7 @@ from store import bots, deals, ids, keys
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import Clock, Faults
+from store.refs import EventRef
 from tournaments.plan import derive_seed
 from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
@@ -100,7 +101,7 @@ def _round_robin(r: redis.Redis, rq_conn: redis.Redis, named: list[tuple[str, st
                      duplicate="boards", rotate_partners=False, seeding="given",
                      all_triples=False)
     create_tournament(r, rq_conn, spec)
-    advance(r, rq_conn, spec.tournament_id)
+    advance(r, rq_conn, EventRef.tournament(spec.tournament_id))
     return spec.tournament_id
 
 
@@ -139,7 +140,7 @@ def test_two_tournaments_with_one_seed_deal_no_bot_a_deal_twice(r: redis.Redis) 
         assert {board.split("/")[0] for board in record.values()} == {first, second}
     # A step taken again (a crash before its state was saved) deals nothing new.
     r.delete(keys.tournament_state(second))
-    advance(r, rq_conn, second)
+    advance(r, rq_conn, EventRef.tournament(second))
     assert _dealt_in(r, second) == b
     assert all(len(deals.dealt(r, bot_id)) == 20 for bot_id, _ in named)
 

@@ -67,8 +67,10 @@ def test_a_stalled_scheduler_run_leaves_the_lock_to_the_run_that_took_it(url: st
                           seed=5, duplicate="replay", seeding="given")
     store_t.create(r, spec)
     lock = keys.tournament_lock(spec.tournament_id)
-    step = ("from workers.scheduler import advance\n"
-            "print(json.dumps(advance(r, rq, 't-race', lock_ms=int(sys.argv[1]))))\n")
+    step = ("from store.refs import EventRef\n"
+            "from workers.scheduler import advance\n"
+            "print(json.dumps(advance(r, rq, EventRef.tournament('t-race'), "
+            "lock_ms=int(sys.argv[1]))))\n")
     # Run A holds its lock for 0.4 s and stalls 1.5 s in its step: its lock lapses.
     a = _run(step.replace("sys.argv[1]", "400"), url, "step.before-save=sleep:1.5")
     _wait_for_holder(r, lock, 0)

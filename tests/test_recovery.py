@@ -13,10 +13,10 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 from clients.redisproc import RedisServer
-from store import bots, ids, keys
+from store import bots, ids, keys, steps
 from store import matches as store
-from store import tournaments as store_t
 from store.records import Clock, Faults
+from store.refs import EventRef
 from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
 from workers.recovery import HUNG_S, STALE_S, recover
@@ -36,8 +36,13 @@ def _tournament(r: redis.Redis, rq_conn: redis.Redis) -> str:
                       clock=Clock(), faults=Faults(), seed=5, duplicate="replay",
                       seeding="given")
     create_tournament(r, rq_conn, spec)
-    advance(r, rq_conn, spec.tournament_id)
+    advance(r, rq_conn, EventRef.tournament(spec.tournament_id))
     return spec.tournament_id
+
+
+def _nudged(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
+    """The ids of the events one recovery pass nudged."""
+    return [n.partition(":")[2] for n in recover(r, rq_conn)["nudged"]]
 
 
 def test_the_scheduler_creates_each_game_once(rr: tuple[redis.Redis, redis.Redis]) -> None:
@@ -45,8 +50,8 @@ def test_the_scheduler_creates_each_game_once(rr: tuple[redis.Redis, redis.Redis
     tid = _tournament(r, rq_conn)
     games = r.zrange(keys.tournament_matches(tid), 0, -1)
     assert len(games) == 6  # one table of three, every seating
-    advance(r, rq_conn, tid)
-    advance(r, rq_conn, tid)
+    advance(r, rq_conn, EventRef.tournament(tid))
+    advance(r, rq_conn, EventRef.tournament(tid))
     assert r.zrange(keys.tournament_matches(tid), 0, -1) == games
     assert r.scard(keys.OPEN_MATCHES) == 6
 
@@ -75,7 +80,7 @@ def test_a_match_rq_gave_up_on_fails_its_tournament(rr: tuple[redis.Redis, redis
     assert out["failed"] == [first]
     assert r.hget(keys.match(first), "status") == "failed"
     assert not r.sismember(keys.OPEN_MATCHES, first)
-    advance(r, rq_conn, tid)
+    advance(r, rq_conn, EventRef.tournament(tid))
     info = r.hgetall(keys.tournament(tid))
     assert info["status"] == "failed"
     assert first in info["error"]
@@ -88,14 +93,14 @@ def test_recovery_nudges_a_tournament_whose_step_died(
     r, rq_conn = rr
     tid = _tournament(r, rq_conn)
     # Games are in flight, so a healthy tournament is left alone ...
-    assert tid not in recover(r, rq_conn)["nudged"]
+    assert tid not in _nudged(r, rq_conn)
     # ... but a step that was asked for while a run held the lock, and that run died,
     # would otherwise wait for the next game to end, which may never come.
     r.set(keys.tournament_dirty(tid), 1)
     r.set(keys.tournament_lock(tid), "dead-run", px=60_000)
-    assert tid not in recover(r, rq_conn)["nudged"]  # the lock may still be live
+    assert tid not in _nudged(r, rq_conn)  # the lock may still be live
     r.delete(keys.tournament_lock(tid))
-    assert tid in recover(r, rq_conn)["nudged"]
+    assert tid in _nudged(r, rq_conn)
 
 
 def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Redis]) -> None:
@@ -158,12 +163,12 @@ def test_recovery_nudges_a_tournament_whose_last_step_was_lost(
     r, rq_conn = rr
     tid = _tournament(r, rq_conn)
     games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
-    assert tid not in recover(r, rq_conn)["nudged"]
+    assert tid not in _nudged(r, rq_conn)
     for mid in games[:-1]:
-        store_t.record(r, tid, mid)
+        steps.record(r, EventRef.tournament(tid), mid)
     r.hset(keys.tournament(tid), "done", len(games) - 1)  # every step but the last ran
-    store_t.record(r, tid, games[-1])  # ... and its step never comes
-    assert tid in recover(r, rq_conn)["nudged"]
+    steps.record(r, EventRef.tournament(tid), games[-1])  # ... and its step never comes
+    assert tid in _nudged(r, rq_conn)
 
 
 def test_recovery_nudges_a_step_owed_for_a_recorded_game(
@@ -173,11 +178,11 @@ def test_recovery_nudges_a_step_owed_for_a_recorded_game(
     r, rq_conn = rr
     tid = _tournament(r, rq_conn)
     first = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
-    store_t.record(r, tid, first)
+    steps.record(r, EventRef.tournament(tid), first)
     r.set(keys.tournament_lock(tid), "a-live-run", px=60_000)
-    assert tid not in recover(r, rq_conn)["nudged"]
+    assert tid not in _nudged(r, rq_conn)
     r.delete(keys.tournament_lock(tid))
-    assert tid in recover(r, rq_conn)["nudged"]
+    assert tid in _nudged(r, rq_conn)
 
 
 def _start(rq_conn: redis.Redis, mid: str, instance: str) -> None:

@@ -22,6 +22,7 @@ from store.errors import InvalidArgument
 from store.match_events import Sight
 from store.matches import MatchRecord
 from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
+from store.refs import EventRef
 
 # name -> (players, options, games): small max_hands so random games reach OVER.
 VARIANTS: dict[str, tuple[int, dict[str, object]]] = {
@@ -336,12 +337,20 @@ def test_bot_and_match_records() -> None:
     assert bot.created_at == Timestamp(seconds=1_700_000_000, nanos=250_000_000)
 
     spec = MatchSpec.build("m-1", 3, ["b-1", "b-2", "b-3"], ["a", "b", "c"],
-                           rules={"min_bid": "5"}, seed=42, tournament_id="t-1")
+                           rules={"min_bid": "5"}, seed=42,
+                           event=EventRef.tournament("t-1"))
     queued = MatchRecord(spec=spec, status="queued", created_at=1.5, started_at=None,
                          finished_at=None, actions=0, error="", result=None, transcript=None)
     pb = sw.match_to_pb(queued)
     assert pb.status == match_pb2.MATCH_STATUS_QUEUED and pb.seed == 42
     assert cw.rules_from_pb(pb.rules) == spec.rules and pb.tournament_id == "t-1"
+    assert (pb.event.kind, pb.event.id) == (game_pb2.EVENT_KIND_TOURNAMENT, "t-1")
+    assert not pb.test_id and not pb.arena
+    for ref, field in ((EventRef.test("c-1"), "test_id"), (EventRef.arena("2v2"), "arena")):
+        other = sw.match_to_pb(dataclasses.replace(
+            queued, spec=dataclasses.replace(spec, event=ref)))
+        assert getattr(other, field) == ref.id and not other.tournament_id
+        assert other.event.id == ref.id
     assert not pb.HasField("result") and not pb.HasField("started_at")
 
     done = dataclasses.replace(queued, status="finished", started_at=2.0, finished_at=3.0,

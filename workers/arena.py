@@ -1,76 +1,64 @@
-"""The arena's matchmaking step, as the body of an RQ job: load what changed, call the pure
-step (`tournaments.arena.step`), store.
+"""The arena of a pool as the scheduling step drives it: `ArenaPlanner`.
 
-`run_step(r, rq_conn, pool)` runs whenever bots may be free: a bot joined or came
-back, a game of the arena ended, or a step that held for a batch asked to be woken at
-its `retry_at` (the recovery pass does that, and queues a step that was asked for and
-lost). Steps are coalesced like the rating fit: many asks, one queued job, which
-loops while asks keep coming; runs of one arena are serialized by a lock.
+The arena is one of the step's planners (`workers.scheduler.PLANNERS`), beside
+tournaments and tests of a change: the step gives it the lock, coalesced asks, the
+cursor over recorded games, the compare-and-set of its state, deals through the
+stack's secret, creation of the games it decides (saved first, created after),
+release by board and recovery's nudges. What is the arena's own:
 
-One pass:
+- its state (`plan` in the step's state): per bot, what matchmaking needs (games
+  under way and finished, since when it is free, recent table-mates, seats held),
+  the next board number and running totals, so a pass reads one JSON value, the
+  joined set, the bots' presence and the fit, whatever the arena's age;
+- folding recorded games in: each bot's games under way and finished (a failed game
+  frees its bots and counts for nothing);
+- while the arena runs, matchmaking: the joined bots that are connected (house anchors
+  always are) with a free slot, their fitted ratings and records, handed to the pure
+  step `tournaments.arena.step` with a seed derived from the arena's seed and the next
+  board number; each board it forms is a unit (`b<n>`, board `arena-<pool>/b<n>`) whose
+  tables share one deal;
+- when to look again: at the step's `retry_at` while it holds for a batch, else every
+  NUDGE_S while it runs (a bot may have come back on a referee that could not ask);
+- a stopped arena is dormant: it deals nothing, and once its last boards are released
+  recovery stops nudging it;
+- released games join the pool's ratings (a fit is asked for); what its last pass saw
+  goes to the arena's hash for GetArena and the metrics.
 
-1. creates the games an earlier pass decided and saved but may have died before
-   creating (`creating` in the state; creation is idempotent: ids derive from the
-   board and table);
-2. folds in the games recorded since its cursor: each bot's games under way and
-   finished, the boards' finished tables; a board whose every table has finished is
-   released (its games become public, join the pool's ratings and a fit is asked for);
-3. while the arena runs, reads the joined bots that are connected (house anchors
-   always are) with a free slot, their fitted ratings and records, and calls the
-   step with a seed derived from the arena's seed and the next board number; each
-   board it deals goes through `store.deals.deal` (the stack's secret, and every
-   remote bot's record of deals: no bot is dealt a deal twice);
-4. saves the new state, the decided games and the next board number with it, in one
-   compare-and-set; only then creates and queues the games.
-
-So a pass killed anywhere is redone from the saved state: before the save, nothing
-it decided exists (a board's deal it claimed stays on the records of its bots,
-harmless: that board number is dealt again, to the tables the redo forms, and no
-one plays a deal twice); after it, the games are created by whichever pass comes
-next. The state holds, per bot, what the step needs (games under way and finished,
-since when it is free, recent table-mates, seats held), so a step reads one JSON
-value, the joined set, the bots' presence and the fit, whatever the arena's age.
-`Candidate.dealt` is left empty: board numbers only grow (the counter moves in the
-compare-and-set), and the deal record refuses any deal a bot had before, which is
-the cheaper equivalent of handing the step every board each bot was dealt.
+Board numbers only grow (the counter moves with the state, by compare-and-set), and the
+deal record refuses any deal a bot had before, which is the cheaper equivalent of
+handing the step every board each bot was dealt (`Candidate.dealt` stays empty).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 from scipy import stats
 
 from store import arena as store_arena
-from store import deals, ids
-from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
-from store.arena import ArenaSpec, ArenaStatus
+from store.arena import ArenaInfo, ArenaStatus, arena_name
 from store.errors import FailedPrecondition
 from store.records import MatchSpec
+from store.refs import EventRef
 from tournaments import arena
-from tournaments.plan import derive_seed
-from workers import failpoints, metrics
-from workers.queues import enqueue_match, request_fit
+from tournaments.plan import Game, derive_seed
+from workers import metrics
+from workers.planner import Planned
+from workers.queues import request_fit
 
-__all__ = ["LOCK_MS", "MAX_PASSES", "arena_name", "board_of", "game_id", "run_step"]
+__all__ = ["NUDGE_S", "ArenaPlanner", "arena_name", "board_of", "game_id"]
 
 log = logging.getLogger("moonshot.arena")
 
-MAX_PASSES = 8  # passes a job makes before it yields the control queue to others
-LOCK_MS = 10_000  # extended after every pass (one takes well under a second); a dead run's
-# lock lapses this soon, and recovery queues the step it owed
+NUDGE_S = 5.0  # a running arena looks at its bots at least this often
 _AVOID = arena.Settings().avoid  # games of table-mates each bot remembers
-
-
-def arena_name(pool: str) -> str:
-    """The arena's name in its board ids: `arena-3p`, `arena-2v2`."""
-    return f"arena-{pool}"
 
 
 def board_of(pool: str, number: int) -> str:
@@ -83,163 +71,172 @@ def game_id(pool: str, number: int, table: int) -> str:
     return f"m-a{pool}b{number}t{table}"
 
 
-def run_step(r: redis.Redis, rq_conn: redis.Redis, pool: str,
-             lock_ms: int = LOCK_MS) -> dict[str, Any]:
-    """The job: matchmaking passes of the pool's arena while asks keep coming."""
-    store_arena.unqueue(r, pool)  # asks from now on queue another job
-    lock = store_arena.step_lock(pool, lock_ms)
-    if not lock.acquire(r):
-        return {"pool": pool, "skipped": "another step of this arena runs"}
-    summary: dict[str, Any] = {"pool": pool}
-    passes = 0
-    try:
-        # At most MAX_PASSES a job: asks that never stop (bots coming and going) then take
-        # turns on the control queue with the other jobs; the ask left standing queues
-        # the next job (or recovery's nudge does).
-        while passes < MAX_PASSES and store_arena.take_step(r, pool):
-            passes += 1
-            started = time.perf_counter()
-            summary = _pass(r, rq_conn, pool)
-            metrics.ARENA_STEP_SECONDS.labels(pool).observe(time.perf_counter() - started)
-            metrics.ARENA_STEPS.labels("skipped" if "skipped" in summary else "done").inc()
-            if not lock.extend(r):
-                log.warning("arena %s: this step's lock lapsed; another run goes on", pool)
-                return {**summary, "skipped": "lost the lock after a pass"}
-    finally:
-        lock.release(r)
-    return summary
-
-
 def _fresh() -> dict[str, Any]:
-    """The state of an arena before its first step."""
-    return {"v": 1, "seq": 0, "cursor": 0, "next_board": 1, "games": 0, "released": 0,
-            "tables": 0, "open": {}, "bots": {}, "creating": []}
+    """The arena's own state before its first pass."""
+    return {"next_board": 1, "games": 0, "tables": 0, "bots": {}}
 
 
-def _pass(r: redis.Redis, rq_conn: redis.Redis, pool: str) -> dict[str, Any]:
-    found = store_arena.arena_of(r, pool)
-    if found is None:
-        return {"pool": pool, "skipped": "no arena"}
-    spec = found.spec
-    st = store_arena.state(r, pool) or _fresh()
-    expected = int(st["seq"])
-    _create(r, rq_conn, pool, st["creating"])  # what a pass that died may not have created
-    st["creating"] = []
-    now = store_recovery.now(r)  # Redis's clock: the one every worker shares
-    _fold(r, rq_conn, spec, st, now)
-    figures: dict[str, Any] = {"holding": "the arena is stopped"}
-    retry_at = None
-    dealt: list[arena.Board] = []
-    if found.status == ArenaStatus.RUNNING:
-        dealt, retry_at, figures = _match(r, spec, st, now)
-    failpoints.reached("arena.before-save")
-    if not store_arena.save_state(r, pool, expected, st):
-        return {"pool": pool, "skipped": "another run saved first"}
-    failpoints.reached("arena.after-save")
-    created = _create(r, rq_conn, pool, st["creating"])
-    metrics.ARENA_TABLES.labels(pool).inc(sum(len(b.tables) for b in dealt))
-    figures.update(_counts(st), step_at=time.time())
-    store_arena.note_step(r, pool, figures, retry_at)
-    return {"pool": pool, "boards": len(dealt), "created": created, **figures}
+@dataclass
+class ArenaPlanner:
+    """A pool's arena, planned by matchmaking (`tournaments.arena.step`)."""
+
+    info: ArenaInfo
+    rated: bool = True
+    streams: bool = False  # its page reads its state (`store.refs.EventKind.streams`)
+    names: dict[str, str] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    tables: int = 0  # tables formed by this pass
+
+    @property
+    def ref(self) -> EventRef:
+        """The arena."""
+        return EventRef.arena(self.info.spec.pool)
+
+    @property
+    def players(self) -> int:
+        """3 or 4."""
+        return self.info.spec.players
+
+    @staticmethod
+    def load(r: redis.Redis, ref: EventRef) -> ArenaPlanner:
+        """The planner of a pool's arena (NotFound when it never started)."""
+        store_arena.upgrade(r, ref.id)
+        return ArenaPlanner(store_arena.info(r, ref.id))
+
+    def first(self, r: redis.Redis) -> Planned:
+        """The first pass: nothing recorded yet."""
+        return self.feed(r, _fresh(), [], {})
+
+    def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
+             failed: Mapping[str, str]) -> Planned:
+        """Fold the recorded games in; while the arena runs, seat its free bots."""
+        st = copy.deepcopy(state)
+        spec = self.info.spec
+        now = store_recovery.now(r)  # Redis's clock: the one every worker shares
+        _fold(st, [str(row["match_id"]) for row in rows], set(failed), spec.concurrency, now)
+        running = self.info.status == ArenaStatus.RUNNING
+        games: list[Game] = []
+        wake_at = None
+        self.figures = {"holding": "the arena is stopped"}
+        if running:
+            games, retry_at = self._match(r, st, now)
+            wake_at = retry_at if retry_at is not None else now + NUDGE_S
+        self.figures.update(_counts(st), step_at=now)
+        return Planned(st, games, int(st["games"]), finished=False, wake_at=wake_at,
+                       dormant=not running)
+
+    def board_of(self, unit: str) -> str:
+        """`arena-<pool>/<unit>`."""
+        return f"{arena_name(self.info.spec.pool)}/{unit}"
+
+    def match_spec(self, game: Game, seed: int) -> MatchSpec:
+        """One table of a board."""
+        spec = self.info.spec
+        return MatchSpec(
+            match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
+            seat_names=tuple(self.names.get(b, b) for b in game.bot_ids), clock=spec.clock,
+            faults=spec.faults, event=self.ref,
+            meta={"board": self.board_of(game.unit), "unit": game.unit,
+                  "duplicate": "boards"})
+
+    def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
+                 cursor: int, planned: Planned) -> None:
+        """Nothing: an arena game's result goes out with its board."""
+
+    def released(self, r: redis.Redis, rq_conn: redis.Redis, count: int,
+                 planned: Planned) -> None:
+        """Released games joined the pool: a fit is owed."""
+        request_fit(r, rq_conn, self.info.spec.pool)
+
+    def bookkeep(self, r: redis.Redis, planned: Planned) -> None:
+        """What this pass saw, for GetArena and the metrics."""
+        store_arena.note_step(r, self.info.spec.pool, self.figures)
+        if self.tables:
+            metrics.ARENA_TABLES.labels(self.info.spec.pool).inc(self.tables)
+
+    # ------------------------------------------------------------ matchmaking
+
+    def _match(self, r: redis.Redis, st: dict[str, Any], now: float
+               ) -> tuple[list[Game], float | None]:
+        """Call the pure step on the free bots; note the boards it forms in the state."""
+        spec = self.info.spec
+        pool = spec.pool
+        online = store_arena.online(r, pool, spec.anchors)
+        for bot_id in online:
+            st["bots"].setdefault(bot_id, {"live": [], "games": 0, "free": None,
+                                           "recent": [], "seats": []})
+        free = [b for b in online if len(st["bots"][b]["live"]) < spec.concurrency]
+        settings = arena.Settings(concurrency=spec.concurrency,
+                                  max_wait_s=spec.max_wait_ms / 1000)
+        rated = _ratings(r, pool)
+        request = arena.Request(
+            pool=pool, arena=arena_name(pool), next_board=int(st["next_board"]), now=now,
+            online=len(online), seed=derive_seed(spec.seed, f"step/{st['next_board']}"),
+            settings=settings,
+            bots=tuple(_candidate(b, st["bots"][b], rated.get(b), now) for b in free))
+        try:
+            step = arena.step(request)
+            boards, waiting, holding = list(step.boards), step.waiting, step.reason
+            retry_at = step.retry_at
+        except FailedPrecondition as exc:  # too few online for two tables: nothing to do
+            boards, waiting, holding, retry_at = [], tuple(free), str(exc), None
+        seated = {b for board in boards for t in board.tables for b in t.seats}
+        for bot_id, b in st["bots"].items():  # only an online bot with a free slot is free
+            if bot_id not in free:
+                b["free"] = None
+            elif b.get("free") is None:
+                b["free"] = now
+        self.names = store_arena.names(r, seated)
+        games = self._seat(st, boards, now)
+        self.figures = {"online": len(online), "free": len(free), "waiting": len(waiting),
+                        "seated": len(seated), "holding": holding}
+        return games, retry_at
+
+    def _seat(self, st: dict[str, Any], boards: Sequence[arena.Board], now: float
+              ) -> list[Game]:
+        """The games of the boards formed, each noted under way for its bots."""
+        spec = self.info.spec
+        pool, k = spec.pool, spec.players
+        games = []
+        for board in boards:
+            number = int(board.board_id.rpartition("/b")[2])
+            planned = derive_seed(spec.seed, board.board_id)
+            for i, table in enumerate(board.tables):
+                mid = game_id(pool, number, i)
+                games.append(Game(mid, f"b{number}", table.seats, planned))
+                st["games"] += 1
+                for seat, bot_id in enumerate(table.seats):
+                    _seated(st["bots"][bot_id], mid, seat, table.seats, k, spec.concurrency,
+                            now)
+            st["tables"] += len(board.tables)
+            self.tables += len(board.tables)
+            st["next_board"] = max(int(st["next_board"]), number + 1)
+        return games
 
 
 def _counts(st: dict[str, Any]) -> dict[str, Any]:
     """The state's running totals, as GetArena and the metrics show them."""
-    playing = sum(int(b[0]) - int(b[1]) for b in st["open"].values())
+    playing = len({mid for b in st["bots"].values() for mid in b["live"]})
     return {"boards": int(st["next_board"]) - 1, "games": int(st["games"]),
-            "released": int(st["released"]), "tables": int(st["tables"]), "playing": playing}
+            "tables": int(st["tables"]), "playing": playing}
 
 
-# ------------------------------------------------------------ results
-
-
-def _fold(r: redis.Redis, rq_conn: redis.Redis, spec: ArenaSpec, st: dict[str, Any],
+def _fold(st: dict[str, Any], finished: Sequence[str], failed: set[str], concurrency: int,
           now: float) -> None:
-    """Fold in the games recorded since the cursor; release the boards they complete."""
-    recorded = store_arena.recorded_after(r, spec.pool, int(st["cursor"]))
-    if not recorded:
+    """Each bot's games under way and finished, after these games ended (a failed game
+    counts for nothing but frees its bots)."""
+    ended = set(finished) | failed
+    if not ended:
         return
-    rows = store_matches.read_rows(r, [mid for mid, _ in recorded])
-    players: dict[str, list[str]] = {}
-    for bot_id, b in st["bots"].items():
-        for mid in b["live"]:
-            players.setdefault(mid, []).append(bot_id)
-    board_of_game = {mid: board for board, g in st["open"].items() for mid in g[2]}
-    done: list[str] = []
-    for mid, number in recorded:
-        st["cursor"] = number
-        for bot_id in players.get(mid, ()):
-            b = st["bots"][bot_id]
-            full = len(b["live"]) >= spec.concurrency
-            b["live"].remove(mid)
-            b["games"] += 1 if mid in rows else 0  # a failed game counts for nothing
-            if full or b.get("free") is None:
-                b["free"] = now
-        board = board_of_game.get(mid)
-        if board is not None:
-            g = st["open"][board]
-            g[1] += 1
-            if g[1] >= g[0]:
-                done.append(board)
-    _release(r, rq_conn, spec, st, done)
-
-
-def _release(r: redis.Redis, rq_conn: redis.Redis, spec: ArenaSpec, st: dict[str, Any],
-             boards: Sequence[str]) -> None:
-    """Make the games of finished boards public and rated. Idempotent: a pass redone after a
-    crash releases nothing twice."""
-    if not boards:
-        return
-    when = time.time()
-    for board in boards:
-        match_ids = list(st["open"].pop(board)[2])
-        rows = store_matches.read_rows(r, match_ids)
-        for mid in match_ids:
-            if mid not in rows:
-                continue  # failed: nothing to show or rate
-            st["released"] += 1
-            store_matches.release(r, mid, spec.players, when)
-            metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
-            store_arena.mark_released(r, spec.pool, mid, int(st["released"]))
-    request_fit(r, rq_conn, spec.pool)
-
-
-# ------------------------------------------------------------ matchmaking
-
-
-def _match(r: redis.Redis, spec: ArenaSpec, st: dict[str, Any], now: float
-           ) -> tuple[list[arena.Board], float | None, dict[str, Any]]:
-    """Call the step on the free bots; deal and note the boards it forms."""
-    pool = spec.pool
-    online = store_arena.online(r, pool, spec.anchors)
-    for bot_id in online:
-        st["bots"].setdefault(bot_id, {"live": [], "games": 0, "free": None, "recent": [],
-                                       "seats": []})
-    free = [b for b in online if len(st["bots"][b]["live"]) < spec.concurrency]
-    settings = arena.Settings(concurrency=spec.concurrency, max_wait_s=spec.max_wait_ms / 1000)
-    rated = _ratings(r, pool)
-    request = arena.Request(
-        pool=pool, arena=arena_name(pool), next_board=int(st["next_board"]), now=now,
-        online=len(online), seed=derive_seed(spec.seed, f"step/{st['next_board']}"),
-        settings=settings,
-        bots=tuple(_candidate(b, st["bots"][b], rated.get(b), now) for b in free))
-    try:
-        step = arena.step(request)
-        boards, waiting, holding = list(step.boards), step.waiting, step.reason
-    except FailedPrecondition as exc:  # too few online for two tables: nothing to do
-        boards, waiting, holding = [], tuple(free), str(exc)
-        step = None
-    seated = {b for board in boards for t in board.tables for b in t.seats}
-    for bot_id, b in st["bots"].items():  # only an online bot with a free slot is free
-        if bot_id not in free:
-            b["free"] = None
-        elif b.get("free") is None:
+    for b in st["bots"].values():
+        gone = [mid for mid in b["live"] if mid in ended]
+        if not gone:
+            continue
+        full = len(b["live"]) >= concurrency
+        b["live"] = [mid for mid in b["live"] if mid not in ended]
+        b["games"] += sum(1 for mid in gone if mid not in failed)
+        if full or b.get("free") is None:
             b["free"] = now
-    if boards:
-        _deal(r, spec, st, boards, now)
-    figures = {"online": len(online), "free": len(free), "waiting": len(waiting),
-               "seated": len(seated), "holding": holding}
-    return boards, None if step is None else step.retry_at, figures
 
 
 def _ratings(r: redis.Redis, pool: str) -> dict[str, tuple[float, float, int]]:
@@ -269,38 +266,6 @@ def _candidate(bot_id: str, b: dict[str, Any], rated: tuple[float, float, int] |
         recent=tuple(b["recent"]), seats=tuple(b["seats"]))
 
 
-def _deal(r: redis.Redis, spec: ArenaSpec, st: dict[str, Any], boards: Sequence[arena.Board],
-          now: float) -> None:
-    """Deal each board through the stack's secret (claimed for its remote bots), and note
-    its games in the state: to create, under way for their bots, open on their board."""
-    pool, k = spec.pool, spec.players
-    names = store_arena.names(r, {b for board in boards for t in board.tables for b in t.seats})
-    for board in boards:
-        number = int(board.board_id.rpartition("/b")[2])
-        remote = {b for t in board.tables for b in t.seats if not ids.is_house_bot(b)}
-        seed, refused = deals.deal(r, derive_seed(spec.seed, board.board_id), board.board_id,
-                                   remote)
-        if refused:
-            log.info("arena %s: board %s dealt afresh (%d deal(s) refused: a bot had been "
-                     "dealt them)", pool, board.board_id, refused)
-        match_ids = []
-        for i, table in enumerate(board.tables):
-            mid = game_id(pool, number, i)
-            match_ids.append(mid)
-            mspec = MatchSpec(
-                match_id=mid, rules=spec.rules, seed=seed, bot_ids=table.seats,
-                seat_names=tuple(names[b] for b in table.seats), clock=spec.clock,
-                faults=spec.faults, meta={"arena": pool, "board": board.board_id,
-                                          "unit": f"b{number}"})
-            st["games"] += 1
-            st["creating"].append([mspec.to_json(), int(st["games"])])
-            for seat, bot_id in enumerate(table.seats):
-                _seated(st["bots"][bot_id], mid, seat, table.seats, k, spec.concurrency, now)
-        st["open"][board.board_id] = [len(board.tables), 0, match_ids]
-        st["tables"] += len(board.tables)
-        st["next_board"] = max(int(st["next_board"]), number + 1)
-
-
 def _seated(b: dict[str, Any], mid: str, seat: int, seats: Sequence[str], k: int,
             concurrency: int, now: float) -> None:
     """Note a new game of a bot: under way, its table-mates (2v2: partner first), its seat."""
@@ -315,21 +280,3 @@ def _seated(b: dict[str, Any], mid: str, seat: int, seats: Sequence[str], k: int
     counts[seat] += 1
     b["seats"] = counts
     b["free"] = now if len(b["live"]) < concurrency else None
-
-
-def _create(r: redis.Redis, rq_conn: redis.Redis, pool: str, creating: list[Any]) -> int:
-    """Store and queue the games decided (a game that exists is left as it is), then list
-    them in the arena's index. Each pass is handed the previous pass's list again (the
-    crash-safe way), and most of it exists by then: one round trip finds which."""
-    if not creating:
-        return 0
-    specs = [(MatchSpec.from_json(text), int(number)) for text, number in creating]
-    there = store_matches.exist(r, [m.match_id for m, _ in specs])
-    created = 0
-    now = time.time()
-    for i, ((mspec, _), found) in enumerate(zip(specs, there, strict=True)):
-        if not found and store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
-            enqueue_match(rq_conn, mspec.match_id)
-            created += 1
-    store_arena.add_games(r, pool, {m.match_id: n for m, n in specs})
-    return created

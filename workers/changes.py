@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +35,9 @@ import redis
 
 from ratings.sprt import Sprt
 from store import changes as store_changes
-from store import events, ids, messages
-from store import tournaments as store_t
+from store import events, ids, messages, steps
 from store.records import MatchSpec
+from store.refs import EventRef
 from tournaments import change
 from tournaments.change import ChangeSpec, ChangeStep
 from tournaments.plan import Game, board_id
@@ -86,6 +86,16 @@ class ChangePlanner:
         return self.test.test_id
 
     @property
+    def ref(self) -> EventRef:
+        """The test."""
+        return EventRef.test(self.test.test_id)
+
+    @property
+    def streams(self) -> bool:
+        """A test keeps event streams (WatchTest)."""
+        return True
+
+    @property
     def players(self) -> int:
         """3 or 4."""
         return self.test.players
@@ -96,9 +106,9 @@ class ChangePlanner:
         return False
 
     @staticmethod
-    def load(r: redis.Redis, test_id: str) -> ChangePlanner:
+    def load(r: redis.Redis, ref: EventRef) -> ChangePlanner:
         """The planner of a stored test."""
-        test = store_changes.load_spec(r, test_id)
+        test = store_changes.load_spec(r, ref.id)
         spec = ChangeSpec.from_json(test.plan)
         return ChangePlanner(test, spec, judge_of(spec))
 
@@ -113,7 +123,7 @@ class ChangePlanner:
         run created and queued, whatever the capacity, verdict or stop now, and before it
         folds results: those games may have finished meanwhile."""
         # Games are created in board order, C's before B's: a board with a game counts.
-        created = (store_t.scheduling(r, self.event_id).games + 1) // 2
+        created = (steps.scheduling(r, self.ref).games + 1) // 2
         return plan(self._capacity(r), created)
 
     def _planned(self, step: ChangeStep) -> Planned:
@@ -133,9 +143,10 @@ class ChangePlanner:
         return self._planned(self._plan(
             r, lambda cap, made: change.start(self.spec, self.judge, None, cap, made)))
 
-    def feed(self, r: redis.Redis, state: dict[str, Any],
-             rows: Sequence[dict[str, Any]]) -> Planned:
-        """Fold the new results in, count finished pairs, start new ones while allowed."""
+    def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
+             failed: Mapping[str, str]) -> Planned:
+        """Fold the new results in, count finished pairs, start new ones while allowed; a
+        game no run can host fails the test."""
         if store_changes.stop_asked(r, self.event_id) and not state["stopped"]:
             state = change.stop(self.spec, state, self.judge).state
         step = self._plan(r, lambda cap, made: change.feed(self.spec, state, rows,
@@ -143,7 +154,12 @@ class ChangePlanner:
         if step.unknown:
             log.warning("test %s: results that are not open here counted nothing: %s",
                         self.event_id, step.unknown[:10])
-        return self._planned(step)
+        planned = self._planned(step)
+        if failed:
+            mid = min(failed)
+            return Planned(planned.state, [], planned.total, planned.finished,
+                           error=f"match {mid} cannot be played: {failed[mid]}")
+        return planned
 
     def match_spec(self, game: Game, seed: int) -> MatchSpec:
         """One game of a pair: its board, its role (`-c` or `-b`), the test's notes."""
@@ -151,10 +167,14 @@ class ChangePlanner:
         return MatchSpec(
             match_id=game.match_id, rules=t.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(t.name_of(b) for b in game.bot_ids), clock=t.clock,
-            faults=t.faults, tournament_id=t.test_id,
-            meta={"unit": game.unit, "board": board_id(t.test_id, game.unit),
+            faults=t.faults, event=self.ref,
+            meta={"unit": game.unit, "board": self.board_of(game.unit),
                   "duplicate": "pairs", "notes": change.notes(self.spec)},
         )
+
+    def board_of(self, unit: str) -> str:
+        """`<test id>/p<k>`."""
+        return board_id(self.test.test_id, unit)
 
     def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
                  cursor: int, planned: Planned) -> None:

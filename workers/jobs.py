@@ -18,9 +18,9 @@ import redis
 from rq import get_current_job
 
 from store import matches as store_matches
+from store.refs import EventRef
 from telemetry import logs
 from workers import metrics
-from workers.arena import run_step
 from workers.fit import run_fits
 from workers.match import STOPPING, HandedOver, LostLease, MatchHost
 from workers.scheduler import advance
@@ -62,14 +62,14 @@ def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
 
 
 def _match_fields(match_id: str) -> dict[str, Any]:
-    """The ids a match's log lines carry: its bots and tournament (none if unreadable)."""
+    """The ids a match's log lines carry: its bots and event (none if unreadable)."""
     try:
         spec = store_matches.load_spec(job_redis()[0], match_id)
     except Exception:  # Redis away, no such match: the run itself will say so
         return {}
     fields: dict[str, Any] = {"bot_ids": list(spec.bot_ids)}
-    if spec.tournament_id:
-        fields["tournament_id"] = spec.tournament_id
+    if spec.event is not None:
+        fields["event"] = str(spec.event)
     return fields
 
 
@@ -123,13 +123,13 @@ def run_match(match_id: str) -> dict[str, Any]:
             backoff = min(backoff * 2, 15.0)
 
 
-def advance_tournament(tournament_id: str) -> dict[str, Any]:
-    """One scheduling step of a tournament."""
+def advance_tournament(event: str) -> dict[str, Any]:
+    """Passes of an event's scheduling step (`<kind>:<id>`; a bare tournament or test id, as
+    jobs queued before events had kinds named them)."""
     r, rq_conn, _ = job_redis()
-    with logs.context(tournament_id=tournament_id), metrics.STEP_SECONDS.time():
-        summary = advance(r, rq_conn, tournament_id)
-    metrics.STEPS.labels("skipped" if "skipped" in summary else "done").inc()
-    return summary
+    ref = EventRef.parse(event)
+    with logs.context(event=str(ref)):
+        return advance(r, rq_conn, ref)
 
 
 def fit_ratings(pool: str) -> dict[str, Any]:
@@ -140,7 +140,6 @@ def fit_ratings(pool: str) -> dict[str, Any]:
 
 
 def arena_step(pool: str) -> dict[str, Any]:
-    """Matchmaking passes of a pool's arena (coalesced: see `workers.arena`)."""
-    r, rq_conn, _ = job_redis()
-    with logs.context(pool=pool):
-        return run_step(r, rq_conn, pool)
+    """Passes of a pool's arena's step (what jobs queued before the arena was one of the
+    step's planners call)."""
+    return advance_tournament(str(EventRef.arena(pool)))

@@ -40,16 +40,16 @@ from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import actions_of, transcript
-from store import arena as store_arena
-from store import events, ids, messages
+from store import events, ids, messages, steps
 from store import matches as store_matches
-from store import tournaments as store_t
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
+from store.pools import Pool
 from store.records import MatchSpec
+from store.refs import EventKind
 from store.results import forfeit_winner, result_of, result_row
 from store.runs import LEASE_MS, LostLease, Run
 from workers import failpoints, house, metrics
-from workers.queues import enqueue_advance, request_arena_step, request_fit
+from workers.queues import request_fit, request_step
 
 __all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
@@ -102,7 +102,7 @@ class MatchHost:
     r: redis.Redis
     match_id: str
     run_id: str
-    rq_conn: redis.Redis | None = None  # to queue the tournament's next scheduling step
+    rq_conn: redis.Redis | None = None  # to ask its event's step to look again
     spec: MatchSpec = field(init=False)
     state: GameState = field(init=False)
     clocks: list[SeatClock] = field(init=False)
@@ -203,8 +203,9 @@ class MatchHost:
         if self.run.has_result():  # finished by the lease's last holder
             return self._stored_result()
         self.run.begin(self.spec.bot_ids, self._started_events(), time.time())
-        if self.spec.tournament_id:  # idempotent: emitted once whatever run gets here
-            events.emit_both(self.r, self.spec.tournament_id, f"started:{self.match_id}",
+        event = self.spec.event
+        if event is not None and event.kind.streams:  # once, whatever run gets here
+            events.emit_both(self.r, event.id, f"started:{self.match_id}",
                         messages.TournamentMatchStarted(
                             match_id=self.match_id, bot_ids=list(self.spec.bot_ids),
                             seat_names=list(self.spec.seat_names),
@@ -445,7 +446,8 @@ class MatchHost:
         return [messages.MatchStarted(
             match_id=self.match_id, seat=seat, players=spec.players,
             rules=spec.rules.options(), seat_names=list(spec.seat_names),
-            tournament_id=spec.tournament_id,
+            tournament_id=spec.event_id(EventKind.TOURNAMENT),
+            event="" if spec.event is None else str(spec.event),
             clock={"move_time_ms": spec.clock.move_time_ms,
                    "time_bank_ms": spec.clock.time_bank_ms},
             faults={"max_strikes": spec.faults.max_strikes,
@@ -462,15 +464,12 @@ class MatchHost:
                       "time_bank_ms": spec.clock.time_bank_ms},
             "faults": self.faults,
         }
-        if spec.tournament_id:  # fields added to moon-transcript/1: the board and how it deals
-            extra.update({"tournament_id": spec.tournament_id,
-                          "board": str(spec.meta.get("board", "")),
+        if spec.event is not None:  # fields added to moon-transcript/1: the event, the board
+            extra.update({"event": str(spec.event), spec.event.kind.transcript_field:
+                          spec.event.id, "board": str(spec.meta.get("board", "")),
                           "unit": str(spec.meta.get("unit", "")),
-                          "duplicate": str(spec.meta.get("duplicate", "")),
+                          "duplicate": str(spec.meta.get("duplicate", "boards")),
                           "notes": list(spec.meta.get("notes", []))})
-        elif spec.arena:  # an arena game: its pool and board
-            extra.update({"arena": spec.arena, "board": str(spec.meta.get("board", "")),
-                          "unit": str(spec.meta.get("unit", "")), "duplicate": "boards"})
         if forfeit is not None:
             extra["end"] = "forfeit"
             extra["forfeit"] = {"seat": forfeit.seat, "reason": forfeit.reason}
@@ -483,15 +482,16 @@ class MatchHost:
                  for seat in range(len(spec.bot_ids))]
         if self.run.write(entries, done, spec.bot_ids, ended):
             if not spec.boarded:
-                # Public as it ends. A tournament or arena game is counted when its board
-                # is released (workers.scheduler, workers.arena): a scraper must not time a
+                # Public as it ends. An event's game is counted when its board is
+                # released (workers.scheduler): a scraper must not time a
                 # hidden game.
                 metrics.finished(str(result["end"]), len(st.actions))
             failpoints.reached("match.after-result")
         return self._stored_result()
 
     def _stored_result(self) -> dict[str, Any]:
-        """The written-once result; also nudges the tournament's scheduler.
+        """The written-once result; also records the game in its event and asks the event's
+        step to look again.
 
         The nudge happens on every run that ends here, even when an earlier run
         stored the result: that run may have died before nudging.
@@ -508,21 +508,16 @@ class MatchHost:
                          len(actions_of(stored["transcript"])))
         store_matches.finish(self.r, self.match_id, spec.bot_ids, row, now)
         if not spec.boarded:
-            # A single match shares its deal with no other game: public as it ends. A
-            # tournament or arena game waits for its board (its step releases it).
+            # A single match shares its deal with no other game: public as it ends. An
+            # event's game waits for its board (the event's step releases it).
             store_matches.release(self.r, self.match_id, spec.players, now)
             if self.rq_conn is not None:
-                request_fit(self.r, self.rq_conn, "3p" if spec.players == 3 else "2v2")
-        if spec.tournament_id:
-            # After the row is stored: the scheduler reads the rows of what is recorded.
-            store_t.record(self.r, spec.tournament_id, self.match_id)
+                request_fit(self.r, self.rq_conn, Pool.of(spec.players))
+        if spec.event is not None:
+            # After the row is stored: the step reads the rows of what is recorded.
+            steps.record(self.r, spec.event, self.match_id)
             if self.rq_conn is not None:
-                enqueue_advance(self.rq_conn, spec.tournament_id)
-        elif spec.arena:
-            # The same for the arena: its bots are free again, its board may be complete.
-            store_arena.record(self.r, spec.arena, self.match_id)
-            if self.rq_conn is not None:
-                request_arena_step(self.r, self.rq_conn, spec.arena)
+                request_step(self.r, self.rq_conn, spec.event)
         # Open until all of the above is done: a run killed half-way leaves the match open,
         # and recovery runs it again, which redoes what is missing.
         store_matches.close(self.r, self.match_id)

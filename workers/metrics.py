@@ -35,6 +35,7 @@ __all__ = [
     "fault",
     "finished",
     "house_decided",
+    "stepped",
 ]
 
 REGISTRY = export.registry()
@@ -122,6 +123,17 @@ for _pool in ("3p", "2v2"):
     FITS.labels(_pool)
     ARENA_TABLES.labels(_pool)
     ARENA_STEP_SECONDS.labels(_pool)
+
+
+def stepped(kind: str, event_id: str, seconds: float, outcome: str) -> None:
+    """One pass of the scheduling step of an event (`kind` and id): an arena's pass counts
+    on the arena's series, a tournament's or a test's on the tournament steps'."""
+    if kind == "arena":
+        ARENA_STEPS.labels(outcome).inc()
+        ARENA_STEP_SECONDS.labels(event_id).observe(seconds)
+    else:
+        STEPS.labels(outcome).inc()
+        STEP_SECONDS.observe(seconds)
 
 
 def decided(by: str, us: float) -> None:

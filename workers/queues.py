@@ -1,15 +1,13 @@
 """RQ queues and job ids: every job is enqueued here, with the JSON serializer.
 
-Jobs take only ids and plain values (never pickles). A match's and a scheduling
-step's job ids derive from what the job is for (`store.ids.match_job_id`,
-`advance_job_id`), so enqueueing the same thing twice cannot create a second,
-different job; the match lease and the write-once result make even a duplicated
-run harmless. A fit's job id is its pool's plus a random suffix: a fit is asked
-for again while one runs (see `request_fit`), and reusing the running job's id
-would overwrite its record; the coalesced request, not the id, keeps one fit job
-queued per pool. This module imports no
-job code: the gateway imports it to enqueue, and the worker
-(`workers.worker`) imports the jobs.
+Jobs take only ids and plain values (never pickles). A match's job id derives from
+the match (`store.ids.match_job_id`), so queueing the same match twice cannot create
+a second, different job; the match lease and the write-once result make even a
+duplicated run harmless. A scheduling step's and a fit's jobs are asked for far more
+often than they run, so their asks are coalesced (`store.coalesce`: many asks, one
+queued job) and each job gets a fresh id: a job asked for while one runs must not
+overwrite the running job's record. This module imports no job code: the gateway
+imports it to enqueue, and the worker (`workers.worker`) imports the jobs.
 """
 
 from __future__ import annotations
@@ -22,12 +20,12 @@ from rq import Queue, Retry
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from store import arena as store_arena
 from store import changes as store_changes
-from store import ids
+from store import ids, steps
 from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.records import TournamentSpec
+from store.refs import EventRef
 
 __all__ = [
     "ADVANCE_JOB",
@@ -43,12 +41,12 @@ __all__ = [
     "create_test",
     "create_tournament",
     "enqueue_advance",
-    "enqueue_arena_step",
     "enqueue_fit",
     "enqueue_match",
     "queue",
     "request_arena_step",
     "request_fit",
+    "request_step",
     "rq_connection",
     "taken",
     "waiting",
@@ -62,7 +60,7 @@ MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its 
 MATCH_JOB = "workers.jobs.run_match"
 ADVANCE_JOB = "workers.jobs.advance_tournament"
 FIT_JOB = "workers.jobs.fit_ratings"
-ARENA_JOB = "workers.jobs.arena_step"
+ARENA_JOB = "workers.jobs.arena_step"  # jobs queued before the arena was a planner
 # The only functions a worker will run.
 JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB, ARENA_JOB)
 
@@ -142,19 +140,26 @@ def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job
     )
 
 
-def enqueue_advance(conn: redis.Redis, tournament_id: str) -> Job:
-    """Queue a scheduling step of a tournament or a test (idempotent; runs serialize on a
-    lock)."""
+def enqueue_advance(conn: redis.Redis, ref: EventRef) -> Job:
+    """Queue a job of the event's scheduling step (`request_step` makes one job serve many
+    asks; runs serialize on the event's lock)."""
     return queue(conn, CONTROL_QUEUE).enqueue(
         ADVANCE_JOB,
-        tournament_id,
-        job_id=ids.advance_job_id(tournament_id),
+        str(ref),
+        job_id=f"{ids.advance_job_id(f'{ref.kind}-{ref.id}')}-{secrets.token_hex(4)}",
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=3600,
-        result_ttl=3600,
+        result_ttl=60,
         failure_ttl=30 * 24 * 3600,
-        description=f"advance tournament {tournament_id}",
+        description=f"scheduling step of {ref}",
     )
+
+
+def request_step(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> None:
+    """Ask the event's scheduling step to look again (a game of it was recorded, a bot of the
+    arena came back, it was created or stopped). Many asks, one job (`store.coalesce`)."""
+    if steps.asks(ref).ask(r):
+        enqueue_advance(rq_conn, ref)
 
 
 def enqueue_fit(conn: redis.Redis, pool: str) -> Job:
@@ -177,34 +182,19 @@ def request_fit(r: redis.Redis, rq_conn: redis.Redis, pool: str, tournament_id: 
         enqueue_fit(rq_conn, pool)
 
 
-def enqueue_arena_step(conn: redis.Redis, pool: str) -> Job:
-    """Queue a matchmaking step of a pool's arena (`request_arena_step` coalesces them)."""
-    return queue(conn, CONTROL_QUEUE).enqueue(
-        ARENA_JOB,
-        pool,
-        job_id=f"arena-{pool}-{secrets.token_hex(4)}",
-        retry=Retry(max=MATCH_RETRIES),
-        job_timeout=600,
-        result_ttl=60,
-        failure_ttl=7 * 24 * 3600,
-        description=f"matchmaking step of the {pool} arena",
-    )
-
-
 def request_arena_step(r: redis.Redis, rq_conn: redis.Redis, pool: str) -> None:
-    """Ask for a matchmaking step of a pool's arena: a bot joined or came back, a game of it
-    ended. Many asks, one job (`store.arena.ask_step`), as for the fit."""
-    if store_arena.ask_step(r, pool):
-        enqueue_arena_step(rq_conn, pool)
+    """Ask for a matchmaking step of a pool's arena: a bot joined or came back."""
+    request_step(r, rq_conn, EventRef.arena(pool))
 
 
 def create_tournament(r: redis.Redis, rq_conn: redis.Redis, spec: TournamentSpec) -> None:
-    """Store a new tournament and queue its first scheduling step."""
+    """Store a new tournament (one transaction: spec, status, listing, live) and ask for its
+    first scheduling step."""
     store_t.create(r, spec)
-    enqueue_advance(rq_conn, spec.tournament_id)
+    request_step(r, rq_conn, EventRef.tournament(spec.tournament_id))
 
 
 def create_test(r: redis.Redis, rq_conn: redis.Redis, spec: store_changes.ChangeTestSpec) -> None:
-    """Store a new test of a change and queue its first scheduling step."""
+    """Store a new test of a change (one transaction) and ask for its first scheduling step."""
     store_changes.create(r, spec)
-    enqueue_advance(rq_conn, spec.test_id)
+    request_step(r, rq_conn, EventRef.test(spec.test_id))

@@ -34,27 +34,23 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
-from store import arena as store_arena
-from store import changes as store_changes
-from store import ids
+from store import ids, steps
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
-from store import tournaments as store_t
-from store.status import TournamentStatus
+from store.pools import Pool
 from workers.queues import (
     MoonshotJob,
     enqueue_advance,
-    enqueue_arena_step,
     enqueue_fit,
     enqueue_match,
-    request_arena_step,
+    request_step,
     taken,
     waiting,
 )
 
 __all__ = ["ALIVE_MS", "EVERY_S", "HUNG_S", "NUDGE_S", "STALE_S", "nudge", "recover",
-           "recover_matches", "start_recovery_thread", "wake_arenas"]
+           "recover_matches", "start_recovery_thread", "wake"]
 
 log = logging.getLogger("moonshot.recovery")
 
@@ -175,66 +171,53 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             if spec is None:
                 continue  # a run took it up meanwhile
             failed.append(mid)
-            if spec.tournament_id:
-                store_t.mark_failed_game(r, spec.tournament_id, mid)
-                enqueue_advance(rq_conn, spec.tournament_id)
-            elif spec.arena:  # its bots are free again, and its board can be released
-                store_arena.record(r, spec.arena, mid)
-                request_arena_step(r, rq_conn, spec.arena)
+            if spec.event is not None:  # its planner says what a failed game means
+                steps.mark_failed(r, spec.event, mid)
+                request_step(r, rq_conn, spec.event)
     store_recovery.clear(r, cleared)
-    woken = wake_arenas(r, rq_conn, now)
+    woken = wake(r, rq_conn, now)
     if requeued:
         log.warning("recovery queued %d abandoned matches: %s", len(requeued), requeued[:10])
     if failed:
         log.error("matches that cannot be hosted (RQ gave up): %s", failed[:10])
     return {"requeued": [x.split(" ", 1)[0] for x in requeued], "failed": failed,
-            "at": time.time(), "arenas": woken}
+            "at": time.time(), "woken": woken}
 
 
-def wake_arenas(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
-    """Queue a matchmaking step of each arena that is owed one with no job to take it (its
-    job died, or a step that held for a batch asked to look again by now); the pools."""
+def wake(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
+    """Queue a step job of each live event that is owed one with no job queued or running
+    to take it: asked for and its job lost (its worker died between taking it and starting
+    it, or it found the lock held as the holder let go), or its last pass asked to be
+    looked at again by `now` (an arena holding for a batch). The events woken."""
     woken = []
-    for pool in store_arena.POOLS:
-        owed, _ = store_arena.step_requested(r, pool, now)
-        if owed and store_arena.claim_queue(r, pool):
-            store_arena.ask_again(r, pool)
-            enqueue_arena_step(rq_conn, pool)
-            woken.append(pool)
+    for ref in steps.live_events(r):
+        s = steps.scheduling(r, ref)
+        lost = s.asked and not s.queued and not s.stepping
+        if (lost or steps.wake_due(s, now)) and steps.asks(ref).claim(r):
+            steps.asks(ref).ask_again(r)
+            enqueue_advance(rq_conn, ref)
+            woken.append(str(ref))
     return woken
 
 
 def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
-    """Queue a scheduling step of every running tournament or test that needs one, and a fit of
-    every pool that was asked for one with no job to do it; what was nudged."""
+    """Ask for a step of every live event that needs one, and a fit of every pool that was
+    asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
-    # Tests of a change are scheduled by the same step as tournaments, on the same keys.
-    for tid in [*store_t.all_ids(r), *store_changes.all_ids(r)]:
-        info = store_t.info(r, tid)
-        if info.status != TournamentStatus.RUNNING:
-            continue
-        # Games in flight advance the tournament as each one ends. Nudge it when nothing
-        # is in flight (a scheduling step lost in a full restart), when a step was asked
-        # for (dirty) but no run holds the lock (its run died mid-step), or when a game is
-        # recorded that no step has counted and no step runs (the step queued after it
-        # was lost: its worker killed, or Redis restarted on a file that missed it).
-        steps = store_t.scheduling(r, tid)
-        in_flight = steps.games > max(info.done, steps.recorded)
-        idle = not steps.stepping
-        lost = idle and steps.asked
-        owed = idle and steps.recorded > info.done
-        if not in_flight or lost or owed:
-            enqueue_advance(rq_conn, tid)
-            nudged.append(tid)
-    for pool in store_arena.POOLS:
-        # A running arena (or a stopped one with boards to release) looks at its bots
-        # every NUDGE_S at least: a bot that came back on a referee that could not ask for
-        # a step, a step lost with its worker (which had taken the ask).
-        _, live = store_arena.step_requested(r, pool, 0.0)
-        if live:
-            request_arena_step(r, rq_conn, pool)
-            nudged.append(f"arena {pool}")
-    for pool in ("3p", "2v2"):
+    store_recovery.list_live_once(r)
+    for ref in steps.live_events(r):
+        # Games in flight ask for a step as each one ends. Nudge the event when nothing is
+        # in flight (a step lost in a full restart), when a step was asked for but no run
+        # holds the lock (its run died mid-step), or when a game is recorded that no step
+        # has counted and no step runs (the ask after it was lost: its worker killed, or
+        # Redis restarted on a file that missed it).
+        s = steps.scheduling(r, ref)
+        in_flight = s.games > max(s.done, s.recorded)
+        idle = not s.stepping
+        if not in_flight or (idle and s.asked) or (idle and s.recorded > s.done):
+            request_step(r, rq_conn, ref)
+            nudged.append(str(ref))
+    for pool in Pool:
         # A fit whose worker died mid-fit: its lock would stand for LOCK_MS and the
         # request it took would be lost; free the one and ask the other again.
         holder = store_ratings.fit_holder(r, pool)

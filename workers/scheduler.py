@@ -1,56 +1,69 @@
-"""The scheduling step of a tournament or a test of a change, as an RQ job: load what
-changed, call the pure planner, store.
+"""The one scheduling step of every event that owns games, as an RQ job: load what
+changed, call the event's planner, store.
 
-`advance(r, rq_conn, event_id)` runs whenever a game of the event is recorded (and
-when recovery nudges it). One step reads only the games recorded since the last
-step (a cursor into `ms:tournament:{id}:recorded`), folds them into the planner's
-stored state (`workers.planner.Planner.feed`: a tournament format's
-`tournaments.registry.Format.feed`, or a test's `tournaments.change.feed`),
-creates and queues the games that the planner adds, emits events once each, and
-saves the new state with the new cursor, but only if no other run moved the
-cursor first. So a step costs what changed, never the size of the event, and a
-step killed at any point is simply redone: game creation and events are
-idempotent, and the state moves in one compare-and-set.
+`advance(r, rq_conn, ref)` runs whenever the event is asked to look again: a game of
+it was recorded (finished, or failed for good), a bot of the arena joined or came
+back, an organiser created or stopped it, its last pass asked to be woken at a time,
+or recovery nudged it. Asks are coalesced (`store.coalesce`: many asks, one queued
+job, which loops while asks keep coming, at most MAX_PASSES passes before it yields
+the control queue to other jobs), and runs of one event are serialized by a lock.
 
-The step also releases boards: when every game of a board (a unit) has
-finished, its games become public (`store.matches.release`), join the public
-standings (and, for a tournament, the rating pool), and their results go out on
-the public event stream; organisers get every result at once on their own stream.
+One pass (`_advance_once`):
 
-Runs of one event are serialized by a lock and a dirty flag, so none is lost and
-none runs twice at once. What is a planner's own (its spec, how a game is built,
-its events and writes) is behind `workers.planner.Planner`: `FormatPlanner` here
-for tournaments, `workers.changes.ChangePlanner` for tests.
+1. reads the step's state and its version, and the games recorded since its cursor
+   (their result rows, or the errors of those no run could host);
+2. asks the event's planner (`PLANNERS`, by the kind of `store.refs.EventRef`) to
+   plan: its first step, or the new games after folding those in;
+3. creates what an earlier pass decided and may not have created;
+4. releases the boards the recorded games complete (their games become public, join
+   the pool's ratings if the planner's games are rated, and go out on the public
+   stream) before anything paired from them exists;
+5. deals each new unit through the stack's secret, claimed on every remote bot's
+   record of deals (`store.deals`), and builds the games' match specs;
+6. saves the new state, with the games decided, the progress, when to look again and,
+   the first time, the event's end (status and end event together), in one atomic
+   compare-and-set (`store.steps.save`);
+7. only then creates and queues the games.
+
+So a pass killed anywhere is simply redone: before the save nothing it decided
+exists (a deal it claimed stays claimed by the same board, which the redo deals
+again), after it the games are created by this pass or the next; events are written
+once each (by key), and the end of an event is never half written. A pass costs what
+changed, never the size of the event.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from store import deals, events, ids, messages
+from store import deals, events, ids, messages, steps
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
+from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from tournaments import formats
 from tournaments.plan import Game, Step, Unit, board_id
 from workers import failpoints, metrics
+from workers.arena import ArenaPlanner
 from workers.changes import ChangePlanner
 from workers.planner import Planned, Planner
-from workers.queues import enqueue_match, request_fit
+from workers.queues import enqueue_advance, enqueue_match, request_fit
 
-__all__ = ["Boards", "FormatPlanner", "RedisSource", "advance", "planner_of"]
+__all__ = ["LOCK_MS", "MAX_PASSES", "PLANNERS", "Boards", "FormatPlanner", "RedisSource",
+           "advance", "planner_of"]
 
 log = logging.getLogger("moonshot.tournament")
 
 LOCK_MS = 30_000  # extended after every pass (a first step of 1000 bots takes ~8 s); a dead
 # run's lock lapses this soon
+MAX_PASSES = 8  # passes a job makes before it yields the control queue to other jobs
 _RESULT_KEYS = ("final", "winner", "placement", "end", "forfeit", "seats")
 
 
@@ -71,43 +84,18 @@ class RedisSource:
         return store_t.schedule_size(self.r, self.spec.tournament_id) or (0, 0)
 
 
-def advance(r: redis.Redis, rq_conn: redis.Redis, tournament_id: str,
-            lock_ms: int = LOCK_MS) -> dict[str, Any]:
-    """One scheduling step (idempotent) of a tournament or a test (`tournament_id` names
-    either): create what the plan adds, emit events, finish.
-
-    A run that finds its lock lost after a pass (it stalled past `lock_ms` and another
-    run may hold the lock now) stops there: the step it took is safe (the state moves by
-    compare-and-set), and what is left is the holder's to do."""
-    lock = store_t.step_lock(tournament_id, lock_ms)
-    store_t.ask_step(r, tournament_id)
-    if not lock.acquire(r):
-        return {"tournament_id": tournament_id, "skipped": "another run is advancing it"}
-    summary: dict[str, Any] = {}
-    try:
-        while store_t.take_step(r, tournament_id):
-            summary = _advance_once(r, rq_conn, tournament_id)
-            if not lock.extend(r):
-                log.warning("%s: this step's lock lapsed; another run goes on",
-                            tournament_id)
-                return {"tournament_id": tournament_id, **summary,
-                        "skipped": "lost the lock after a pass"}
-    finally:
-        lock.release(r)
-    return summary
-
-
 @dataclass
 class FormatPlanner:
     """A tournament, planned by its format (`tournaments.formats`)."""
 
     spec: TournamentSpec
     rated: bool = True
+    streams: bool = True
 
     @property
-    def event_id(self) -> str:
-        """The tournament's id."""
-        return self.spec.tournament_id
+    def ref(self) -> EventRef:
+        """The tournament."""
+        return EventRef.tournament(self.spec.tournament_id)
 
     @property
     def players(self) -> int:
@@ -115,9 +103,9 @@ class FormatPlanner:
         return self.spec.players
 
     @staticmethod
-    def load(r: redis.Redis, tournament_id: str) -> FormatPlanner:
+    def load(r: redis.Redis, ref: EventRef) -> FormatPlanner:
         """The planner of a stored tournament."""
-        return FormatPlanner(store_t.load_spec(r, tournament_id))
+        return FormatPlanner(store_t.load_spec(r, ref.id))
 
     def first(self, r: redis.Redis) -> Planned:
         """Store the fixed schedule (if the format has one), then the format's first step."""
@@ -129,27 +117,36 @@ class FormatPlanner:
                                    sum(len(u.games) for u in schedule))
         return self._planned(fmt.start(spec, RedisSource(r, spec)))
 
-    def feed(self, r: redis.Redis, state: dict[str, Any],
-             rows: Sequence[dict[str, Any]]) -> Planned:
-        """The format folds the new results in."""
+    def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
+             failed: Mapping[str, str]) -> Planned:
+        """The format folds the new results in; a game no run can host fails the
+        tournament (its standings would not mean what they say)."""
         fmt = formats.get(self.spec.format)
-        return self._planned(fmt.feed(self.spec, state, list(rows), RedisSource(r, self.spec)))
+        planned = self._planned(fmt.feed(self.spec, state, list(rows), RedisSource(r, self.spec)))
+        if failed:
+            mid = min(failed)
+            return Planned(planned.state, [], planned.total, planned.finished,
+                           error=f"match {mid} cannot be played: {failed[mid]}")
+        return planned
 
     @staticmethod
     def _planned(step: Step) -> Planned:
         return Planned(step.state, step.games, step.total, step.finished)
 
+    def board_of(self, unit: str) -> str:
+        """`<tournament id>/<unit>`."""
+        return board_id(self.spec.tournament_id, unit)
+
     def match_spec(self, game: Game, seed: int) -> MatchSpec:
         """A tournament game, with its board and the tournament's notes."""
         spec = self.spec
         names = dict(zip(spec.bot_ids, spec.names, strict=True))
-        tid = spec.tournament_id
         return MatchSpec(
             match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(names[b] for b in game.bot_ids), clock=spec.clock,
-            faults=spec.faults, tournament_id=tid,
+            faults=spec.faults, event=self.ref,
             meta={"unit": game.unit, "bracket_match": game.bracket_match,
-                  "board": board_id(tid, game.unit), "duplicate": spec.duplicate,
+                  "board": self.board_of(game.unit), "duplicate": spec.duplicate,
                   "notes": formats.notes(spec)},
         )
 
@@ -176,62 +173,124 @@ class FormatPlanner:
         """Nothing of its own: the format's state is all a tournament keeps."""
 
 
-def planner_of(r: redis.Redis, event_id: str) -> Planner:
-    """The planner of a stored tournament or test (NotFound for neither)."""
-    if ids.is_test_id(event_id):
-        return ChangePlanner.load(r, event_id)
-    return FormatPlanner.load(r, event_id)
+# The planner of each kind of event: a new kind is one planner and one entry here.
+PLANNERS: dict[EventKind, Callable[[redis.Redis, EventRef], Planner]] = {
+    EventKind.TOURNAMENT: FormatPlanner.load,
+    EventKind.TEST: ChangePlanner.load,
+    EventKind.ARENA: ArenaPlanner.load,
+}
 
 
-def _advance_once(r: redis.Redis, rq_conn: redis.Redis, tid: str) -> dict[str, Any]:
-    planner = planner_of(r, tid)
-    status = store_t.info(r, tid).status
-    stored = store_t.state(r, tid)
+def planner_of(r: redis.Redis, ref: EventRef) -> Planner:
+    """The planner of a stored event (NotFound when it is not stored)."""
+    return PLANNERS[ref.kind](r, ref)
+
+
+def advance(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef,
+            lock_ms: int = LOCK_MS) -> dict[str, Any]:
+    """The job: passes of the event's step while asks keep coming (at least one).
+
+    A run that finds its lock lost after a pass (it stalled past `lock_ms` and another
+    run may hold the lock now) stops there: the pass it made is safe (the state moves by
+    compare-and-set), and what is left is the holder's to do."""
+    asks = steps.asks(ref)
+    asks.started(r)  # asks from now on queue another job
+    asks.ask_again(r)  # this job makes a pass, whoever queued it
+    lock = steps.step_lock(ref, lock_ms)
+    if not lock.acquire(r):
+        return {"event": str(ref), "skipped": "another run is advancing it"}
+    summary: dict[str, Any] = {"event": str(ref)}
+    passes = 0
+    try:
+        while passes < MAX_PASSES and asks.take(r):
+            passes += 1
+            started = time.perf_counter()
+            summary = _advance_once(r, rq_conn, ref)
+            metrics.stepped(ref.kind, ref.id, time.perf_counter() - started,
+                            "skipped" if "skipped" in summary else "done")
+            if not lock.extend(r):
+                log.warning("%s: this step's lock lapsed; another run goes on", ref)
+                return {**summary, "skipped": "lost the lock after a pass"}
+    finally:
+        lock.release(r)
+    # An ask left standing (asks that kept coming past MAX_PASSES, or a job that found this
+    # run's lock and gave up) gets a job of its own, behind the other jobs on the queue.
+    if asks.owed(r) and asks.claim(r):
+        enqueue_advance(rq_conn, ref)
+    return summary
+
+
+def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[str, Any]:
+    planner = planner_of(r, ref)
+    stored = steps.state(r, ref)
+    st = _current(stored.state)
     fresh: list[tuple[str, dict[str, Any]]] = []
-    if stored is None:
-        expected, cursor = None, 0
-        boards = Boards({}, 0)
-        step = planner.first(r)
+    failed: dict[str, str] = {}
+    if st is None:
+        cursor, boards, creating = 0, Boards({}, 0), []
+        planned = planner.first(r)
     else:
-        expected = cursor = int(stored["cursor"])
-        boards = Boards(dict(stored.get("open", {})), int(stored.get("released", 0)))
-        recorded = store_t.recorded_after(r, tid, cursor)
-        rows = store_matches.read_rows(r, [mid for mid, _ in recorded])
-        # A game is recorded only after its row is stored, so every row is there.
-        fresh = [(mid, rows[mid]) for mid, _ in recorded if mid in rows]
+        cursor = int(st["cursor"])
+        boards = Boards(dict(st["open"]), int(st["released"]))
+        creating = list(st["creating"])
+        recorded = steps.recorded_after(r, ref, cursor)
+        mids = [mid for mid, _ in recorded]
+        rows = store_matches.read_rows(r, mids)
+        # A game is recorded after its row is stored, or marked failed: one or the other.
+        failed = steps.failed_errors(r, ref, [m for m in mids if m not in rows])
+        fresh = [(mid, rows[mid]) for mid in mids if mid in rows]
         if recorded:
             cursor = recorded[-1][1]
-        step = planner.feed(r, stored["plan"], [row for _, row in fresh])
-    boards.add(step.games)
-    planner.recorded(r, fresh, cursor, step)
-    done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh])
-    _release(r, rq_conn, planner, boards, done_boards, step)
-    planner.bookkeep(r, step)
-    # Created after the release: games paired from these results (a Swiss round) become
+        planned = planner.feed(r, st["plan"], [row for _, row in fresh], failed)
+    _create(r, rq_conn, creating)  # what an earlier pass decided and may not have created
+    boards.add(planned.games)
+    planner.recorded(r, fresh, cursor, planned)
+    done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh]
+                                + [(mid, "") for mid in failed])
+    _release(r, rq_conn, planner, boards, done_boards, planned)
+    planner.bookkeep(r, planned)
+    # Decided after the release: games paired from these results (a Swiss round) become
     # public only once the results they were paired on are.
-    created = _create_games(r, rq_conn, planner, step.games)
-    new_state = {"cursor": cursor, "plan": step.state, "total": step.total,
-                 "finished": step.finished, "open": boards.open, "released": boards.released}
-    changed = (stored is None or cursor != expected or bool(step.games)
-               or step.state != stored["plan"])
+    decided = _decide(r, planner, planned.games)
+    new_state = {"v": 2, "cursor": cursor, "plan": planned.state, "total": planned.total,
+                 "finished": planned.finished, "open": boards.open,
+                 "released": boards.released, "creating": decided}
+    ending = _ending(planner, planned, cursor)
+    live = not planned.dormant or bool(boards.open) or bool(decided)
+    if new_state == st and ending is None and not planned.wake_at:
+        return {"event": str(ref), "unchanged": True, "done": cursor, "total": planned.total}
     failpoints.reached("step.before-save")
-    if changed and not store_t.save_state(r, tid, expected, new_state):
-        return {"tournament_id": tid, "skipped": "another run moved the cursor first"}
-    store_t.progress(r, tid, cursor, step.total)
-    failed = store_t.failed_games(r, tid)
-    if failed and status == TournamentStatus.RUNNING:
-        mid, error = failed[0]
-        store_t.end(r, tid, TournamentStatus.FAILED, f"match {mid} cannot be played: {error}")
-        events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
-                                                                          time=time.time()))
-        log.error("%s failed: match %s: %s", tid, mid, error)
-    elif step.finished and status == TournamentStatus.RUNNING:
-        store_t.end(r, tid, TournamentStatus.FINISHED)
-        events.emit_both(r, tid, "finished", messages.TournamentFinished(done=cursor,
-                                                                          time=time.time()))
-        log.info("%s finished", tid)
-    return {"tournament_id": tid, "created": created, "done": cursor, "total": step.total,
-            "finished": step.finished, "released": boards.released}
+    if not steps.save(r, ref, stored.seq, new_state, done=cursor, total=planned.total,
+                      live=live and not planned.finished and not planned.error,
+                      wake_at=planned.wake_at, ending=ending):
+        return {"event": str(ref), "skipped": "another run saved first"}
+    failpoints.reached("step.after-save")
+    created = _create(r, rq_conn, decided)
+    if ending is not None:
+        log.log(logging.ERROR if planned.error else logging.INFO, "%s %s%s", ref,
+                ending.status, f": {planned.error}" if planned.error else "")
+    return {"event": str(ref), "created": created, "done": cursor, "total": planned.total,
+            "finished": planned.finished, "released": boards.released}
+
+
+def _current(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored state in the step's present form: a state saved before games were
+    decided in it (no `creating`) reads with none left to create."""
+    if state is None:
+        return None
+    return {**state, "open": state.get("open", {}), "released": state.get("released", 0),
+            "creating": state.get("creating", [])}
+
+
+def _ending(planner: Planner, planned: Planned, cursor: int) -> steps.Ending | None:
+    """The event's end, if this pass ends it: failed (a planner's error) or finished."""
+    if not planned.error and not planned.finished:
+        return None
+    event = (messages.TournamentFinished(done=cursor, time=time.time())
+             if planner.streams else None)
+    if planned.error:
+        return steps.Ending(TournamentStatus.FAILED, planned.error, event)
+    return steps.Ending(TournamentStatus.FINISHED, "", event)
 
 
 @dataclass
@@ -239,14 +298,15 @@ class Boards:
     """The boards in play: unit -> [games, finished, match ids], and games released so far.
 
     A board (a unit: its games share one deal) is released when all its games have
-    finished: only then may anyone but an organiser see their plays or results.
+    finished (or failed): only then may anyone but an organiser see their plays or
+    results.
     """
 
     open: dict[str, list[Any]]
     released: int
 
     def add(self, games: list[Game]) -> None:
-        """Count newly created games into their boards."""
+        """Count newly planned games into their boards."""
         for g in games:
             board = self.open.setdefault(g.unit, [0, 0, []])
             board[0] += 1
@@ -256,7 +316,7 @@ class Boards:
         """Count finished (match id, unit) games; the units this completes, in order."""
         done = []
         for mid, named in finished:
-            unit = named if named in self.open else next(  # a row from before rows named it
+            unit = named if named in self.open else next(  # a failed game, or an old row
                 (u for u, b in self.open.items() if mid in b[2]), "")
             board = self.open.get(unit)
             if board is None:
@@ -270,22 +330,25 @@ class Boards:
 def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boards,
              units: list[str], planned: Planned) -> None:
     """Make the games of finished boards public: watchable, in the public standings and
-    events (and, if the planner's games are rated, the ratings). Idempotent, so a step
-    redone after a crash releases nothing twice."""
+    events (and, if the planner's games are rated, the ratings). A failed game has nothing
+    to show. Idempotent, so a pass redone after a crash releases nothing twice."""
     if not units:
         return
-    tid = planner.event_id
+    ref = planner.ref
     now = time.time()
     for unit in units:
-        ids = list(boards.open.pop(unit)[2])
-        rows = store_matches.read_rows(r, ids)
-        for mid in ids:
+        match_ids = list(boards.open.pop(unit)[2])
+        rows = store_matches.read_rows(r, match_ids)
+        shown = [mid for mid in match_ids if mid in rows]
+        first = boards.released + 1
+        for mid in shown:
             boards.released += 1
             store_matches.release(r, mid, planner.players, now, rated=planner.rated)
             metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
-            store_t.mark_released(r, tid, mid, boards.released)
-            events.emit(r, tid, f"finished:{mid}",
-                        _finished_event(mid, rows[mid], boards.released, planned.total))
+            if planner.streams:
+                events.emit(r, ref.id, f"finished:{mid}",
+                            _finished_event(mid, rows[mid], boards.released, planned.total))
+        steps.mark_released(r, ref, shown, first)
     planner.released(r, rq_conn, boards.released, planned)
 
 
@@ -296,37 +359,40 @@ def _finished_event(mid: str, row: dict[str, Any], done: int,
         time=time.time())
 
 
-def _deals(r: redis.Redis, event_id: str, games: list[Game]) -> dict[str, int]:
-    """The deal of each unit of `games`: its planned seed through the stack's secret, claimed
-    for every remote bot of the unit, or a fresh deal of the board where one of them was
-    dealt that one before (noted on the event). See store.deals."""
+def _decide(r: redis.Redis, planner: Planner, games: list[Game]) -> list[str]:
+    """The match specs (JSON) of new games, each unit dealt its deal: its planned seed
+    through the stack's secret, claimed for every remote bot of the unit, or a fresh deal
+    of the board where one of them was dealt that one before (noted on the event). See
+    store.deals."""
     units: dict[str, set[str]] = {}
     planned: dict[str, int] = {}
     for g in games:
         units.setdefault(g.unit, set()).update(b for b in g.bot_ids if not ids.is_house_bot(b))
         planned[g.unit] = g.seed
-    out = {}
+    dealt = {}
     for unit, bots in units.items():
-        out[unit], refused = deals.deal(r, planned[unit], board_id(event_id, unit), bots)
+        dealt[unit], refused = deals.deal(r, planned[unit], planner.board_of(unit), bots)
         if refused:
-            store_t.note_redealt(r, event_id, unit)
+            steps.note_redealt(r, planner.ref, unit)
             log.info("%s: board %s dealt afresh (%d deal(s) refused: a bot had been dealt "
-                     "them)", event_id, unit, refused)
-    return out
+                     "them)", planner.ref, unit, refused)
+    return [planner.match_spec(g, dealt[g.unit]).to_json() for g in games]
 
 
-def _create_games(r: redis.Redis, rq_conn: redis.Redis, planner: Planner,
-                  games: list[Game]) -> int:
-    """Store and queue new games, each dealt its unit's deal; a game that exists already
-    is left as it is."""
-    dealt = _deals(r, planner.event_id, games)
+def _create(r: redis.Redis, rq_conn: redis.Redis, specs: Sequence[str]) -> int:
+    """Store and queue the games decided; a game that exists already is left as it is. Each
+    pass is handed the previous pass's decisions again (the crash-safe way), and most
+    exist by then: one round trip finds which."""
+    if not specs:
+        return 0
+    decided = [MatchSpec.from_json(text) for text in specs]
+    there = store_matches.exist(r, [m.match_id for m in decided])
     created = 0
     now = time.time()
-    for i, g in enumerate(games):
-        if store_matches.create_match(r, planner.match_spec(g, dealt[g.unit]),
-                                      listed_at=now + i * 1e-6):
+    for i, (mspec, found) in enumerate(zip(decided, there, strict=True)):
+        if not found and store_matches.create_match(r, mspec, listed_at=now + i * 1e-6):
             # A run killed between storing and queueing leaves a match with no job;
             # recovery queues it (see workers.recovery).
-            enqueue_match(rq_conn, g.match_id)
+            enqueue_match(rq_conn, mspec.match_id)
             created += 1
     return created

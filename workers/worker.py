@@ -308,8 +308,8 @@ class ThreadedWorker(SimpleWorker):
 
 
 def _job_fields(job: Job) -> dict[str, str]:
-    """The id a job's log lines carry: its match, tournament or rating pool."""
-    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "tournament_id", FIT_JOB: "pool",
+    """The id a job's log lines carry: its match, event or rating pool."""
+    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "event", FIT_JOB: "pool",
              ARENA_JOB: "pool"}.get(
         job.func_name or "")
     try:

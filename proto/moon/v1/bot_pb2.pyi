@@ -472,6 +472,7 @@ class PlayResponse(_message.Message):
         TOURNAMENT_ID_FIELD_NUMBER: _builtins.int
         CLOCK_FIELD_NUMBER: _builtins.int
         FAULTS_FIELD_NUMBER: _builtins.int
+        EVENT_FIELD_NUMBER: _builtins.int
         match_id: _builtins.str
         """The match id."""
         seat: _builtins.int
@@ -479,8 +480,8 @@ class PlayResponse(_message.Message):
         players: _builtins.int
         """3 or 4."""
         tournament_id: _builtins.str
-        """The tournament this match belongs to, or the test of a change (an id
-        `c-...`, see TestService); empty for a single match.
+        """The tournament this match belongs to; empty for any other match (see
+        `event`). Deprecated: read `event`.
         """
         @_builtins.property
         def rules(self) -> _game_pb2.Rules:
@@ -498,6 +499,12 @@ class PlayResponse(_message.Message):
         def faults(self) -> _game_pb2.FaultPolicy:
             """The match's fault policy."""
 
+        @_builtins.property
+        def event(self) -> _game_pb2.EventRef:
+            """The event that scheduled the match (a tournament, a test of a change,
+            an arena); unset for a single match.
+            """
+
         def __init__(
             self,
             *,
@@ -509,10 +516,11 @@ class PlayResponse(_message.Message):
             tournament_id: _builtins.str = ...,
             clock: _game_pb2.ClockPolicy | None = ...,
             faults: _game_pb2.FaultPolicy | None = ...,
+            event: _game_pb2.EventRef | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "faults", b"faults", "rules", b"rules"]  # noqa: Y015
+        _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "event", b"event", "faults", b"faults", "rules", b"rules"]  # noqa: Y015
         def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "faults", b"faults", "match_id", b"match_id", "players", b"players", "rules", b"rules", "seat", b"seat", "seat_names", b"seat_names", "tournament_id", b"tournament_id"]  # noqa: Y015
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "event", b"event", "faults", b"faults", "match_id", b"match_id", "players", b"players", "rules", b"rules", "seat", b"seat", "seat_names", b"seat_names", "tournament_id", b"tournament_id"]  # noqa: Y015
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -209,6 +209,38 @@ SCORING_MARKS: Scoring.ValueType  # 2
 """Marks: a made bid gives the bidder a mark, a set gives each other side one."""
 Global___Scoring: _TypeAlias = Scoring  # noqa: Y015
 
+class _EventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EVENT_KIND_UNSPECIFIED: _EventKind.ValueType  # 0
+    """Not an event's game (a single match), or not set."""
+    EVENT_KIND_TOURNAMENT: _EventKind.ValueType  # 1
+    """A tournament (TournamentService); its id is `t-...`."""
+    EVENT_KIND_TEST: _EventKind.ValueType  # 2
+    """A test of a change (TestService); its id is `c-...`."""
+    EVENT_KIND_ARENA: _EventKind.ValueType  # 3
+    """The arena of a rating pool (ArenaService); its id is the pool, `3p` or
+    `2v2`.
+    """
+
+class EventKind(_EventKind, metaclass=_EventKindEnumTypeWrapper):
+    """The kinds of event that schedule games."""
+
+EVENT_KIND_UNSPECIFIED: EventKind.ValueType  # 0
+"""Not an event's game (a single match), or not set."""
+EVENT_KIND_TOURNAMENT: EventKind.ValueType  # 1
+"""A tournament (TournamentService); its id is `t-...`."""
+EVENT_KIND_TEST: EventKind.ValueType  # 2
+"""A test of a change (TestService); its id is `c-...`."""
+EVENT_KIND_ARENA: EventKind.ValueType  # 3
+"""The arena of a rating pool (ArenaService); its id is the pool, `3p` or
+`2v2`.
+"""
+Global___EventKind: _TypeAlias = EventKind  # noqa: Y015
+
 @_typing.final
 class Tile(_message.Message):
     """One domino of the double-six set, written `high-low` (`6-4`).
@@ -745,3 +777,29 @@ class MatchResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner) -> _WhichOneofReturnType__winner | None: ...
 
 Global___MatchResult: _TypeAlias = MatchResult  # noqa: Y015
+
+@_typing.final
+class EventRef(_message.Message):
+    """The event that scheduled a game: one typed reference, whatever its kind."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    kind: Global___EventKind.ValueType
+    """What kind of event it is."""
+    id: _builtins.str
+    """Its id, in the form of its kind (see EventKind)."""
+    def __init__(
+        self,
+        *,
+        kind: Global___EventKind.ValueType = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "kind", b"kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventRef: _TypeAlias = EventRef  # noqa: Y015

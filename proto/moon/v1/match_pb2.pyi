@@ -83,6 +83,7 @@ class Match(_message.Message):
     BOARD_FIELD_NUMBER: _builtins.int
     TEST_ID_FIELD_NUMBER: _builtins.int
     ARENA_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     """Server-assigned id."""
     status: Global___MatchStatus.ValueType
@@ -164,6 +165,12 @@ class Match(_message.Message):
     def finished_at(self) -> _timestamp_pb2.Timestamp:
         """When it finished or failed; unset before."""
 
+    @_builtins.property
+    def event(self) -> _game_pb2.EventRef:
+        """The event that scheduled this match, whatever its kind (the three fields
+        above name it too, one per kind); unset for a single match.
+        """
+
     def __init__(
         self,
         *,
@@ -187,10 +194,11 @@ class Match(_message.Message):
         board: _builtins.str = ...,
         test_id: _builtins.str = ...,
         arena: _builtins.str = ...,
+        event: _game_pb2.EventRef | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_at", b"created_at", "faults", b"faults", "finished_at", b"finished_at", "result", b"result", "rules", b"rules", "started_at", b"started_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_at", b"created_at", "event", b"event", "faults", b"faults", "finished_at", b"finished_at", "result", b"result", "rules", b"rules", "started_at", b"started_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "arena", b"arena", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actions_played", b"actions_played", "arena", b"arena", "board", b"board", "bot_ids", b"bot_ids", "clock", b"clock", "created_at", b"created_at", "error", b"error", "event", b"event", "faults", b"faults", "finished_at", b"finished_at", "match_id", b"match_id", "players", b"players", "result", b"result", "rules", b"rules", "seat_names", b"seat_names", "seed", b"seed", "started_at", b"started_at", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id", "transcript_json", b"transcript_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
