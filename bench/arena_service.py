@@ -1,5 +1,5 @@
-"""Arena service benchmark: one matchmaking pass of the job (`workers.arena.run_step`) on a
-real Redis, with 1,000 joined bots online.
+"""Arena service benchmark: one pass of the arena's scheduling step
+(`workers.scheduler.advance`) on a real Redis, with 1,000 joined bots online.
 
 Prints `name: value unit` lines only. bench/arena.py times the pure step; this times what
 the worker does around it too: read the state and the joined bots' presence, fold the
@@ -39,11 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from clients.redisproc import RedisServer
 from store import arena as store_arena
 from store import bots as store_bots
-from store import keys
+from store import keys, steps
 from store import matches as store_matches
+from store.refs import EventRef
 from store.results import result_row
-from workers import arena as arena_job
 from workers.queues import rq_connection
+from workers.scheduler import advance
+
+ARENA = EventRef.arena("3p")
 
 
 def _setup(r: redis.Redis, n: int) -> None:
@@ -71,14 +74,13 @@ def _finish(r: redis.Redis, mid: str, rng: random.Random) -> None:
     r.set(keys.result(mid), json.dumps({"result": result, "transcript": {}}))
     row = result_row(mid, spec.bot_ids, result, str(spec.meta["board"]), str(spec.meta["unit"]))
     store_matches.finish(r, mid, spec.bot_ids, row, time.time())
-    store_arena.record(r, "3p", mid)
+    steps.record(r, ARENA, mid)
 
 
 def _pass(r: redis.Redis, rq: redis.Redis) -> float:
     """One pass of the job, asked for as a game's end asks; its seconds."""
-    store_arena.ask_step(r, "3p")
     started = time.perf_counter()
-    arena_job.run_step(r, rq, "3p")
+    advance(r, rq, ARENA)
     return time.perf_counter() - started
 
 
@@ -108,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         filled = r.zcard(keys.arena_games("3p"))
         times, freed_all = [], []
         for _ in range(args.passes):
-            st = store_arena.state(r, "3p") or {}
+            st = steps.state(r, ARENA).state or {}
             boards = list(st.get("open", {}).values())
             freed = 0
             for _n, _done, match_ids in boards:  # oldest boards first

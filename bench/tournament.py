@@ -57,9 +57,9 @@ from clients.stack import LocalStack
 from moon import Rules
 from proto.moon.v1 import tournament_pb2
 from store import bots as store_bots
-from store import keys
-from store import tournaments as store_t
+from store import keys, steps
 from store.records import TournamentSpec
+from store.refs import EventRef
 from tournaments.boards import clear_cache, table_schedule
 from tournaments.design import rounds_of, team_pairings, triple_design
 from workers.queues import create_tournament, rq_connection
@@ -161,7 +161,7 @@ def _finish(r: redis.Redis, tid: str, match_id: str, spec: dict[str, object]) ->
            "winner": 0, "placement": [1, 2, 3], "end": "normal", "forfeit": None,
            "seats": bots, "unit": spec["meta"]["unit"]}  # type: ignore[index]
     r.hset(keys.match(match_id), mapping={"status": "finished", "row": json.dumps(row)})
-    store_t.record(r, tid, match_id)
+    steps.record(r, EventRef.tournament(tid), match_id)
 
 
 def board_schedule(n: int) -> tuple[int, int, int, int, float]:
@@ -186,7 +186,7 @@ def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
                               rules=Rules.make(3), seed=1)  # on boards, the default
         create_tournament(r, rq_conn, spec)
         start = time.perf_counter()
-        advance(r, rq_conn, spec.tournament_id)
+        advance(r, rq_conn, EventRef.tournament(spec.tournament_id))
         first = (time.perf_counter() - start) * 1000
         games: list[str] = r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)  # type: ignore[assignment]
         warm = min(WARM, len(games) // 2)
@@ -196,13 +196,13 @@ def scheduling_step(n: int, tmp: Path) -> tuple[float, float]:
         for _ in range(warm):
             g = next(order)
             _finish(r, spec.tournament_id, g, json.loads(str(seats[g])))
-        advance(r, rq_conn, spec.tournament_id)
+        advance(r, rq_conn, EventRef.tournament(spec.tournament_id))
         times = []
         for _ in range(steps):
             g = next(order)
             _finish(r, spec.tournament_id, g, json.loads(str(seats[g])))
             start = time.perf_counter()
-            advance(r, rq_conn, spec.tournament_id)
+            advance(r, rq_conn, EventRef.tournament(spec.tournament_id))
             times.append((time.perf_counter() - start) * 1000)
         return first, statistics.median(times)
 

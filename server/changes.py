@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +13,7 @@ from moon import MoonError, Rules
 from proto.moon.v1 import change_pb2, change_pb2_grpc
 from server import change_wire
 from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import changes as store_changes
@@ -22,7 +22,7 @@ from store import matches as store_matches
 from store import tournaments as store_t
 from store.changes import ChangeTestSpec
 from store.errors import FailedPrecondition, InvalidArgument, OutOfRange
-from store.messages import PairCounted, TournamentFinished
+from store.messages import Message, PairCounted, TournamentFinished
 from store.records import check_seating
 from store.refs import EventRef
 from store.status import TournamentStatus
@@ -186,30 +186,24 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the test's last event so "
                              f"far, {newest}")
-        ended_at = -1  # the last sequence seen once the status said the test is over
-        while True:
-            # Polled, never a blocking read: a watcher holds no Redis connection meanwhile.
+
+        async def read(after: int) -> list[tuple[int, Message]]:
             # One stream for everyone: a test's public events are all there is (results
             # come with their boards; organisers read a game live with WatchMatch).
-            batch = await self.watch.run(events.read_after, test_id, after, None, 200)
-            if not batch:
-                info = await self.watch.run(store_t.info, test_id)
-                if info.status.over and (
-                        await self.watch.run(events.newest_seq, test_id) <= after):
-                    # The status is set just before TournamentFinished is appended: end
-                    # only when a poll later nothing came.
-                    if ended_at == after:
-                        return
-                    ended_at = after
-                await asyncio.sleep(_WATCH_POLL_S)
-                continue
+            return await self.watch.run(events.read_after, test_id, after, None, 200)
+
+        async def over() -> bool:
+            return (await self.watch.run(store_t.info, test_id)).status.over
+
+        async for batch in follow(read, after, _is_end, over, _WATCH_POLL_S):
             test = None
             if any(isinstance(e, (PairCounted, TournamentFinished)) for _, e in batch):
                 test = await self.watch.run(_test, test_id, organiser)
             for seq, event in batch:
-                after = seq
                 pb = change_wire.test_event_to_pb(seq, event, test)
                 if pb is not None:
                     yield pb
-                if isinstance(event, TournamentFinished):
-                    return
+
+
+def _is_end(event: Message) -> bool:
+    return isinstance(event, TournamentFinished)

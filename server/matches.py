@@ -12,13 +12,22 @@ import redis
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from server import wire
 from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import ids
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.errors import InvalidArgument, NotFound, OutOfRange
-from store.match_events import Audience, MatchEvents, MatchFinished, Sight, for_audience, sight
+from store.match_events import (
+    Audience,
+    MatchEvents,
+    MatchFinished,
+    Sight,
+    WatchEvent,
+    for_audience,
+    sight,
+)
 from store.matches import MatchRecord
 from store.records import MatchSpec
 from store.refs import EventKind, EventRef
@@ -185,32 +194,30 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 record = await self.watch.run(store_matches.get_match, request.match_id)
                 seen = await self._sight(audience, record)
         pb_match = wire.match_to_pb(record, with_transcript=False, sight=seen)
-        check_resume = True
-        while True:
-            log, conn = await self.watch.run(_read_logs, request.match_id, events)
-            events.feed(log, conn)
-            if not log:
-                record = await self.watch.run(store_matches.get_match, request.match_id)
-                if record.status.over:
-                    # Anything logged between the two reads comes first.
-                    events.feed(*await self.watch.run(_read_logs, request.match_id, events))
-                    events.finish(record.status, record.result, record.error,
-                                  record.finished_at or 0.0)
-            if check_resume:
-                check_resume = False
-                coming = record.status.over and not isinstance(events.events[-1],
-                                                               MatchFinished)
-                last = len(events.events) + coming
-                if sent > last:
-                    raise OutOfRange(f"after_sequence: {sent} is past the match's last event "
-                                     f"so far, {last}")
-            for seq in range(sent + 1, len(events.events) + 1):
-                event = for_audience(events.events[seq - 1], audience)
+        mid = request.match_id
+        events.feed(*await self.watch.run(_read_logs, mid, events))
+        coming = record.status.over and not isinstance(events.events[-1], MatchFinished)
+        if sent > len(events.events) + coming:
+            raise OutOfRange(f"after_sequence: {sent} is past the match's last event so far, "
+                             f"{len(events.events) + coming}")
+
+        async def read(after: int) -> list[tuple[int, WatchEvent]]:
+            events.feed(*await self.watch.run(_read_logs, mid, events))
+            return [(seq, for_audience(events.events[seq - 1], audience))
+                    for seq in range(after + 1, len(events.events) + 1)]
+
+        async def over() -> bool:
+            done = await self.watch.run(store_matches.get_match, mid)
+            if not done.status.over:
+                return False
+            # Anything logged before the end comes first, then the end itself.
+            events.feed(*await self.watch.run(_read_logs, mid, events))
+            events.finish(done.status, done.result, done.error, done.finished_at or 0.0)
+            return True
+
+        async for batch in follow(read, sent, _is_end, over, _WATCH_POLL_S):
+            for seq, event in batch:
                 yield wire.match_event_to_pb(seq, event, pb_match)
-                sent = seq
-            if isinstance(events.events[-1], MatchFinished):
-                return
-            await asyncio.sleep(_WATCH_POLL_S)
 
 
 def _tournament_finished(r: redis.Redis, tournament_id: str) -> bool:
@@ -220,3 +227,7 @@ def _tournament_finished(r: redis.Redis, tournament_id: str) -> bool:
 def _read_logs(r: redis.Redis, match_id: str, events: MatchEvents) -> tuple[list[str], list[str]]:
     """The log and connection entries past what `events` has read, in one snapshot."""
     return store_matches.read_logs(r, match_id, events.consumed, events.conn_consumed)
+
+
+def _is_end(event: WatchEvent) -> bool:
+    return isinstance(event, MatchFinished)

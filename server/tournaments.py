@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +12,7 @@ import redis
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from server import wire
 from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import events, ids, keys
@@ -20,7 +20,7 @@ from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
-from store.messages import StandingsChanged, TournamentFinished
+from store.messages import Message, StandingsChanged, TournamentFinished
 from store.records import TournamentSpec
 from store.status import TournamentStatus
 from tournaments.spec import make_spec
@@ -163,22 +163,14 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
                              f"so far, {newest}")
-        ended_at = -1  # the last sequence seen once the status said the event is over
-        while True:
-            # Polled, never a blocking read: a watcher holds no Redis connection while it
-            # waits, so watchers cannot use up the connections other calls need.
-            batch = await self.watch.run(events.read_after, tid, after, None, 200, audience)
-            if not batch:
-                _, info = await self._load(tid, self.watch)
-                if info.status.over and (
-                        await self.watch.run(events.newest_seq, tid, audience) <= after):
-                    # The step sets the status just before it appends TournamentFinished:
-                    # end only when a poll later nothing came, or the last event is missed.
-                    if ended_at == after:
-                        return
-                    ended_at = after
-                await asyncio.sleep(_WATCH_POLL_S)
-                continue
+
+        async def read(after: int) -> list[tuple[int, Message]]:
+            return await self.watch.run(events.read_after, tid, after, None, 200, audience)
+
+        async def over() -> bool:
+            return (await self._load(tid, self.watch))[1].status.over
+
+        async for batch in follow(read, after, _is_end, over, _WATCH_POLL_S):
             extra: dict[str, Any] = {}
             if any(isinstance(e, (StandingsChanged, TournamentFinished)) for _, e in batch):
                 # One view per batch: a replayed StandingsChanged carries the current table.
@@ -190,9 +182,10 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                     extra["tournament"] = wire.tournament_to_pb(
                         spec, info, self._reveal(audience, info))
                 yield wire.tournament_event_to_pb(seq, event, extra)
-                after = seq
-                if isinstance(event, TournamentFinished):
-                    return
+
+
+def _is_end(event: Message) -> bool:
+    return isinstance(event, TournamentFinished)
 
 
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):

@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("moon", "proto", "bots", "store", "tournaments", "ratings", "telemetry", "workers",
          "server", "clients")
-PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "rating_tables",
-              "records", "results", "status")
+PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "pools",
+              "rating_tables", "records", "refs", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.
 SERVER_MAY_USE = {"workers.queues"}
 

@@ -32,13 +32,14 @@ POINTS = {
     "match.before-result": "a match's last action is decided; its result is not stored "
                            "(nor its end sent to the bots) yet",
     "match.after-result": "a match's result is stored; its bookkeeping is not done yet",
-    "step.before-save": "a scheduling step created its games and events, but has not "
-                        "saved the tournament's new state",
+    "step.before-save": "a scheduling step released its boards, emitted its events and "
+                        "dealt its new games (claimed the deals), but has not saved its "
+                        "state (nothing it decided exists yet)",
+    "step.before-end": "a scheduling step that ends its event is about to save (the status "
+                       "and the end event are written together by that save)",
+    "step.after-save": "a scheduling step saved its state; the games it decided are not "
+                       "created yet",
     "fit.before-save": "a rating fit is computed; its tables are not stored yet",
-    "arena.before-save": "an arena's matchmaking pass dealt its boards (claimed the deals) "
-                         "but has not saved its new state",
-    "arena.after-save": "an arena's matchmaking pass saved its state; the games it "
-                        "decided are not created yet",
 }
 
 ENV = "MOONSHOT_FAILPOINTS"

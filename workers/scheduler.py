@@ -260,6 +260,8 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
     if new_state == st and ending is None and not planned.wake_at:
         return {"event": str(ref), "unchanged": True, "done": cursor, "total": planned.total}
     failpoints.reached("step.before-save")
+    if ending is not None:
+        failpoints.reached("step.before-end")  # the pass that ends the event, before its save
     if not steps.save(r, ref, stored.seq, new_state, done=cursor, total=planned.total,
                       live=live and not planned.finished and not planned.error,
                       wake_at=planned.wake_at, ending=ending):

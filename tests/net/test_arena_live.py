@@ -30,8 +30,8 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, match_pb2, match_pb2_grpc, rating_pb2
-from store import arena as store_arena
-from store import keys
+from store import keys, steps
+from store.refs import EventRef
 from workers.arena import game_id
 
 POOL = rating_pb2.RATING_POOL_THREE_PLAYER
@@ -240,8 +240,8 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
     gone = regs[2][0]
 
     def in_play() -> list[str] | None:
-        st = store_arena.state(r, "3p") or {}
-        live = st.get("bots", {}).get(gone, {}).get("live", [])
+        st = steps.state(r, EventRef.arena("3p")).state or {"plan": {}}
+        live = st["plan"].get("bots", {}).get(gone, {}).get("live", [])
         return [m for m in live if not r.exists(keys.result(m))] or None
 
     wait_until("the bot to kill in a game", in_play, timeout=30)

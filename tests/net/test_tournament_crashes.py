@@ -371,6 +371,33 @@ def test_kill_9_in_the_middle_of_a_scheduling_step(armed: Own) -> None:
                   lambda tid: _died_at(armed.workers[0], "step.before-save"))
 
 
+@pytest.mark.parametrize("armed", ["step.before-end=kill"], indirect=True)
+def test_kill_9_in_the_step_that_ends_the_tournament(armed: Own) -> None:
+    """The only worker dies in the step that ends the tournament, just before its save:
+    the end (status and TournamentFinished together) is written whole by the worker that
+    redoes the step, once, and a watcher from the start sees it as the last event. (When
+    the status and the end event were two writes, a kill between them left a tournament
+    over with no end event, and its watchers waiting forever.)"""
+    st = armed.stack
+    armed.workers[1].kill_tree()  # the armed worker runs every step
+    admin = Admin(st.address, st.admin_token)
+    with logs_on_failure(st), contextlib.closing(admin):
+        t = admin.create_tournament(name="kill at the end", players=3, format="round_robin",
+                                    bot_ids=armed.bots, rules=RULES, duplicate="replay")
+        tid = t.tournament_id
+        watch = Watcher(admin, tid).start()
+        _died_at(armed.workers[0], "step.before-end")
+        assert armed.r.hget(keys.tournament(tid), "status") == "running"  # nothing of the end
+        armed.workers.append(st.worker())
+        wait_finished(admin, tid, timeout=120)
+        _check_all_recorded(armed, admin, tid, watch.join())
+        for stream in (keys.tournament_events(tid), keys.tournament_live(tid)):
+            ends = [e for _, e in armed.r.xrange(stream) if '"tournament_finished"' in e["e"]]
+            assert len(ends) == 1, stream
+        again = Watcher(admin, tid).start().join()  # a watcher of the ended tournament
+        assert again[-1].WhichOneof("event") == "tournament_finished"
+
+
 @pytest.mark.parametrize("armed", ["match.before-send@30=sleep:20"], indirect=True)
 def test_a_stalled_run_and_its_successor_race_for_the_lease(armed: Own) -> None:
     """A run stalls 20 s just before logging an action and sending the next request, as
