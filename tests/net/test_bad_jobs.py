@@ -188,3 +188,30 @@ def test_a_match_whose_job_no_longer_reads_is_hosted_by_a_fresh_job(
         finally:
             st.stop_all()
             rq_conn.close()
+
+
+def test_rqs_housekeeping_that_meets_a_bad_job_kills_no_worker(
+        tmp_path: Path, admin_token: str) -> None:
+    """A job hash RQ cannot parse, left in a queue's started registry past its time: RQ's
+    own housekeeping raises on it between jobs. The worker logs that, goes on taking jobs,
+    and tries the housekeeping again at its next interval."""
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        st = Stack(tmp_path, srv.url, admin_token=admin_token)
+        rq_conn = redis.Redis.from_url(srv.url)
+        try:
+            rq_conn.hset(Job.key_for("bad-started"), mapping={
+                "data": b"[]", "status": "started", "origin": CONTROL_QUEUE,
+                "created_at": "the day before"})
+            rq_conn.zadd(f"rq:wip:{CONTROL_QUEUE}", {"bad-started:run1": 1})
+            st.referee()
+            worker = st.worker()
+            worker.wait_for("RQ's maintenance pass failed", timeout=30)
+            admin = Admin(st.address, admin_token)
+            with contextlib.closing(admin):
+                mid = admin.create_match(3, ["house:greedy", "house:random", "house:greedy"],
+                                         seed=5, rules=RULES).match_id
+                finished(admin, mid, timeout=60)
+            assert worker.alive()
+        finally:
+            st.stop_all()
+            rq_conn.close()
