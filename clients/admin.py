@@ -186,9 +186,11 @@ class Admin:
         """One bot, by id or name."""
         return self.bots.GetBot(bot_pb2.GetBotRequest(bot_id=bot), timeout=30).bot
 
-    def get_ratings(self, pool: str = "3p") -> rating_pb2.GetRatingsResponse:
-        """Ratings of a pool: `3p` or `2v2`."""
-        return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=_pool(pool)),
+    def get_ratings(self, pool: str = "3p", method: str = "") -> rating_pb2.GetRatingsResponse:
+        """Ratings of a pool (`3p` or `2v2`): the official rating, or the table of rating
+        method `method` (as the response's `methods` name them)."""
+        return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=_pool(pool),
+                                                                    method=method),
                                        timeout=60)
 
     def rating_history(self, bot: str, pool: str = "3p",

@@ -29,6 +29,7 @@ from clients.render import (
     bracket_text,
     crosstable_text,
     elo,
+    methods_table,
     plural,
     ranking_text,
     ratings_table,
@@ -266,6 +267,9 @@ def _history_table(resp: rating_pb2.GetRatingHistoryResponse, title: str) -> str
 
 def _run_ratings(args: argparse.Namespace) -> int:
     admin = Admin(server_target(args), None)
+    if args.bot and (args.method or args.methods):
+        raise UsageError("moonshot ratings: --bot shows the official rating's history; "
+                         "--method and --methods do not go with it")
     if args.bot:
         blocks = []
         for pool in [args.pool] if args.pool else ["3p", "2v2"]:
@@ -278,10 +282,14 @@ def _run_ratings(args: argparse.Namespace) -> int:
         return 0
     pool = args.pool or "3p"
     try:
-        resp = admin.get_ratings(pool)
+        resp = admin.get_ratings(pool, args.method or "")
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
-    print(ratings_table(resp, f"ratings, {pool} pool"))
+    if args.methods:
+        print(methods_table(resp, f"rating methods, {pool} pool"))
+        return 0
+    shown = f" ({resp.method_name})" if args.method else ""
+    print(ratings_table(resp, f"ratings, {pool} pool{shown}"))
     if args.chart:
         # matplotlib is loaded only to draw: every other command starts without it.
         from clients.chart import ratings_chart
@@ -374,5 +382,12 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--bot", default=None, metavar="ID_OR_NAME",
                    help="print this bot's rating history instead (one line per fit), in "
                         "both pools unless --pool names one")
+    p.add_argument("--method", default=None, metavar="NAME",
+                   help="the table of this rating method (--methods lists them: e.g. "
+                        "recent, the fit over the last 30 days' games); default the "
+                        "official rating, the batch fit")
+    p.add_argument("--methods", action="store_true",
+                   help="list the rating methods of the pool instead: name, what it is, "
+                        "the games and time of its latest table")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)

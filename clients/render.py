@@ -7,9 +7,10 @@ from collections.abc import Iterable, Sequence
 
 from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
+from store.rating_tables import OFFICIAL
 
-__all__ = ["bracket_text", "crosstable_text", "elo", "plural", "ranking_text", "ratings_table",
-           "rounds_text", "side_names", "standings_table", "tournament_list"]
+__all__ = ["bracket_text", "crosstable_text", "elo", "methods_table", "plural", "ranking_text",
+           "ratings_table", "rounds_text", "side_names", "standings_table", "tournament_list"]
 
 
 def side_names(players: int, seats: Sequence[str]) -> list[str]:
@@ -210,6 +211,23 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     if resp.ratings:
         lines.append("(Elo, pool mean 0; LOS>next: the chance that the bot is stronger "
                      "than the one just below it)")
+    return "\n".join(lines)
+
+
+def methods_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
+    """The rating methods of a pool (from a GetRatings response): name, what it is, and
+    what its latest table covers; the one served by default marked."""
+    lines = [title] if title else []
+    w = _width(m.name for m in resp.methods)
+    t = _width(m.title for m in resp.methods)
+    for m in resp.methods:
+        when = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(m.as_of.seconds))
+                if m.HasField("as_of") else "no table yet")
+        games = plural(m.fitted_games, "game") if m.HasField("as_of") else ""
+        mark = "  (default)" if m.name == OFFICIAL else ""
+        lines.append(f"  {m.name:<{w}}  {m.title:<{t}}  {games:>11}  {when}{mark}")
+    lines.append("(moonshot ratings --method NAME shows one; the default is the official "
+                 "rating, or the provisional figure while a fit runs)")
     return "\n".join(lines)
 
 

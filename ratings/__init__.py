@@ -7,6 +7,7 @@
   MAP fit with board luck (`luck`), board-clustered intervals at `LEVEL` and likelihood
   of superiority (`Fit`).
 - `live`: the provisional figure (method `provisional`), a Weng-Lin update game by game.
+- `recent`: the batch fit over the last 30 days' games (method `recent`).
 - `intervals`, `los`, `luck`, `model`, `optimize`, `scale`: the parts the fit is made of.
 - `sprt`: the test of a change: pair scores, the test's Elo, the GSPRT on pair counts, the
   fixed-games estimate.

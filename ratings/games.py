@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ratings.errors import RatingError
@@ -38,6 +38,10 @@ class Game:
     unit: str
     sides: tuple[tuple[str, ...], ...]
     places: tuple[int, ...]
+    # When the game counted in its pool (released; seconds since the epoch), if known: a
+    # method may look at a window of time (`ratings.recent`). Not part of the game's
+    # identity, so a repeat released twice is still one game.
+    at: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         where = f"game {self.game_id!r}"
@@ -106,12 +110,14 @@ def _game_of_row(row: Mapping[str, Any]) -> Game:
     players = int(row["players"])
     board = row.get("board")
     unit = "" if board is None else str(board)
+    released = row.get("released_at")
+    at = None if released is None else float(released)
     if players != len(bots) or players != len(places) or players not in (3, 4):
         raise RatingError(
             f"game {mid!r}: players must be 3 or 4 with one bot and one place per seat"
         )
     if players == 3:
-        return Game(mid, unit, tuple((b,) for b in bots), tuple(places))
+        return Game(mid, unit, tuple((b,) for b in bots), tuple(places), at)
     teams: list[list[str]] = [[], []]
     team_place: list[int] = [0, 0]
     for seat, (bot, place) in enumerate(zip(bots, places, strict=True)):
@@ -121,11 +127,13 @@ def _game_of_row(row: Mapping[str, Any]) -> Game:
         team_place[team] = place
         if bot not in teams[team]:
             teams[team].append(bot)  # a bot holding both seats of its team counts once
-    return Game(mid, unit, (tuple(teams[0]), tuple(teams[1])), (team_place[0], team_place[1]))
+    return Game(mid, unit, (tuple(teams[0]), tuple(teams[1])), (team_place[0], team_place[1]),
+                at)
 
 
 def games_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Game, ...]:
-    """Games from result rows (`workers.outcome.result_row`, plus an optional `board`).
+    """Games from result rows (`workers.outcome.result_row`, plus an optional `board` and
+    `released_at`, the time the game counted in its pool).
 
     3 players: each seat is a side. 4 players: seat s plays for team s % 2, a
     team's place is its seats' (1/2, or 1/1 on a draw), and a bot holding

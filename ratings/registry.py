@@ -3,9 +3,12 @@
 A method is a `Method` subclass registered under its name: games in, a
 `RatingTable` out (`store.rating_tables`, the one result type: rows best first,
 intervals and LOS when the method gives them, how it was made, when, what it
-covers). The fit job stores what a method returns and the referee serves it, so a
-new method (a per-test figure, an arena figure) is one new module and one line in
-`ratings/methods.py`; nothing between it and the wire changes.
+covers). The fit job (`workers.fit`) rates each pool with every registered method and
+stores each table under the method's name (`store.ratings.save`); the referee serves
+any stored method by name (`GetRatings.method`) and lists them
+(`GetRatingsResponse.methods`), and the CLI and the pages offer that list. So a new
+method (a per-test figure, an arena figure, `ratings.recent`) is one new module and
+one line in `ratings/methods.py`; nothing between it and the wire changes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import ClassVar
 
 from ratings.errors import RatingError
 from ratings.games import Game
-from store.rating_tables import RatingTable
+from store.rating_tables import MethodError, RatingTable, check_method_name
 
 __all__ = ["Method", "get", "names", "register"]
 
@@ -24,7 +27,7 @@ __all__ = ["Method", "get", "names", "register"]
 class Method(ABC):
     """How one rating method turns a pool's games into a table."""
 
-    name: ClassVar[str]  # the registry's key: "batch", "provisional", ...
+    name: ClassVar[str]  # the registry's key: "batch", "provisional", ... (`check_method_name`)
     title: ClassVar[str]  # for people: "batch fit"
 
     @abstractmethod
@@ -36,7 +39,11 @@ _METHODS: dict[str, Method] = {}
 
 
 def register(method: Method) -> Method:
-    """Add a method under its name (once)."""
+    """Add a method under its name (once); ValueError for a name taken or unfit for a key."""
+    try:
+        check_method_name(method.name)
+    except MethodError as exc:
+        raise ValueError(f"rating method {method.name!r}: {exc}") from None
     if method.name in _METHODS:
         raise ValueError(f"rating method {method.name!r} is registered twice")
     _METHODS[method.name] = method

@@ -10,6 +10,7 @@ import grpc
 import redis
 
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
+from ratings import methods as rating_methods
 from server import wire
 from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.follow import follow
@@ -21,6 +22,7 @@ from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import Message, StandingsChanged, TournamentFinished
+from store.rating_tables import StoredMethod
 from store.records import TournamentSpec
 from store.status import TournamentStatus
 from tournaments.spec import make_spec
@@ -198,10 +200,20 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
     async def GetRatings(
         self, request: rating_pb2.GetRatingsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> rating_pb2.GetRatingsResponse:
-        """Every rated bot of the pool, best first: the fit, or the provisional figure while
-        newer results wait for the next fit."""
+        """Every rated bot of the pool, best first: the table of the method asked for, or
+        by default the fit, or the provisional figure while newer results wait for the
+        next fit; with every rating method the pool has (or this referee knows)."""
         pool, pool_pb = _pool(request.pool)
-        table = await self.reads.run(store_ratings.current, pool)
+        listed = _methods(await self.reads.run(store_ratings.methods, pool))
+        if request.method:
+            if request.method not in {m.name for m in listed}:
+                raise InvalidArgument(
+                    f"method: must be one of {', '.join(m.name for m in listed)}; got "
+                    f"{request.method[:40]!r}")
+            name = request.method
+            table = await self.reads.run(store_ratings.load, pool, name)
+        else:
+            name, table = await self.reads.run(store_ratings.current_named, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
         games = await self.reads.run(store_matches.pool_size, pool)
         los = None
@@ -209,12 +221,13 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
             if table.provisional:
                 raise FailedPrecondition("los_matrix: the ratings are provisional until the "
                                          "next fit; ask again in a moment")
-            los = await self.reads.run(store_ratings.los_matrix, pool)
+            los = await self.reads.run(store_ratings.los_matrix, pool, name)
             if los is None:
                 raise FailedPrecondition(
-                    f"los_matrix: kept for pools of up to {store_ratings.LOS_MAX_BOTS} bots; "
-                    "use each row's los_next")
-        return wire.ratings_to_pb(pool_pb, table, names, games, los)
+                    f"los_matrix: the {name} method keeps none for this pool (kept for "
+                    f"pools of up to {store_ratings.LOS_MAX_BOTS} bots, by methods that "
+                    "give it); use each row's los_next")
+        return wire.ratings_to_pb(pool_pb, table, names, games, los, name, listed)
 
     @unary
     async def GetRatingHistory(
@@ -235,6 +248,16 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
 
 
 _HISTORY = 200  # points of a rating history when max_points is unset
+
+
+def _methods(stored: list[StoredMethod]) -> list[StoredMethod]:
+    """The rating methods to list: those this referee knows, in the order the fit runs
+    them (with what their stored table covers, if any), then any other with a stored
+    table (registered in a worker of another version), by name."""
+    have = {m.name: m for m in stored}
+    known = [have.get(name) or StoredMethod(name, rating_methods.get(name).title, 0, 0.0)
+             for name in rating_methods.names()]
+    return known + [m for m in stored if m.name not in set(rating_methods.names())]
 
 
 def _pool(value: int) -> tuple[str, rating_pb2.RatingPool.ValueType]:

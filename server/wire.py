@@ -54,7 +54,7 @@ from store.messages import (
     TournamentMatchFinished,
     TournamentMatchStarted,
 )
-from store.ratings import RatingPoint, RatingTable
+from store.ratings import RatingPoint, RatingTable, StoredMethod
 from store.records import (
     DEFAULT_CLOCK,
     DEFAULT_FAULTS,
@@ -876,11 +876,16 @@ def tournament_event_to_pb(sequence: int, event: Message,
 
 def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType, table: RatingTable | None,
                   names: Mapping[str, str], games: int,
-                  los: Sequence[Sequence[float]] | None = None
-                  ) -> rating_pb2.GetRatingsResponse:
-    """A stored rating table (None: nothing rated yet) as the GetRatings response; `los`
-    is the LOS matrix in the table's order, when asked for."""
-    pb = rating_pb2.GetRatingsResponse(pool=pool, games=games)
+                  los: Sequence[Sequence[float]] | None = None, method_name: str = "",
+                  methods: Sequence[StoredMethod] = ()) -> rating_pb2.GetRatingsResponse:
+    """A stored rating table (None: nothing rated yet) of rating method `method_name` as
+    the GetRatings response; `los` is the LOS matrix in the table's order, when asked
+    for; `methods` the methods to list (as_of 0: no table yet)."""
+    pb = rating_pb2.GetRatingsResponse(pool=pool, games=games, method_name=method_name)
+    for m in methods:
+        listed = pb.methods.add(name=m.name, title=m.title, fitted_games=m.games)
+        if m.as_of:
+            listed.as_of.CopyFrom(_timestamp(m.as_of))
     if table is None:
         pb.method = "no rated games yet"
         return pb

@@ -50,6 +50,10 @@
 | ms:ratings:{pool}           | string | the pool's fitted rating table (JSON)               |
 | ms:ratings:{pool}:los       | string | its LOS matrix (pools of up to 400 bots)            |
 | ms:ratings:{pool}:live      | string | the provisional table, between fits                 |
+| ms:ratings:{pool}:method:{name} | string | the table of rating method {name} (the batch fit's |
+|                             |        | is ms:ratings:{pool}, the provisional's :live)      |
+| ms:ratings:{pool}:method:{name}:los | string | its LOS matrix, if the method gives one     |
+| ms:ratings:{pool}:methods   | hash   | method name -> title, games and time of its table   |
 | ms:ratings:{pool}:history:{bot} | list | the bot's rating after each fit with new games of |
 |                             |        | it, oldest first (the newest 1,000)                 |
 | ms:ratings:{pool}:dirty     | string | set when a fit is asked for                         |
@@ -77,6 +81,7 @@
 
 from __future__ import annotations
 
+from store.rating_tables import OFFICIAL, PROVISIONAL, check_method_name
 from store.refs import EventRef
 
 P = "ms:"
@@ -357,6 +362,28 @@ def ratings_los(pool: str) -> str:
 def ratings_live(pool: str) -> str:
     """A pool's provisional rating table."""
     return f"{P}ratings:{pool}:live"
+
+
+def rating_table(pool: str, method: str) -> str:
+    """A pool's table of one rating method (the official fit's and the provisional
+    figure's at the keys they always had)."""
+    if method == OFFICIAL:
+        return ratings(pool)
+    if method == PROVISIONAL:
+        return ratings_live(pool)
+    return f"{P}ratings:{pool}:method:{check_method_name(method)}"
+
+
+def rating_los(pool: str, method: str) -> str:
+    """The LOS matrix of a pool's table of one rating method."""
+    if method == OFFICIAL:
+        return ratings_los(pool)
+    return f"{rating_table(pool, method)}:los"
+
+
+def rating_methods(pool: str) -> str:
+    """The rating methods with a table of the pool: name -> what that table is."""
+    return f"{P}ratings:{pool}:methods"
 
 
 def rating_history(pool: str, bot_id: str) -> str:

@@ -318,6 +318,10 @@ def pool_size(r: redis.Redis, pool: str) -> int:
 
 
 def pool_results(r: redis.Redis, pool: str) -> list[dict[str, Any]]:
-    """Every finished match of a rating pool (`3p` or `2v2`) as a result row."""
-    match_ids: list[str] = r.zrange(keys.results(pool), 0, -1)  # type: ignore[assignment]
-    return list(read_rows(r, match_ids).values())
+    """Every finished match of a rating pool (`3p` or `2v2`) as a result row, with the time
+    it was released into the pool (`released_at`)."""
+    scored: list[tuple[str, float]] = r.zrange(  # type: ignore[assignment]
+        keys.results(pool), 0, -1, withscores=True)
+    when = dict(scored)
+    rows = read_rows(r, [mid for mid, _ in scored])
+    return [{**row, "released_at": when[mid]} for mid, row in rows.items()]

@@ -11,13 +11,56 @@ table, not in it (a table is read on every GetRatings, the matrix only when aske
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LOS_MAX_BOTS", "RatingPoint", "RatingRow", "RatingTable"]
+__all__ = ["LOS_MAX_BOTS", "OFFICIAL", "PROVISIONAL", "MethodError", "RatingPoint",
+           "RatingRow", "RatingTable", "StoredMethod", "check_method_name"]
 
 LOS_MAX_BOTS = 400  # the LOS matrix is made and kept for pools up to this many bots (~3 MB)
+
+# Two methods have roles beyond their own table (`ratings.methods` registers both):
+OFFICIAL = "batch"  # the pool's rating: its history, seeding, standings, a tournament's own
+PROVISIONAL = "provisional"  # served in the official's place while newer results wait for it
+
+_METHOD_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+class MethodError(ValueError):
+    """A rating method name that cannot be one (it becomes part of a Redis key)."""
+
+
+def check_method_name(name: str) -> str:
+    """`name` if it can name a rating method (lower-case letters, digits and dashes, a
+    letter first, at most 32); MethodError otherwise."""
+    if not isinstance(name, str) or not _METHOD_NAME.fullmatch(name):
+        raise MethodError(f"rating method names are a lower-case letter, then letters, "
+                          f"digits or dashes, at most 32 in all; got {str(name)[:40]!r}")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMethod:
+    """A rating method with a table stored for a pool: its name, its title, and what its
+    latest table covers (so a listing reads no table)."""
+
+    name: str
+    title: str
+    games: int
+    as_of: float
+
+    def to_json(self) -> str:
+        """The entry as stored (the name is the hash field)."""
+        return json.dumps({"title": self.title, "games": self.games, "as_of": self.as_of},
+                          separators=(",", ":"))
+
+    @staticmethod
+    def from_json(name: str, text: str) -> StoredMethod:
+        """Inverse of `to_json`."""
+        d = json.loads(text)
+        return StoredMethod(name, str(d["title"]), int(d["games"]), float(d["as_of"]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,14 @@
-"""Ratings as stored in Redis: a pool's fitted table (and its LOS matrix, for pools of
-up to LOS_MAX_BOTS bots), the provisional table, a tournament's own table, each bot's
-rating history, and the coalescing of fit requests.
+"""Ratings as stored in Redis: each rating method's table of each pool (and its LOS
+matrix, for pools of up to LOS_MAX_BOTS bots), the list of methods stored, a tournament's
+own table, each bot's rating history, and the coalescing of fit requests.
 
 The fit job writes; the referee reads. A table is a typed record
-(`store.rating_tables.RatingTable`, what every rating method returns), one JSON value.
+(`store.rating_tables.RatingTable`, what every rating method returns), one JSON value,
+stored under its method's name (`keys.rating_table`). Two methods have roles
+(`store.rating_tables`): the official one (`batch`) is the pool's rating, and only its
+fits add to the bots' histories; the provisional one stands in for it while newer
+results wait for the next fit (`current`). Any other method's table is stored and served
+by name, the same way, with nothing here that names it.
 """
 
 from __future__ import annotations
@@ -15,17 +20,30 @@ import redis
 
 from store import keys
 from store.locks import Lock
-from store.rating_tables import LOS_MAX_BOTS, RatingPoint, RatingRow, RatingTable
+from store.rating_tables import (
+    LOS_MAX_BOTS,
+    OFFICIAL,
+    PROVISIONAL,
+    RatingPoint,
+    RatingRow,
+    RatingTable,
+    StoredMethod,
+    check_method_name,
+)
 
 __all__ = [
     "HISTORY_MAX",
     "LOS_MAX_BOTS",
+    "OFFICIAL",
+    "PROVISIONAL",
     "QUEUED_S",
     "RatingPoint",
     "RatingRow",
     "RatingTable",
+    "StoredMethod",
     "claim_queue",
     "current",
+    "current_named",
     "current_ratings",
     "fit_lock",
     "fit_requested",
@@ -33,6 +51,7 @@ __all__ = [
     "load",
     "load_tournament",
     "los_matrix",
+    "methods",
     "note_request",
     "requests",
     "restore_request",
@@ -45,24 +64,24 @@ __all__ = [
 HISTORY_MAX = 1000  # points of rating history kept per bot and pool, the newest
 
 
-def _key(pool: str, kind: str) -> str:
-    return {"fit": keys.ratings(pool), "live": keys.ratings_live(pool)}[kind]
+def save(r: redis.Redis, pool: str, method: str, table: RatingTable, title: str = "") -> None:
+    """Store a pool's table of rating method `method` (with its LOS matrix, if it has one,
+    in the table's order), and list the method with `title` (for people).
 
-
-def save(r: redis.Redis, pool: str, table: RatingTable) -> None:
-    """Store a pool's fit (with its LOS matrix, if it has one, in the table's order) or its
-    provisional table.
-
-    A fit also adds a point to the history of every bot whose games it counts and the
-    fit before did not (the fit job is the only writer of a pool: it holds the pool's
-    lock). A bot whose games did not change keeps its last point, though its rating
-    moves a little with the others' games.
+    The official method's table also adds a point to the history of every bot whose games
+    it counts and the fit before did not (the fit job is the only writer of a pool: it
+    holds the pool's lock). A bot whose games did not change keeps its last point, though
+    its rating moves a little with the others' games.
     """
-    before = {} if table.provisional else {row.bot_id: row.games
-                                           for row in (load(r, pool) or _EMPTY).rows}
+    check_method_name(method)
+    official = method == OFFICIAL
+    before = {row.bot_id: row.games for row in (load(r, pool) or _EMPTY).rows} \
+        if official else {}
     pipe = r.pipeline(transaction=True)
-    pipe.set(_key(pool, "live" if table.provisional else "fit"), table.to_json())
-    if not table.provisional:
+    pipe.set(keys.rating_table(pool, method), table.to_json())
+    pipe.hset(keys.rating_methods(pool), method,
+              StoredMethod(method, title or method, table.games, table.as_of).to_json())
+    if official:
         for row in table.rows:
             if before.get(row.bot_id) == row.games:
                 continue
@@ -71,10 +90,10 @@ def save(r: redis.Redis, pool: str, table: RatingTable) -> None:
             key = keys.rating_history(pool, row.bot_id)
             pipe.rpush(key, point.to_json())
             pipe.ltrim(key, -HISTORY_MAX, -1)
-        if table.los is not None and len(table.los) <= LOS_MAX_BOTS:
-            pipe.set(keys.ratings_los(pool), json.dumps(table.los))
-        else:
-            pipe.delete(keys.ratings_los(pool))
+    if table.los is not None and len(table.los) <= LOS_MAX_BOTS:
+        pipe.set(keys.rating_los(pool, method), json.dumps(table.los))
+    else:
+        pipe.delete(keys.rating_los(pool, method))
     pipe.execute()
 
 
@@ -93,10 +112,17 @@ def save_tournament(r: redis.Redis, tournament_id: str, table: RatingTable) -> N
     r.set(keys.tournament_rating(tournament_id), table.to_json())
 
 
-def load(r: redis.Redis, pool: str, kind: str = "fit") -> RatingTable | None:
-    """A pool's stored table (`fit` or `live`), or None."""
-    raw = r.get(_key(pool, kind))
+def load(r: redis.Redis, pool: str, method: str = OFFICIAL) -> RatingTable | None:
+    """A pool's stored table of rating method `method` (the official one by default), or
+    None before its first."""
+    raw = r.get(keys.rating_table(pool, method))
     return None if raw is None else RatingTable.from_json(str(raw))
+
+
+def methods(r: redis.Redis, pool: str) -> list[StoredMethod]:
+    """The rating methods with a table of the pool, by name."""
+    raw: dict[str, str] = r.hgetall(keys.rating_methods(pool))  # type: ignore[assignment]
+    return [StoredMethod.from_json(name, raw[name]) for name in sorted(raw)]
 
 
 def load_tournament(r: redis.Redis, tournament_id: str) -> RatingTable | None:
@@ -105,9 +131,9 @@ def load_tournament(r: redis.Redis, tournament_id: str) -> RatingTable | None:
     return None if raw is None else RatingTable.from_json(str(raw))
 
 
-def los_matrix(r: redis.Redis, pool: str) -> list[list[float]] | None:
-    """The LOS matrix of the stored fit (M[i][j]: row i over row j), if kept."""
-    raw = r.get(keys.ratings_los(pool))
+def los_matrix(r: redis.Redis, pool: str, method: str = OFFICIAL) -> list[list[float]] | None:
+    """The LOS matrix of a method's stored table (M[i][j]: row i over row j), if kept."""
+    raw = r.get(keys.rating_los(pool, method))
     return None if raw is None else list(json.loads(raw))
 
 
@@ -211,16 +237,24 @@ def current(r: redis.Redis, pool: str) -> RatingTable | None:
 
     A pool whose results never stop (the arena) always has a few games waiting for the
     next fit: the fit, with its intervals, stands while it lags by that little."""
+    return current_named(r, pool)[1]
+
+
+def current_named(r: redis.Redis, pool: str) -> tuple[str, RatingTable | None]:
+    """`current`, with the name of the method whose table it is (the official one's name
+    when there is none yet)."""
     fitted = load(r, pool)
-    live = load(r, pool, "live")
-    if live is None or fitted is None:
-        return live or fitted
+    live = load(r, pool, PROVISIONAL)
+    if fitted is None:
+        return (OFFICIAL, None) if live is None else (PROVISIONAL, live)
+    if live is None:
+        return OFFICIAL, fitted
     rated = {x.bot_id for x in fitted.rows}
     if live.games > fitted.games and (
             fitted.games < FIT_SHARE * live.games or any(x.bot_id not in rated
                                                          for x in live.rows)):
-        return live
-    return fitted
+        return PROVISIONAL, live
+    return OFFICIAL, fitted
 
 
 def current_ratings(r: redis.Redis, pool: str) -> dict[str, float]:

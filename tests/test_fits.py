@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +13,11 @@ import redis
 
 import ratings
 from clients.redisproc import RedisServer
+from ratings import registry
 from store import bots, keys
+from store import matches as store_matches
 from store import ratings as store_ratings
+from store.rating_tables import RatingRow, RatingTable
 from workers.fit import run_fits
 
 
@@ -65,7 +68,7 @@ def test_the_provisional_figure_stands_in_until_the_fit_catches_up(r: redis.Redi
     assert fitted is not None and not fitted.provisional
     # More results arrive; the provisional figure covering them is stored first.
     live = store_ratings.RatingTable("provisional", 2.0, 8, 4, True, 0.95, fitted.rows)
-    store_ratings.save(r, "3p", live)
+    store_ratings.save(r, "3p", "provisional", live)
     assert store_ratings.current(r, "3p") == live
     _release(r, 8)
     store_ratings.note_request(r, "3p")
@@ -123,7 +126,7 @@ def test_a_history_keeps_its_newest_points(r: redis.Redis) -> None:
         table = store_ratings.RatingTable(
             method="m", as_of=float(i), games=i + 1, boards=i + 1, provisional=False,
             level=0.95, rows=(store_ratings.RatingRow("b0", float(i), i + 1, -1.0, 1.0),))
-        store_ratings.save(r, "3p", table)
+        store_ratings.save(r, "3p", "batch", table)
     assert r.llen(key) == store_ratings.HISTORY_MAX
     points = store_ratings.history(r, "3p", "b0")
     assert [p.as_of for p in points] == [float(i) for i in range(5, store_ratings.HISTORY_MAX + 5)]
@@ -133,7 +136,7 @@ def test_a_history_keeps_its_newest_points(r: redis.Redis) -> None:
     provisional = store_ratings.RatingTable(
         method="live", as_of=1e9, games=10**6, boards=0, provisional=True, level=0.95,
         rows=(store_ratings.RatingRow("b0", 5.0, 10**6),))
-    store_ratings.save(r, "3p", provisional)
+    store_ratings.save(r, "3p", "provisional", provisional)
     assert store_ratings.history(r, "3p", "b0")[-1] == points[-1]  # provisional: not kept
 
 
@@ -186,3 +189,73 @@ def test_a_job_lost_before_it_started_is_owed_again_once_its_marker_lapses(
     assert store_ratings.fit_requested(r, "3p")  # recovery queues a job for it
     assert store_ratings.claim_queue(r, "3p")
     assert run_fits(r, "3p")["games"] == 6
+
+
+class _Firsts(ratings.Method):
+    """A rating method of the tests' own: each bot's count of first places."""
+
+    name = "firsts-test"
+    title = "first places"
+
+    def rate(self, games: Iterable[ratings.Game], as_of: float) -> RatingTable:
+        pool = ratings.canonical(games)
+        won: dict[str, int] = {}
+        for g in pool:
+            for side, place in zip(g.sides, g.places, strict=True):
+                for b in side:
+                    won[b] = won.get(b, 0) + (place == 1)
+        rows = tuple(RatingRow(b, float(w), 0) for b, w in sorted(won.items(),
+                                                                 key=lambda x: (-x[1], x[0])))
+        return RatingTable(method="first places counted", as_of=as_of, games=len(pool),
+                           boards=0, provisional=False, level=0.95, rows=rows)
+
+
+class _Broken(ratings.Method):
+    name = "broken-test"
+    title = "fails"
+
+    def rate(self, games: Iterable[ratings.Game], as_of: float) -> RatingTable:
+        raise ZeroDivisionError("a method with a bug")
+
+
+@pytest.fixture
+def more_methods() -> Iterator[None]:
+    """Two methods registered for one test: one that works, one that raises."""
+    for m in (_Firsts(), _Broken()):
+        registry.register(m)
+    yield
+    for m in (_Firsts, _Broken):
+        registry._METHODS.pop(m.name)
+
+
+def test_every_method_is_fitted_and_stored_under_its_name(
+        r: redis.Redis, more_methods: None) -> None:
+    """The fit job rates the pool with every registered method, a method registered a
+    moment ago included, and stores each table under its name (the batch fit and the
+    provisional figure at their usual keys), listed with its title; `recent` counts the
+    games released in its window only; a method that raises costs the others nothing."""
+    _release(r, 12)  # released long ago (their scores are 0..11 s after the epoch)
+    now = time.time()
+    for i in range(12, 18):  # released an hour ago, with b4 in
+        _store(r, i, ["b4", f"b{i % 3}", f"b{(i + 1) % 3}"], f"n{i}")
+        r.zadd(keys.results("3p"), {f"m-g{i:03d}": now - 3600})
+    store_ratings.note_request(r, "3p")
+    assert run_fits(r, "3p")["games"] == 18
+    listed = {m.name: m for m in store_ratings.methods(r, "3p")}
+    assert set(listed) == {"provisional", "batch", "recent", "firsts-test"}
+    assert listed["firsts-test"].title == "first places" and listed["recent"].games == 6
+    firsts = store_ratings.load(r, "3p", "firsts-test")
+    assert firsts is not None and firsts == _Firsts().rate(
+        ratings.games_from_rows(store_matches.pool_results(r, "3p")), firsts.as_of)
+    recent = store_ratings.load(r, "3p", "recent")
+    assert recent is not None and recent.games == 6 and recent.rows[0].ci_low is not None
+    assert {row.bot_id for row in recent.rows} == {"b0", "b1", "b2", "b4"}
+    assert store_ratings.los_matrix(r, "3p", "recent") is not None
+    batch = store_ratings.load(r, "3p", "batch")
+    assert batch is not None and batch.games == 18
+    assert json.loads(str(r.get(keys.ratings("3p"))))["games"] == 18  # where it always was
+    assert json.loads(str(r.get(keys.ratings_live("3p"))))["provisional"]
+    assert store_ratings.load(r, "3p", "broken-test") is None
+    assert store_ratings.current_named(r, "3p") == ("batch", batch)
+    # Only the official method's fits make the bots' rating histories.
+    assert [p.pool_games for p in store_ratings.history(r, "3p", "b4")] == [18]

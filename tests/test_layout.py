@@ -107,7 +107,7 @@ def test_no_import_cycles() -> None:
 
 # store/ owns every read and write of the project's data in Redis. Outside it, only RQ's
 # own records (its queues, registries and workers) are touched directly, by RQ's users.
-RQ_ONLY = {"workers.worker", "workers.exporter", "workers.queues"}
+RQ_ONLY = {"workers.worker", "workers.intake", "workers.exporter", "workers.queues"}
 REDIS_COMMANDS = {
     "blpop", "delete", "eval", "evalsha", "execute", "exists", "expire", "get", "hdel",
     "hexists", "hget", "hgetall", "hincrby", "hkeys", "hmget", "hset", "hsetnx", "incr",

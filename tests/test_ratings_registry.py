@@ -22,7 +22,7 @@ def _games(n: int) -> list[Game]:
 
 
 def test_both_methods_are_registered_and_return_the_one_table_type() -> None:
-    assert methods.names() == ("batch", "provisional")
+    assert methods.names() == ("provisional", "batch", "recent")
     games = _games(12)
     batch = methods.get("batch").rate(games, 5.0)
     live = methods.get("provisional").rate(reversed(games), 5.0)
@@ -75,5 +75,41 @@ def test_a_new_method_is_one_class_and_one_registration() -> None:
             registry.register(Wins())
     finally:
         registry._METHODS.pop("wins-test")
-    with pytest.raises(RatingError, match="batch, provisional"):
+    with pytest.raises(RatingError, match="provisional, batch, recent"):
         methods.get("wins-test")
+
+
+def test_recent_is_the_batch_fit_over_the_games_of_its_window() -> None:
+    """`recent` fits what `batch` fits, but only the games released in the 30 days before
+    the fit's time; a game with no release time is in no window."""
+    day = 86400.0
+    now = 100 * day
+    games = [Game(g.game_id, g.unit, g.sides, g.places, now - (i % 6) * 10 * day)
+             for i, g in enumerate(_games(24))]
+    games.append(Game("g-undated", "", (("b0",), ("b1",), ("b2",)), (1, 2, 3)))
+    window = [g for g in games if g.at is not None and g.at >= now - 30 * day]
+    assert 0 < len(window) < len(games) - 1
+    got = methods.get("recent").rate(games, now)
+    want = methods.get("batch").rate(window, now)
+    assert (got.games, got.boards, got.rows) == (want.games, want.boards, want.rows)
+    assert got.method.endswith("games of the last 30 days") and not got.provisional
+    assert got.los == want.los
+    assert methods.get("recent").rate(games, now + 200 * day).rows == ()  # none that recent
+
+
+def test_a_game_is_the_same_game_whenever_it_was_released() -> None:
+    a, b = (Game("g1", "u", (("x",), ("y",), ("z",)), (1, 2, 3), at) for at in (1.0, 2.0))
+    assert a == b and ratings.canonical([a, b]) == (a,)
+
+
+def test_a_method_name_must_fit_in_a_key() -> None:
+    class Spaced(registry.Method):
+        name = "two words"
+        title = "no"
+
+        def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
+            raise AssertionError("never rated")
+
+    with pytest.raises(ValueError, match="lower-case"):
+        registry.register(Spaced())
+    assert "two words" not in methods.names()

@@ -1,11 +1,15 @@
-"""The rating fit, as the body of an RQ job: load a pool's released results, call the
-pure rating package, store the tables.
+"""The rating fit, as the body of an RQ job: load a pool's released results, rate them with
+every registered rating method, store each table under its method's name.
 
 Fits are coalesced: every release asks for one (`workers.queues.request_fit`), and a
 job queued once serves every request made until it starts; while it runs, it loops
 as long as new requests came in, so a burst of results costs a few fits, not one a
-result. The provisional table (the live figure) is stored first, the fit after it:
-while a large pool is being fitted, GetRatings serves the provisional table.
+result. Methods run in the registry's order (`ratings.methods.METHODS`), each table
+stored as soon as it is made: the provisional figure comes first, so while a large
+pool's batch fit runs, GetRatings serves it. The official method's failure fails the
+fit (the request stands, see `run_fits`); any other method's is logged and leaves its
+previous table, so a new method cannot take the pool's rating down. No method is named
+here but the official one, whose table is also a tournament's own.
 """
 
 from __future__ import annotations
@@ -21,16 +25,14 @@ from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
-from store.rating_tables import RatingTable
+from store.rating_tables import OFFICIAL, RatingTable
 from workers import failpoints, metrics
 
-__all__ = ["OFFICIAL", "POOLS", "PROVISIONAL", "run_fits"]
+__all__ = ["OFFICIAL", "POOLS", "run_fits"]
 
 log = logging.getLogger("moonshot.ratings")
 
 POOLS = ("3p", "2v2")
-OFFICIAL = "batch"  # the rating method a pool's and a tournament's table come from
-PROVISIONAL = "provisional"  # the one stored first, served while the official one runs
 LOCK_MS = 600_000  # extended after every fit; a dead job's lock is freed by recovery
 
 
@@ -47,14 +49,26 @@ def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
 
 
 def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
-    """Rate a pool over its released results, provisional table first, and store both."""
+    """Rate a pool over its released results with every method, storing each table as it
+    is made; the official method's table."""
     now = time.time()
     games = _games(store_matches.pool_results(r, pool), pool)
-    store_ratings.save(r, pool, methods.get(PROVISIONAL).rate(games, now))
-    table = methods.get(OFFICIAL).rate(games, now)
-    failpoints.reached("fit.before-save")
-    store_ratings.save(r, pool, table)
-    return table
+    official: RatingTable | None = None
+    for name in methods.names():
+        method = methods.get(name)
+        try:
+            table = method.rate(games, now)
+        except Exception:
+            if name == OFFICIAL:
+                raise
+            log.exception("ratings %s: method %s failed; its last table stands", pool, name)
+            continue
+        if name == OFFICIAL:
+            failpoints.reached("fit.before-save")
+            official = table
+        store_ratings.save(r, pool, name, table, method.title)
+    assert official is not None, "the official method is registered"
+    return official
 
 
 def fit_tournament(r: redis.Redis, tournament_id: str) -> None:

@@ -62,28 +62,40 @@ def decide_here(bot_id: str, seed: int, observation: Mapping[str, Any],
     return action.id, (time.perf_counter() - started) * 1000
 
 
-def _pool_now(fresh: bool = False) -> ProcessPoolExecutor:
+def _pool_now(broken: ProcessPoolExecutor | None = None) -> ProcessPoolExecutor:
+    """The pool, started if need be; `broken`: the pool the caller found broken, replaced
+    unless another thread replaced it first.
+
+    Many match threads may find one pool broken at once: each names the pool it saw, so
+    only the first replaces it, and the others use the new pool rather than shutting it
+    down under the decisions queued in it (a shutdown that cancelled them, failing their
+    matches, or refused their submissions)."""
     global _pool
     with _pool_lock:
-        if fresh and _pool is not None:  # a house process died: start them again
-            _pool.shutdown(wait=False, cancel_futures=True)
+        if broken is not None and _pool is broken:  # a house process died: start them again
             _pool = None
+            broken.shutdown(wait=False)  # broken: its futures have failed already
         if _pool is None:
             _pool = ProcessPoolExecutor(HOUSE_PROCESSES, initializer=_init,
                                         mp_context=multiprocessing.get_context("spawn"))
         return _pool
 
 
+_TRIES = 3  # pools started for one decision before its BrokenProcessPool goes up
+
+
 def submit(bot: HouseBot | str, seed: int, observation: Mapping[str, Any],
            legal: Sequence[int]) -> Future[tuple[int, float]]:
     """Have a house process decide; the future gives (action id, ms computed). A pool
-    broken by a house process that died is started again."""
+    broken by a house process that died is started again (once, whoever finds it)."""
     bot_id = bot.id if isinstance(bot, HouseBot) else bot
-    try:
-        return _pool_now().submit(decide_here, bot_id, seed, observation, list(legal))
-    except BrokenProcessPool:
-        return _pool_now(fresh=True).submit(decide_here, bot_id, seed, observation,
-                                            list(legal))
+    pool = _pool_now()
+    for _ in range(_TRIES - 1):
+        try:
+            return pool.submit(decide_here, bot_id, seed, observation, list(legal))
+        except BrokenProcessPool:
+            pool = _pool_now(broken=pool)
+    return pool.submit(decide_here, bot_id, seed, observation, list(legal))
 
 
 def shutdown() -> None:

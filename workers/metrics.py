@@ -26,8 +26,10 @@ __all__ = [
     "FIT_SECONDS",
     "HOUSE_DECISION_SECONDS",
     "HOUSE_OVERRUNS",
+    "JOBS_REFUSED",
     "LIVE_MATCHES",
     "MATCH_DECISIONS",
+    "REFUSAL_REASONS",
     "REGISTRY",
     "STEPS",
     "STEP_SECONDS",
@@ -35,6 +37,7 @@ __all__ = [
     "fault",
     "finished",
     "house_decided",
+    "refused",
     "stepped",
 ]
 
@@ -97,6 +100,16 @@ STEP_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
     registry=REGISTRY)
 
+REFUSAL_REASONS = ("unreadable", "foreign", "arguments", "malformed", "missing")
+JOBS_REFUSED = Counter(
+    "moonshot_worker_jobs_refused",
+    "Jobs this worker took from a queue and refused, never ran (workers.intake), by reason: "
+    "unreadable (not the project's JSON job: a pickle, an old version's, garbage), foreign "
+    "(another function or a callback), arguments (a project job with arguments it does not "
+    "take), malformed (the job hash lacks its data or does not parse), missing (an id with "
+    "no hash). Each but missing is in its queue's failed registry.", ["reason"],
+    registry=REGISTRY)
+
 ARENA_TABLES = Counter(
     "moonshot_worker_arena_tables",
     "Tables (games) the arena's matchmaking steps run by this worker formed, by pool; "
@@ -119,6 +132,8 @@ _STRIKE = {"late": _KIND["late"], "illegal": _KIND["illegal"]}
 for _outcome in ("done", "skipped"):
     STEPS.labels(_outcome)
     ARENA_STEPS.labels(_outcome)
+for _reason in REFUSAL_REASONS:
+    JOBS_REFUSED.labels(_reason)
 for _pool in ("3p", "2v2"):
     FITS.labels(_pool)
     ARENA_TABLES.labels(_pool)
@@ -162,3 +177,8 @@ def finished(end: str, decisions: int) -> None:
     MATCH_DECISIONS.observe(decisions)
     if end == "forfeit":
         _KIND["forfeit"].inc()
+
+
+def refused(reason: str) -> None:
+    """A job taken from a queue was refused for `reason` (see JOBS_REFUSED)."""
+    JOBS_REFUSED.labels(reason).inc()

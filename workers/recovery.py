@@ -39,6 +39,7 @@ from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
 from store.pools import Pool
+from workers.intake import REFUSED
 from workers.queues import (
     MoonshotJob,
     enqueue_advance,
@@ -91,6 +92,10 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         # Created a moment ago and its job not queued yet (CreateMatch stores, then queues),
         # or lost: looked at twice before it is queued again.
         return "stale", "no job"
+    except (redis.ConnectionError, redis.TimeoutError):
+        raise
+    except Exception as exc:  # a hash RQ cannot parse: a new job replaces it, as for a lost one
+        return "stale", f"its job does not read ({type(exc).__name__})"
     if status == JobStatus.QUEUED:
         # Queued means waiting in the queue's list, unless a worker died right after
         # taking it (RQ parks it in an intermediate list and cleans that up only in a
@@ -118,6 +123,8 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
         # retrying forever; the error is on the match and its tournament.
         last = job.latest_result()
         why = (last.exc_string or "")[-300:] if last is not None else ""
+        if why.startswith(REFUSED):  # a worker would not run that job (workers.intake): the
+            return "requeue", why[:200]  # match is fine; a job of this version hosts it
         return "failed", f"its job {status} after every retry: {why}".rstrip(": ")
     return "requeue", "finished without a result"  # cannot happen normally
 

@@ -27,6 +27,11 @@ waits on Redis, and the CPU a decision costs is the engine's, as before.
 - Redis outages never end the worker: its loop retries with exponential backoff
   and jitter, and each hosted match waits for Redis and resumes from its log
   (`workers.jobs.run_match`).
+- A bad job kills nothing: every dequeued job is read and checked first
+  (`workers.intake`); one that is not the project's (a pickle, an old version's,
+  garbage, a foreign function) goes to its queue's failed registry, logged and
+  counted, and the loop takes the next. RQ's housekeeping between jobs is guarded the
+  same way: a failed pass is logged and tried again at the next interval.
 - Stopping (SIGTERM): no new jobs; every hosted match hands over at its next
   wait (within a second) and releases its lease, so recovery queues it again at
   the front of the queue within seconds; then the worker registers its death.
@@ -51,10 +56,12 @@ from rq.job import Job
 from rq.queue import Queue
 from rq.serializers import JSONSerializer
 from rq.timeouts import BaseDeathPenalty
+from rq.utils import now as rq_now
 from rq.worker import WorkerStatus
 
 from telemetry import logs
 from workers import house, jobs
+from workers.intake import VettingQueue
 from workers.match import STOPPING
 from workers.queues import (
     ADVANCE_JOB,
@@ -65,7 +72,6 @@ from workers.queues import (
     MATCH_QUEUE,
     RESUME_QUEUE,
     MoonshotJob,
-    queue,
 )
 
 __all__ = ["DEFAULT_CONCURRENCY", "NameTaken", "ThreadedWorker", "make_worker", "reserve_for"]
@@ -101,6 +107,7 @@ class ThreadedWorker(SimpleWorker):
     """An RQ worker that runs up to `concurrency` jobs at once, one thread each."""
 
     death_penalty_class = NoDeathPenalty
+    queue_class = VettingQueue  # a job that must not run is refused as it is dequeued
 
     def __init__(self, queues: list[Queue], *, concurrency: int = DEFAULT_CONCURRENCY,
                  **kwargs: Any) -> None:
@@ -196,7 +203,7 @@ class ThreadedWorker(SimpleWorker):
                 try:
                     self._beat_for_jobs()
                     if self.should_run_maintenance_tasks:
-                        self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+                        self._maintain()
                     slot = self._take_slot()
                     if slot is None:
                         continue
@@ -229,6 +236,18 @@ class ThreadedWorker(SimpleWorker):
             except _REDIS_ERRORS:
                 log.warning("Redis unreachable: could not register this worker's end")
         return worked
+
+    def _maintain(self) -> None:
+        """RQ's housekeeping (registries, intermediate lists); a pass that raises on
+        something it cannot read is logged and tried again next interval, never fatal."""
+        try:
+            self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+        except (StopRequested, *_REDIS_ERRORS):
+            raise
+        except Exception:
+            log.exception("RQ's maintenance pass failed; trying again in %d s",
+                          self.maintenance_interval)
+            self.last_cleaned_at = rq_now()  # type: ignore[assignment]  # RQ's own type is off
 
     def _take_slot(self) -> str | None:
         """Wait for a free thread, keeping the worker's heartbeat meanwhile: "general" (any
@@ -309,12 +328,11 @@ class ThreadedWorker(SimpleWorker):
 
 def _job_fields(job: Job) -> dict[str, str]:
     """The id a job's log lines carry: its match, event or rating pool."""
-    field = {MATCH_JOB: "match_id", ADVANCE_JOB: "event", FIT_JOB: "pool",
-             ARENA_JOB: "pool"}.get(
-        job.func_name or "")
     try:
+        field = {MATCH_JOB: "match_id", ADVANCE_JOB: "event", FIT_JOB: "pool",
+                 ARENA_JOB: "pool"}.get(job.func_name or "")
         args = job.args
-    except Exception:  # a job that does not load fails in RQ, which logs why
+    except Exception:  # never here: workers.intake refuses such a job before it runs
         return {}
     return {field: str(args[0])} if field and args else {}
 
@@ -344,7 +362,8 @@ def make_worker(conn: redis.Redis, name: str | None = None,
     ones."""
     jobs.share_redis(conn, concurrency + reserve_for(concurrency) + 8)
     return ThreadedWorker(
-        [queue(conn, CONTROL_QUEUE), queue(conn, RESUME_QUEUE), queue(conn, MATCH_QUEUE)],
+        [VettingQueue(name, connection=conn, serializer=JSONSerializer, job_class=MoonshotJob)
+         for name in (CONTROL_QUEUE, RESUME_QUEUE, MATCH_QUEUE)],
         concurrency=concurrency,
         connection=conn,
         serializer=JSONSerializer,

@@ -174,10 +174,12 @@ class PublicApi:
             bot_pb2.ListBotsRequest(page_size=page_size, page_token=page_token),
             timeout=CALL_TIMEOUT_S)
 
-    async def get_ratings(self, pool: str) -> rating_pb2.GetRatingsResponse:
-        """The ratings of a pool, `3p` or `2v2`."""
-        return await self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=POOLS[pool]),
-                                             timeout=CALL_TIMEOUT_S)
+    async def get_ratings(self, pool: str, method: str = "") -> rating_pb2.GetRatingsResponse:
+        """The ratings of a pool, `3p` or `2v2`: the official rating, or rating method
+        `method`'s table."""
+        return await self.ratings.GetRatings(
+            rating_pb2.GetRatingsRequest(pool=POOLS[pool], method=method),
+            timeout=CALL_TIMEOUT_S)
 
     async def rating_history(self, pool: str, bot_id: str
                              ) -> rating_pb2.GetRatingHistoryResponse:

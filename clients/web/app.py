@@ -13,7 +13,8 @@ Pages (see README, "Web pages"):
 
     /                    tournaments, status and progress
     /t/<id>              standings, crosstable, bracket, games; live (SSE /t/<id>/events)
-    /ratings/3p, /2v2    ratings table and chart with intervals
+    /ratings/3p, /2v2    ratings table and chart with intervals (?method=NAME: that rating
+                         method's table; the page offers each)
     /arena/3p, /2v2      an arena: live leaderboard, who is online and playing, its games
                          as released (SSE /arena/<pool>/events)
     /bots, /bot/<id>     bots; one bot's games, results and current ratings
@@ -240,8 +241,14 @@ class Pages:
         pool = str(request.path_params["pool"])
         if pool not in POOLS:
             raise HTTPException(404, "there are two rating pools: 3p and 2v2")
-        resp = await self.client.get_ratings(pool)
-        return self.page("ratings.html", pool=pool, r=views.ratings_view(resp))
+        method = request.query_params.get("method", "")
+        try:
+            resp = await self.client.get_ratings(pool, method)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise HTTPException(404, f"no such rating method: {exc.details()}") from None
+            raise
+        return self.page("ratings.html", pool=pool, method=method, r=views.ratings_view(resp))
 
     async def bots(self, request: Request) -> Response:
         """Every bot, oldest first, a page at a time."""

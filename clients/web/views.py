@@ -449,10 +449,14 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
               "href": f"/bot/{urllib.parse.quote(str(r['bot_id']), safe='')}"} for r in rows]
     covered = (f"{resp.fitted_games} of {plural(resp.games, 'game')}"
                if resp.fitted_games != resp.games else plural(resp.games, "game"))
+    methods = [{"name": m.name, "title": m.title, "games": m.fitted_games,
+                "fitted": m.HasField("as_of")} for m in resp.methods]
     return {
         "rows": rows,
         "chart": chart,
         "method": resp.method,
+        "method_name": resp.method_name,
+        "methods": methods,
         "games": resp.games,
         "covered": covered,
         "boards": resp.boards,

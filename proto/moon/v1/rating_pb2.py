@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14moon/v1/rating.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n\x06Rating\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x01\x12\r\n\x05games\x18\x04 \x01(\r\x12\x13\n\x06\x63i_low\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x06 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08los_next\x18\x07 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x0bprovisional\x18\x08 \x01(\x08\x42\t\n\x07_ci_lowB\n\n\x08_ci_highB\x0b\n\t_los_next\"%\n\x06LosRow\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0b\n\x03los\x18\x02 \x03(\x01\"J\n\x11GetRatingsRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x12\n\nlos_matrix\x18\x02 \x01(\x08\"\x8b\x02\n\x12GetRatingsResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12 \n\x07ratings\x18\x02 \x03(\x0b\x32\x0f.moon.v1.Rating\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05games\x18\x04 \x01(\r\x12)\n\x05\x61s_of\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x66itted_games\x18\x06 \x01(\r\x12\x0e\n\x06\x62oards\x18\x07 \x01(\r\x12\x13\n\x0bprovisional\x18\x08 \x01(\x08\x12\x1c\n\x03los\x18\t \x03(\x0b\x32\x0f.moon.v1.LosRow\x12\r\n\x05level\x18\n \x01(\x01\"`\n\x17GetRatingHistoryRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12\x12\n\nmax_points\x18\x03 \x01(\r\"\xad\x01\n\x0bRatingPoint\x12)\n\x05\x61s_of\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06rating\x18\x02 \x01(\x01\x12\x13\n\x06\x63i_low\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\r\n\x05games\x18\x05 \x01(\r\x12\x12\n\npool_games\x18\x06 \x01(\rB\t\n\x07_ci_lowB\n\n\x08_ci_high\"s\n\x18GetRatingHistoryResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12$\n\x06points\x18\x03 \x03(\x0b\x32\x14.moon.v1.RatingPoint*c\n\nRatingPool\x12\x1b\n\x17RATING_POOL_UNSPECIFIED\x10\x00\x12\x1c\n\x18RATING_POOL_THREE_PLAYER\x10\x01\x12\x1a\n\x16RATING_POOL_TWO_VS_TWO\x10\x02\x32\xaf\x01\n\rRatingService\x12\x45\n\nGetRatings\x12\x1a.moon.v1.GetRatingsRequest\x1a\x1b.moon.v1.GetRatingsResponse\x12W\n\x10GetRatingHistory\x12 .moon.v1.GetRatingHistoryRequest\x1a!.moon.v1.GetRatingHistoryResponseBK\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14moon/v1/rating.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n\x06Rating\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06rating\x18\x03 \x01(\x01\x12\r\n\x05games\x18\x04 \x01(\r\x12\x13\n\x06\x63i_low\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x06 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08los_next\x18\x07 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x0bprovisional\x18\x08 \x01(\x08\x42\t\n\x07_ci_lowB\n\n\x08_ci_highB\x0b\n\t_los_next\"%\n\x06LosRow\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0b\n\x03los\x18\x02 \x03(\x01\"l\n\x0cRatingMethod\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x14\n\x0c\x66itted_games\x18\x03 \x01(\r\x12)\n\x05\x61s_of\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"Z\n\x11GetRatingsRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x12\n\nlos_matrix\x18\x02 \x01(\x08\x12\x0e\n\x06method\x18\x03 \x01(\t\"\xc8\x02\n\x12GetRatingsResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12 \n\x07ratings\x18\x02 \x03(\x0b\x32\x0f.moon.v1.Rating\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\r\n\x05games\x18\x04 \x01(\r\x12)\n\x05\x61s_of\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x66itted_games\x18\x06 \x01(\r\x12\x0e\n\x06\x62oards\x18\x07 \x01(\r\x12\x13\n\x0bprovisional\x18\x08 \x01(\x08\x12\x1c\n\x03los\x18\t \x03(\x0b\x32\x0f.moon.v1.LosRow\x12\r\n\x05level\x18\n \x01(\x01\x12\x13\n\x0bmethod_name\x18\x0b \x01(\t\x12&\n\x07methods\x18\x0c \x03(\x0b\x32\x15.moon.v1.RatingMethod\"`\n\x17GetRatingHistoryRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12\x12\n\nmax_points\x18\x03 \x01(\r\"\xad\x01\n\x0bRatingPoint\x12)\n\x05\x61s_of\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06rating\x18\x02 \x01(\x01\x12\x13\n\x06\x63i_low\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x63i_high\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\r\n\x05games\x18\x05 \x01(\r\x12\x12\n\npool_games\x18\x06 \x01(\rB\t\n\x07_ci_lowB\n\n\x08_ci_high\"s\n\x18GetRatingHistoryResponse\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06\x62ot_id\x18\x02 \x01(\t\x12$\n\x06points\x18\x03 \x03(\x0b\x32\x14.moon.v1.RatingPoint*c\n\nRatingPool\x12\x1b\n\x17RATING_POOL_UNSPECIFIED\x10\x00\x12\x1c\n\x18RATING_POOL_THREE_PLAYER\x10\x01\x12\x1a\n\x16RATING_POOL_TWO_VS_TWO\x10\x02\x32\xaf\x01\n\rRatingService\x12\x45\n\nGetRatings\x12\x1a.moon.v1.GetRatingsRequest\x1a\x1b.moon.v1.GetRatingsResponse\x12W\n\x10GetRatingHistory\x12 .moon.v1.GetRatingHistoryRequest\x1a!.moon.v1.GetRatingHistoryResponseBK\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,22 +33,24 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.moon.v1.rating_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
-  _globals['_RATINGPOOL']._serialized_start=1037
-  _globals['_RATINGPOOL']._serialized_end=1136
+  _globals['_RATINGPOOL']._serialized_start=1224
+  _globals['_RATINGPOOL']._serialized_end=1323
   _globals['_RATING']._serialized_start=67
   _globals['_RATING']._serialized_end=259
   _globals['_LOSROW']._serialized_start=261
   _globals['_LOSROW']._serialized_end=298
-  _globals['_GETRATINGSREQUEST']._serialized_start=300
-  _globals['_GETRATINGSREQUEST']._serialized_end=374
-  _globals['_GETRATINGSRESPONSE']._serialized_start=377
-  _globals['_GETRATINGSRESPONSE']._serialized_end=644
-  _globals['_GETRATINGHISTORYREQUEST']._serialized_start=646
-  _globals['_GETRATINGHISTORYREQUEST']._serialized_end=742
-  _globals['_RATINGPOINT']._serialized_start=745
-  _globals['_RATINGPOINT']._serialized_end=918
-  _globals['_GETRATINGHISTORYRESPONSE']._serialized_start=920
-  _globals['_GETRATINGHISTORYRESPONSE']._serialized_end=1035
-  _globals['_RATINGSERVICE']._serialized_start=1139
-  _globals['_RATINGSERVICE']._serialized_end=1314
+  _globals['_RATINGMETHOD']._serialized_start=300
+  _globals['_RATINGMETHOD']._serialized_end=408
+  _globals['_GETRATINGSREQUEST']._serialized_start=410
+  _globals['_GETRATINGSREQUEST']._serialized_end=500
+  _globals['_GETRATINGSRESPONSE']._serialized_start=503
+  _globals['_GETRATINGSRESPONSE']._serialized_end=831
+  _globals['_GETRATINGHISTORYREQUEST']._serialized_start=833
+  _globals['_GETRATINGHISTORYREQUEST']._serialized_end=929
+  _globals['_RATINGPOINT']._serialized_start=932
+  _globals['_RATINGPOINT']._serialized_end=1105
+  _globals['_GETRATINGHISTORYRESPONSE']._serialized_start=1107
+  _globals['_GETRATINGHISTORYRESPONSE']._serialized_end=1222
+  _globals['_RATINGSERVICE']._serialized_start=1326
+  _globals['_RATINGSERVICE']._serialized_end=1501
 # @@protoc_insertion_point(module_scope)

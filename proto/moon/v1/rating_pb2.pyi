@@ -141,6 +141,44 @@ class LosRow(_message.Message):
 Global___LosRow: _TypeAlias = LosRow  # noqa: Y015
 
 @_typing.final
+class RatingMethod(_message.Message):
+    """A rating method of a pool (GetRatingsResponse.methods)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    FITTED_GAMES_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Its name, as GetRatingsRequest.method takes it (e.g. `batch`,
+    `provisional`, `recent`).
+    """
+    title: _builtins.str
+    """What it is, for people (e.g. `batch fit, last 30 days`)."""
+    fitted_games: _builtins.int
+    """Games its latest table covers."""
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """When its latest table was computed."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        fitted_games: _builtins.int = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "fitted_games", b"fitted_games", "name", b"name", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RatingMethod: _TypeAlias = RatingMethod  # noqa: Y015
+
+@_typing.final
 class GetRatingsRequest(_message.Message):
     """Request of RatingService.GetRatings."""
 
@@ -148,19 +186,26 @@ class GetRatingsRequest(_message.Message):
 
     POOL_FIELD_NUMBER: _builtins.int
     LOS_MATRIX_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
     pool: Global___RatingPool.ValueType
     """The pool to report."""
     los_matrix: _builtins.bool
     """Also return the whole likelihood-of-superiority matrix (`los`)."""
+    method: _builtins.str
+    """The rating method whose table to report, by name (one of
+    GetRatingsResponse.methods). Unset: the official rating, the batch fit,
+    or the provisional figure while newer results wait for the next fit.
+    """
     def __init__(
         self,
         *,
         pool: Global___RatingPool.ValueType = ...,
         los_matrix: _builtins.bool = ...,
+        method: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["los_matrix", b"los_matrix", "pool", b"pool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["los_matrix", b"los_matrix", "method", b"method", "pool", b"pool"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -182,6 +227,8 @@ class GetRatingsResponse(_message.Message):
     PROVISIONAL_FIELD_NUMBER: _builtins.int
     LOS_FIELD_NUMBER: _builtins.int
     LEVEL_FIELD_NUMBER: _builtins.int
+    METHOD_NAME_FIELD_NUMBER: _builtins.int
+    METHODS_FIELD_NUMBER: _builtins.int
     pool: Global___RatingPool.ValueType
     """The pool reported (never RATING_POOL_UNSPECIFIED)."""
     method: _builtins.str
@@ -196,6 +243,10 @@ class GetRatingsResponse(_message.Message):
     """True when the ratings are the provisional figure, not the fit."""
     level: _builtins.float
     """The confidence level of the intervals (0.95)."""
+    method_name: _builtins.str
+    """The name of the rating method whose table is served (`batch` or
+    `provisional` when the request named none).
+    """
     @_builtins.property
     def ratings(self) -> _containers.RepeatedCompositeFieldContainer[Global___Rating]:
         """One row per rated bot, best first."""
@@ -208,6 +259,13 @@ class GetRatingsResponse(_message.Message):
     def los(self) -> _containers.RepeatedCompositeFieldContainer[Global___LosRow]:
         """The likelihood-of-superiority matrix, when asked for and the fit has it
         (pools of up to 400 bots), in the order of `ratings`.
+        """
+
+    @_builtins.property
+    def methods(self) -> _containers.RepeatedCompositeFieldContainer[Global___RatingMethod]:
+        """The rating methods to ask for by name: every one the referee knows, in the
+        order the fit runs them, then any other with a table of this pool (one
+        with fitted_games 0 and no as_of has no table yet).
         """
 
     def __init__(
@@ -223,10 +281,12 @@ class GetRatingsResponse(_message.Message):
         provisional: _builtins.bool = ...,
         los: _abc.Iterable[Global___LosRow] | None = ...,
         level: _builtins.float = ...,
+        method_name: _builtins.str = ...,
+        methods: _abc.Iterable[Global___RatingMethod] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "boards", b"boards", "fitted_games", b"fitted_games", "games", b"games", "level", b"level", "los", b"los", "method", b"method", "pool", b"pool", "provisional", b"provisional", "ratings", b"ratings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "boards", b"boards", "fitted_games", b"fitted_games", "games", b"games", "level", b"level", "los", b"los", "method", b"method", "method_name", b"method_name", "methods", b"methods", "pool", b"pool", "provisional", b"provisional", "ratings", b"ratings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -40,6 +40,10 @@ class RatingServiceStub:
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     def __init__(self, channel):
@@ -75,10 +79,15 @@ class RatingServiceServicer:
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     def GetRatings(self, request, context):
-        """Returns the ratings of one pool, best first.
+        """Returns the ratings of one pool, best first: by default the official
+        rating, or the table of the rating method asked for.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -129,6 +138,10 @@ class RatingService:
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     @staticmethod

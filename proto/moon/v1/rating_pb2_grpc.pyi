@@ -41,6 +41,10 @@ class RatingServiceStub:
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     @_typing.overload
@@ -48,7 +52,9 @@ class RatingServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> RatingServiceAsyncStub: ...
     GetRatings: _grpc.UnaryUnaryMultiCallable[_rating_pb2.GetRatingsRequest, _rating_pb2.GetRatingsResponse]
-    """Returns the ratings of one pool, best first."""
+    """Returns the ratings of one pool, best first: by default the official
+    rating, or the table of the rating method asked for.
+    """
     GetRatingHistory: _grpc.UnaryUnaryMultiCallable[_rating_pb2.GetRatingHistoryRequest, _rating_pb2.GetRatingHistoryResponse]
     """Returns one bot's official rating as each fit that counted new games of
     it left it, oldest first: its rating history. Provisional figures are not
@@ -71,11 +77,17 @@ class RatingServiceAsyncStub(RatingServiceStub):
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     GetRatings: _aio.UnaryUnaryMultiCallable[_rating_pb2.GetRatingsRequest, _rating_pb2.GetRatingsResponse]  # type: ignore[assignment]
-    """Returns the ratings of one pool, best first."""
+    """Returns the ratings of one pool, best first: by default the official
+    rating, or the table of the rating method asked for.
+    """
     GetRatingHistory: _aio.UnaryUnaryMultiCallable[_rating_pb2.GetRatingHistoryRequest, _rating_pb2.GetRatingHistoryResponse]  # type: ignore[assignment]
     """Returns one bot's official rating as each fit that counted new games of
     it left it, oldest first: its rating history. Provisional figures are not
@@ -97,6 +109,10 @@ class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
     recorded twice, changes nothing. While new results wait for the next fit
     (it runs after results arrive, many results at a time), the response may be
     provisional: an online update in game-id order, marked as such.
+
+    Every fit also rates the pool with each other registered rating method
+    (`recent`: the same fit over the last 30 days' games); GetRatings serves
+    any of them by name and lists them.
     """
 
     @_abc_1.abstractmethod
@@ -105,7 +121,9 @@ class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _rating_pb2.GetRatingsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_rating_pb2.GetRatingsResponse, _abc.Awaitable[_rating_pb2.GetRatingsResponse]]:
-        """Returns the ratings of one pool, best first."""
+        """Returns the ratings of one pool, best first: by default the official
+        rating, or the table of the rating method asked for.
+        """
 
     @_abc_1.abstractmethod
     def GetRatingHistory(
