@@ -6,9 +6,15 @@ error: `store.tournaments.info` reads it) and its scheduling keys are a tourname
 under its own prefix (`store.keys`), so the scheduler's step, the recording of
 games, release by board, events and recovery serve it unchanged. What is a test's
 own is here: its spec (`ChangeTestSpec`: the planner's `tournaments.change.ChangeSpec`
-as JSON, plus what the stack needs to host its games), the stop request, and the
-list of counted pairs, each written once (so a step redone after a crash writes
-nothing twice).
+as JSON, plus what the stack needs to host its games), the stop request, the list of
+settled pairs (counted or void), each written once (so a step redone after a crash
+writes nothing twice), which of its remote bots are away, and its lost games.
+
+A lost game (one RQ gave up on: `store.tournaments.failed_games`, which fails a
+tournament) does not fail a test: `record_lost` gives it a result row of its own
+(`end` "lost", no scores, `lost` the error) and records it, so the step folds it like
+any result, once (the cursor), its board completes and is released, and the planner
+voids its pair.
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ from typing import Any
 import redis
 
 from moon import Rules
+from store import bots as store_bots
 from store import ids, keys
+from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
-from store.records import Clock, Faults
+from store.records import Clock, Faults, MatchSpec
 from store.status import TournamentStatus
 
 __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
-           "pairs", "stop_asked", "write_pairs"]
+           "lost_row", "offline", "pairs", "record_lost", "stop_asked", "write_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +134,8 @@ def stop_asked(r: redis.Redis, test_id: str) -> bool:
 
 
 def write_pairs(r: redis.Redis, test_id: str, counted: Sequence[Mapping[str, Any]]) -> None:
-    """Add counted pairs (each with its `board`, from 0), each once: a pair written before
-    (a step redone) keeps what it has."""
+    """Add settled pairs (each with its `board`, from 0; a void one with its `voids`), each
+    once: a pair written before (a step redone) keeps what it has."""
     if not counted:
         return
     pipe = r.pipeline(transaction=False)
@@ -139,9 +147,9 @@ def write_pairs(r: redis.Redis, test_id: str, counted: Sequence[Mapping[str, Any
 
 def pairs(r: redis.Redis, test_id: str, start: int = 0, count: int | None = None
           ) -> list[dict[str, Any]]:
-    """Counted pairs in board order (the order they were counted in), from the `start`-th
-    (from 0), at most `count` of them. Pairs count in board order, so the boards counted
-    are 0, 1, 2, ... without a gap."""
+    """Settled pairs (counted, or void with their `voids`) in board order (the order they
+    settled in), from the `start`-th (from 0), at most `count` of them. Pairs settle in
+    board order, so the boards settled are 0, 1, 2, ... without a gap."""
     if count is None:
         count = int(r.hlen(keys.test_pairs(test_id))) - start
     if count <= 0:
@@ -160,3 +168,36 @@ def live_elsewhere(r: redis.Redis, test_id: str, bot_ids: Sequence[str]) -> dict
     own = f"{test_id}-"
     return {b: sum(1 for m in live if not str(m).startswith(own))
             for b, live in zip(bot_ids, pipe.execute(), strict=True)}
+
+
+def offline(r: redis.Redis, bot_ids: Sequence[str]) -> list[str]:
+    """Those of `bot_ids` with no live stream now (house bots are always there)."""
+    return [b for b in bot_ids if not store_bots.is_connected(r, b)]
+
+
+def lost_row(spec: MatchSpec, error: str) -> dict[str, Any]:
+    """The result row of a game the stack could not host: its seats, no scores, `end`
+    "lost" and `lost` the error (what `tournaments.change` voids a pair on)."""
+    return {"match_id": spec.match_id, "bot_ids": list(spec.bot_ids),
+            "players": len(spec.bot_ids), "final": [], "winner": None, "placement": [],
+            "end": "lost", "forfeit": None, "seats": list(spec.seat_names),
+            "board": str(spec.meta.get("board", "")), "unit": str(spec.meta.get("unit", "")),
+            "actions": 0, "lost": (error or "its job failed")[-300:]}
+
+
+def record_lost(r: redis.Redis, test_id: str) -> int:
+    """Record each game of the test that cannot be hosted (marked failed) and is not
+    recorded yet, with its `lost_row`: the step then folds it like any result. Idempotent
+    (a game keeps the row it has; recording is once per game). How many were recorded."""
+    done = 0
+    for mid, error in store_t.failed_games(r, test_id):
+        if r.zscore(keys.tournament_recorded(test_id), mid) is not None:
+            continue
+        raw = r.hget(keys.match(mid), "spec")
+        if raw is None:
+            continue
+        row = lost_row(MatchSpec.from_json(str(raw)), error)
+        r.hsetnx(keys.match(mid), "row", json.dumps(row, separators=(",", ":")))
+        store_t.record(r, test_id, mid)
+        done += 1
+    return done

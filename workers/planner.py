@@ -52,6 +52,11 @@ class Planner(Protocol):
     def rated(self) -> bool:
         """True when released games join the pool's ratings."""
 
+    @property
+    def voids_failed(self) -> bool:
+        """True when a game that cannot be hosted (RQ gave up on it) is the planner's to
+        take in (a test voids its pair), False when it fails the event."""
+
     def first(self, r: redis.Redis) -> Planned:
         """The first step: nothing recorded yet."""
 
