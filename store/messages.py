@@ -353,7 +353,7 @@ class PairVoided(Message):
 
     `board` counts from 1; `voids` holds one [side, reason, match id] per game that voids it
     (side: "candidate", "baseline", "opponent" or "stack"); `void` the void pairs so far,
-    this one included."""
+    this one included; `llr` the sequential test's, which it leaves as it was."""
 
     TYPE: ClassVar[str] = "pair_voided"
     board: int
@@ -362,6 +362,7 @@ class PairVoided(Message):
     baseline_match_id: str
     voids: list[list[str]]
     void: int
+    llr: float = 0.0
     time: float = 0.0
 
 

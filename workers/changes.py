@@ -208,7 +208,8 @@ class ChangePlanner:
                 events.emit(r, self.event_id, f"pair:{p.board}", messages.PairVoided(
                     board=p.board + 1, board_id=p.board_id,
                     candidate_match_id=p.candidate_game, baseline_match_id=p.baseline_game,
-                    voids=[list(v) for v in p.voids], void=void, time=time.time()))
+                    voids=[list(v) for v in p.voids], void=void, llr=p.llr,
+                    time=time.time()))
                 continue
             pairs += 1
             events.emit(r, self.event_id, f"pair:{p.board}", messages.PairCounted(
