@@ -48,6 +48,7 @@ _OUTCOME = {
     change_pb2.TEST_OUTCOME_LIMIT: "game limit reached before a verdict",
     change_pb2.TEST_OUTCOME_STOPPED: "stopped before a verdict",
     change_pb2.TEST_OUTCOME_DONE: "all its games played",
+    change_pb2.TEST_OUTCOME_FORFEITS: "stopped by void pairs",
 }
 
 
@@ -99,43 +100,97 @@ def _pool(t: change_pb2.Test) -> str:
     return "2v2" if t.spec.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
 
 
+_SIDE = {change_pb2.TEST_SIDE_CANDIDATE: "candidate", change_pb2.TEST_SIDE_BASELINE: "baseline",
+         change_pb2.TEST_SIDE_OPPONENT: "opponents", change_pb2.TEST_SIDE_STACK: "stack"}
+_ENDED = (change_pb2.TEST_OUTCOME_STOPPED, change_pb2.TEST_OUTCOME_FORFEITS)
+
+
 def _status(t: change_pb2.Test) -> str:
+    """running, stopping (StopTest asked), finished, stopped (by StopTest or by void
+    pairs) or failed."""
+    if t.status == change_pb2.TEST_STATUS_RUNNING and t.stop_asked:
+        return "stopping"
+    if t.status == change_pb2.TEST_STATUS_FINISHED and t.progress.outcome in _ENDED:
+        return "stopped"
     return change_pb2.TestStatus.Name(t.status).removeprefix("TEST_STATUS_").lower()
 
 
+def _bounds(p: change_pb2.TestProgress) -> str:
+    return f"({p.llr_lower:.2f}, {p.llr_upper:.2f})"
+
+
 def verdict_text(t: change_pb2.Test) -> str:
-    """The verdict in words: what was accepted after how many pairs, or why it ended."""
-    p = t.progress
-    # The LLR shown is after every counted pair; the verdict is fixed where it first
-    # crossed, so say which bound it crossed when pairs in flight then moved it back.
+    """The verdict in words: what the sequential test concluded in terms of its bounds, or
+    why the test ended without a verdict. Never more than the SPRT says: H0 accepted is
+    'the data favour elo0 over elo1', not 'the candidate is no better than elo0'."""
+    p, s = t.progress, t.spec
+    after = f"after {plural(p.verdict_pairs, 'pair')}"
     if p.verdict == change_pb2.TEST_VERDICT_H1:
-        text = (f"H1 accepted after {plural(p.verdict_pairs, 'pair')} (LLR reached "
-                f"{p.llr_upper:.2f}): the candidate is at least {t.spec.elo1:g} Elo better "
-                f"(alpha {t.spec.alpha:g})")
+        text = (f"H1 accepted {after}: the data favour elo1 = {s.elo1:g} over elo0 = "
+                f"{s.elo0:g} (LLR {p.verdict_llr:.2f} >= {p.llr_upper:.2f}; alpha {s.alpha:g})")
     elif p.verdict == change_pb2.TEST_VERDICT_H0:
-        text = (f"H0 accepted after {plural(p.verdict_pairs, 'pair')} (LLR reached "
-                f"{p.llr_lower:.2f}): the candidate is no more than {t.spec.elo0:g} Elo "
-                f"better (beta {t.spec.beta:g})")
+        text = (f"H0 accepted {after}: the data favour elo0 = {s.elo0:g} over elo1 = "
+                f"{s.elo1:g} (LLR {p.verdict_llr:.2f} <= {p.llr_lower:.2f}; beta {s.beta:g})")
+    elif p.verdict == change_pb2.TEST_VERDICT_FORFEITS:
+        text = f"stopped: {p.verdict_reason}; neither H0 nor H1"
     elif t.spec.fixed_games:
         text = ("fixed games: an estimate, no verdict"
                 + (f" ({_OUTCOME[p.outcome]})" if p.outcome in _OUTCOME
                    and p.outcome != change_pb2.TEST_OUTCOME_DONE else ""))
+    elif p.outcome == change_pb2.TEST_OUTCOME_STOPPED:
+        text = (f"none: stopped by the organiser after {plural(p.pairs, 'counted pair')}, "
+                f"before the LLR ({p.llr:.2f}) left {_bounds(p)}")
+    elif p.outcome == change_pb2.TEST_OUTCOME_LIMIT:
+        text = (f"none: the game limit came after {plural(p.pairs, 'counted pair')}, before "
+                f"the LLR ({p.llr:.2f}) left {_bounds(p)}")
     elif p.outcome in _OUTCOME:
         text = f"none: {_OUTCOME[p.outcome]}"
     else:
-        text = "pending"
+        text = f"pending: the LLR ({p.llr:.2f}) is within {_bounds(p)}"
     if t.status == change_pb2.TEST_STATUS_FAILED:
         text += f"; the test failed: {t.error}"
     return text
 
 
+def verdict_note(t: change_pb2.Test) -> str:
+    """Why the estimate and the verdict may look different, when they do ("" otherwise)."""
+    p, s = t.progress, t.spec
+    stops = ("a sequential test stops at the first pair where one hypothesis is favoured "
+             "enough, so its estimate is biased toward the hypothesis it accepted, and its "
+             "interval is not that of a fixed number of games")
+    if p.verdict == change_pb2.TEST_VERDICT_H0 and p.elo > s.elo0:
+        return (f"the estimate {_elo(p.elo)} is above elo0 = {s.elo0:g}: H0 accepted means "
+                f"the pairs fit elo0 better than elo1 = {s.elo1:g}, not that the candidate "
+                f"is no better than {s.elo0:g} Elo; {stops}")
+    if p.verdict == change_pb2.TEST_VERDICT_H1 and p.elo < s.elo1:
+        return (f"the estimate {_elo(p.elo)} is below elo1 = {s.elo1:g}: H1 accepted means "
+                f"the pairs fit elo1 better than elo0 = {s.elo0:g}, not that the candidate "
+                f"is at least {s.elo1:g} Elo better; {stops}")
+    if p.verdict == change_pb2.TEST_VERDICT_FORFEITS or (
+            p.outcome == change_pb2.TEST_OUTCOME_STOPPED and p.pairs_void):
+        return (f"the figures are from the {plural(p.pairs, 'counted pair')} only: void "
+                "pairs count in none of them")
+    return ""
+
+
+def void_text(p: change_pb2.TestProgress) -> str:
+    """The void pairs by who and why: `2 (baseline: 2 disconnected for more than 1 s)`."""
+    if not p.pairs_void:
+        return "0"
+    parts = [f"{_SIDE.get(v.side, 'unknown')}: {v.pairs} {v.reason}" for v in p.voids]
+    return f"{p.pairs_void} ({'; '.join(parts)})"
+
+
 def summary(t: change_pb2.Test) -> str:
-    """The fishtest-like block of a test: LLR, Elo, games, pentanomial, verdict."""
+    """The fishtest-like block of a test: LLR, Elo, games, pentanomial, void pairs, verdict."""
     p, s = t.progress, t.spec
     names = list(t.names)
     lines = [f"test {t.test_id}: {s.name} ({_status(t)})",
              f"  candidate {names[0]}, baseline {names[1]}, {_pool(t)} pool, opponents "
              f"{', '.join(names[2:])}"]
+    if t.waiting_for:
+        lines.append(f"  Waiting for {', '.join(t.waiting_for)}: not connected; no new pair "
+                     "starts until it is (the test goes on by itself)")
     if not s.fixed_games:
         lines.append(f"  LLR: {p.llr:.2f} ({p.llr_lower:.2f}, {p.llr_upper:.2f}) "
                      f"<{s.elo0:.2f}, {s.elo1:.2f}>")
@@ -152,18 +207,26 @@ def summary(t: change_pb2.Test) -> str:
     between = ", ".join(str(c) for c in p.between)
     lines.append(f"  Ptnml(0-1): {penta}" + (f"   between (1/8, 3/8, 5/8, 7/8): {between}"
                                               if any(p.between) else ""))
+    lines.append(f"  Void pairs: {void_text(p)}")
     lines.append(f"  Verdict: {verdict_text(t)}")
+    note = verdict_note(t)
+    if note:
+        lines.append(f"  Note: {note}")
     return "\n".join(lines)
 
 
 def live_line(t: change_pb2.Test) -> str:
-    """One live line: pairs, games, LLR against its bounds, Elo, in flight."""
+    """One live line: pairs, void pairs, games, LLR against its bounds, Elo, in flight, and
+    whom it waits for."""
     p, s = t.progress, t.spec
     llr = ("" if s.fixed_games else
            f"LLR {p.llr:+.2f} ({p.llr_lower:.2f}, {p.llr_upper:.2f}), ")
+    void = f" ({p.pairs_void} void)" if p.pairs_void else ""
+    state = (f"waiting for {', '.join(t.waiting_for)}" if t.waiting_for
+             else _status(t))
     return (f"{s.name}: {llr}Elo {_elo(p.elo)} [{_elo(p.elo_low)}, {_elo(p.elo_high)}], "
-            f"{plural(p.pairs, 'pair')}, {p.games} games, {p.pairs_in_flight} in flight, "
-            f"{_status(t) if t.status != change_pb2.TEST_STATUS_RUNNING else 'running'}")
+            f"{plural(p.pairs, 'pair')}{void}, {p.games} games, {p.pairs_in_flight} in flight, "
+            f"{state}")
 
 
 def _list_text(tests: list[change_pb2.Test]) -> str:
@@ -172,6 +235,7 @@ def _list_text(tests: list[change_pb2.Test]) -> str:
     for t in tests:
         p = t.progress
         verdict = {change_pb2.TEST_VERDICT_H0: "H0", change_pb2.TEST_VERDICT_H1: "H1",
+                   change_pb2.TEST_VERDICT_FORFEITS: "void",
                    change_pb2.TEST_VERDICT_PENDING: "-"}.get(p.verdict, "fixed")
         llr = f"{p.llr:+.2f}" if not t.spec.fixed_games else ""
         rows.append(f"{t.test_id:<14}{_status(t):<10}{_pool(t):<5}{p.pairs:>7}  {llr:>6}  "
@@ -230,6 +294,10 @@ def follow(client: _Client, test_id: str, quiet: bool = False) -> change_pb2.Tes
                     kind = ev.WhichOneof("event")
                     if kind == "pair_counted":
                         t = ev.pair_counted.test
+                    elif kind == "pair_voided":
+                        t = ev.pair_voided.test
+                    elif kind == "waiting_changed":
+                        t = ev.waiting_changed.test
                     elif kind == "test_finished":
                         t = ev.test_finished.test
                     elif kind == "game_finished":
@@ -269,14 +337,27 @@ def _run_start(args: argparse.Namespace) -> int:
                                     disconnect_grace_ms=args.disconnect_grace))
     if args.seed is not None:
         spec.seed = args.seed
+    if args.void_streak is not None:
+        spec.void_streak = args.void_streak
+    if args.void_share is not None:
+        spec.void_share = args.void_share
+    if args.void_share_after is not None:
+        spec.void_share_after = args.void_share_after
     client = _Client(args, admin_token(args))
     try:
-        resp = client.stub.CreateTest(change_pb2.CreateTestRequest(spec=spec),
-                                      metadata=client.metadata, timeout=30)
+        resp = client.stub.CreateTest(
+            change_pb2.CreateTestRequest(spec=spec, require_online=args.require_online),
+            metadata=client.metadata, timeout=30)
         t = resp.test
         print(f"test {t.test_id} started: {t.spec.name} ({_pool(t)}, seed {t.spec.seed})")
         for note in t.notes:
             print(f"note: {note}")
+        if resp.offline:
+            print(f"warning: {plural(len(resp.offline), 'bot')} not connected now: "
+                  f"{', '.join(resp.offline)}: no pair starts until "
+                  f"{'it is' if len(resp.offline) == 1 else 'they are'} (the test waits, "
+                  "then goes on by itself; --require-online refuses to create such a test)",
+                  file=sys.stderr)
         page = web_link(args, f"/test/{t.test_id}")
         if page:
             print(f"web page: {page}")
@@ -323,8 +404,11 @@ def _run_show(args: argparse.Namespace) -> int:
     if pairs:
         print(f"{'board':>5}  {'pair':>5}  {'LLR':>6}  candidate's game / baseline's game")
         for p in pairs:
-            print(f"{p.board:>5}  {p.eighths / 8:>5.3f}  {p.llr:>+6.2f}  "
-                  f"{p.candidate_match_id} / {p.baseline_match_id}")
+            score = "void" if p.voids else f"{p.eighths / 8:.3f}"
+            why = "; ".join(f"{_SIDE.get(v.side, 'unknown')}: {v.reason}" for v in p.voids)
+            print(f"{p.board:>5}  {score:>5}  {p.llr:>+6.2f}  "
+                  f"{p.candidate_match_id} / {p.baseline_match_id}"
+                  + (f"  (void: {why})" if why else ""))
         board = web_link(args, f"/test/{t.test_id}/board/")
         if board:
             print(f"a board's two games side by side: {board}<board>")
@@ -372,13 +456,27 @@ def _finite(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
 _EPILOG = """\
 A test plays each board twice, once with the candidate and once with the baseline in
 the same seat against the same opponents, and scores each pair (1 + s_C - s_B) / 2
 with a game scoring 1, 1/2, 0 for first, second, third (2v2: win, draw, loss). The
-sequential test (GSPRT on the pair scores) accepts H1 (the candidate is at least
-elo1 better) or H0 (no more than elo0 better) with error rates alpha and beta, and
+sequential test (GSPRT on the pair scores) accepts H1 (the pairs fit elo1 better than
+elo0) or H0 (they fit elo0 better than elo1) with error rates alpha and beta, and
 stops as soon as it can. Elo is on the pool ratings' scale.
+
+A pair in which the candidate, the baseline or an opponent forfeits, or a game the
+stack could not host, is void: listed, counted in no figure. The test stops with a
+verdict of its own (never H0 or H1) after --void-streak void pairs in a row by one
+side (3), or once a side voided more than --void-share of the pairs (0.05) from
+--void-share-after pairs on (20). While a remote candidate, baseline or opponent is
+not connected, no pair starts: the test waits for it and goes on when it is back.
 
 examples:
   moonshot test start my-bot-v2 my-bot-v1 --elo0 0 --elo1 10 --watch
@@ -434,6 +532,19 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--disconnect-grace", type=flags.duration_ms(*flags.GRACE_MS),
                    default="30s",
                    help="how long a bot may stay disconnected before it forfeits (default 30s)")
+    p.add_argument("--require-online", action="store_true",
+                   help="refuse to create the test if a remote bot of it is not connected "
+                        "now (without: a warning, and no pair starts until it is)")
+    p.add_argument("--void-streak", type=flags.int_in(0, 1_000_000), default=None,
+                   metavar="N", help="stop after N void pairs in a row by one side (a "
+                                     "forfeit, or a game the stack lost); 0: never "
+                                     "(default 3)")
+    p.add_argument("--void-share", type=_share, default=None, metavar="F",
+                   help="... or once one side voided more than this share of the pairs "
+                        "(default 0.05; 1: never)")
+    p.add_argument("--void-share-after", type=flags.int_in(1, 1_000_000), default=None,
+                   metavar="N", help="the pairs settled before --void-share applies "
+                                     "(default 20)")
     p.add_argument("--watch", action="store_true", help="follow it to its verdict")
     p.add_argument("--quiet", action="store_true", help="with --watch: no live line")
     _server_flag(p)
@@ -448,7 +559,8 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
     p = test.add_parser("show", help="print a test's LLR, Elo, pentanomial and verdict")
     p.add_argument("test", metavar="ID_OR_NAME", help="the test's id, or its name")
     p.add_argument("--pairs", action="store_true",
-                   help="also list every counted pair: its board, score, LLR and two games")
+                   help="also list every settled pair: its board, score (or why it is "
+                        "void), LLR and two games")
     _server_flag(p)
     _admin_flag(p, "shows the seed of a running test")
     p.set_defaults(run=_run_show)

@@ -39,10 +39,13 @@ _STATUS: dict[str, change_pb2.TestStatus.ValueType] = {
 }
 _STATUS_NAME = {v: k for k, v in _STATUS.items()}
 _VERDICT = {"pending": change_pb2.TEST_VERDICT_PENDING, "H0": change_pb2.TEST_VERDICT_H0,
-            "H1": change_pb2.TEST_VERDICT_H1}
+            "H1": change_pb2.TEST_VERDICT_H1, change.FORFEITS: change_pb2.TEST_VERDICT_FORFEITS}
 _OUTCOME = {"H0": change_pb2.TEST_OUTCOME_H0, "H1": change_pb2.TEST_OUTCOME_H1,
             "limit": change_pb2.TEST_OUTCOME_LIMIT, "stopped": change_pb2.TEST_OUTCOME_STOPPED,
-            "done": change_pb2.TEST_OUTCOME_DONE}
+            "done": change_pb2.TEST_OUTCOME_DONE,
+            change.FORFEITS: change_pb2.TEST_OUTCOME_FORFEITS}
+_SIDE = {"candidate": change_pb2.TEST_SIDE_CANDIDATE, "baseline": change_pb2.TEST_SIDE_BASELINE,
+         "opponent": change_pb2.TEST_SIDE_OPPONENT, "stack": change_pb2.TEST_SIDE_STACK}
 _POOL = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
 
 
@@ -88,6 +91,9 @@ def spec_request_from_pb(pb: change_pb2.TestSpec) -> dict[str, Any]:
         "clock": wire.clock_from_pb(pb.clock if pb.HasField("clock") else None),
         "faults": wire.faults_from_pb(pb.faults if pb.HasField("faults") else None),
         "seed": pb.seed if pb.HasField("seed") else None,
+        "void_streak": pb.void_streak if pb.HasField("void_streak") else 3,
+        "void_share": pb.void_share if pb.HasField("void_share") else 0.05,
+        "void_after": pb.void_share_after if pb.HasField("void_share_after") else 20,
     }
     for name in ("candidate", "baseline"):
         if not out[name]:
@@ -102,13 +108,18 @@ def progress_to_pb(spec: ChangeSpec, state: Mapping[str, Any] | None
     judge = judge_of(spec)
     p = change.progress(spec, state, judge)
     est = estimate(p.counts, spec.players)
+    sequential = spec.sequential or p.verdict == change.FORFEITS
     pb = change_pb2.TestProgress(
         games=p.games, pairs=p.pairs, pairs_in_flight=p.in_flight,
         pentanomial=pentanomial(p.counts), between=shared(p.counts), llr=p.llr,
         llr_lower=judge.lower, llr_upper=judge.upper,
-        verdict=_VERDICT[p.verdict] if spec.sequential else change_pb2.TEST_VERDICT_UNSPECIFIED,
+        verdict=_VERDICT[p.verdict] if sequential else change_pb2.TEST_VERDICT_UNSPECIFIED,
         verdict_pairs=p.verdict_pairs, elo=p.elo, elo_low=p.elo_low, elo_high=p.elo_high,
-        los=est.los, score=est.score)
+        los=est.los, score=est.score, pairs_void=p.void,
+        voids=[change_pb2.TestVoidCount(side=_SIDE[side], reason=reason, pairs=n)
+               for side, reason, n in p.voids],
+        verdict_reason=p.halt, verdict_side=_side(p.halt_side),
+        verdict_llr=p.verdict_llr)
     if p.outcome:
         pb.outcome = _OUTCOME[p.outcome]
     return pb
@@ -123,24 +134,29 @@ def _spec_to_pb(test: ChangeTestSpec, spec: ChangeSpec, reveal: bool) -> change_
         fixed_games=spec.fixed_games, in_flight=spec.in_flight,
         rules={k: str(v).lower() if isinstance(v, bool) else str(v)
                for k, v in test.rules.options().items()},
-        clock=wire.clock_to_pb(test.clock), faults=wire.faults_to_pb(test.faults))
+        clock=wire.clock_to_pb(test.clock), faults=wire.faults_to_pb(test.faults),
+        void_streak=spec.void_streak, void_share=spec.void_share,
+        void_share_after=spec.void_after)
     if reveal:
         pb.seed = spec.seed
     return pb
 
 
 def test_to_pb(test: ChangeTestSpec, info: TournamentInfo, state: Mapping[str, Any] | None,
-               reveal: bool) -> change_pb2.Test:
+               reveal: bool, stop_asked: bool = False) -> change_pb2.Test:
     """A stored test as a message: `state` is the scheduler's stored state (None before
     its first step); `reveal` shows the seed (organisers, or a test that is over)."""
     spec = ChangeSpec.from_json(test.plan)
     plan = None if state is None else state.get("plan")
+    waiting = [] if info.status != TournamentStatus.RUNNING or not plan else [
+        test.name_of(str(b)) for b in plan.get("waiting", [])]
     pb = change_pb2.Test(
         test_id=test.test_id, spec=_spec_to_pb(test, spec, reveal),
         status=_STATUS[info.status], progress=progress_to_pb(spec, plan),
         names=[test.name_of(b) for b in (spec.candidate, spec.baseline, *spec.opponents)],
         games_total=info.total or 2 * spec.boards, error=info.error,
-        notes=change.notes(spec), boards_redealt=info.redealt)
+        notes=change.notes(spec), boards_redealt=info.redealt, waiting_for=waiting,
+        stop_asked=stop_asked)
     if info.created_at is not None:
         pb.created_at.CopyFrom(_timestamp(info.created_at))
     if info.finished_at is not None:
@@ -148,19 +164,30 @@ def test_to_pb(test: ChangeTestSpec, info: TournamentInfo, state: Mapping[str, A
     return pb
 
 
+def _voids_to_pb(voids: Any) -> list[change_pb2.TestVoid]:
+    return [change_pb2.TestVoid(side=_side(str(side)), reason=str(reason), match_id=str(mid))
+            for side, reason, mid in voids or ()]
+
+
+def _side(name: str) -> change_pb2.TestSide.ValueType:
+    return _SIDE.get(name, change_pb2.TEST_SIDE_UNSPECIFIED)
+
+
 def pair_to_pb(pair: Mapping[str, Any]) -> change_pb2.TestPair:
-    """A stored pair (`store.changes.pairs`) as a message; boards count from 1."""
+    """A stored pair (`store.changes.pairs`) as a message; boards count from 1; a void
+    pair with its `voids` and `eighths` 0."""
     return change_pb2.TestPair(
         board=int(pair["board"]) + 1, board_id=str(pair["board_id"]),
         candidate_match_id=str(pair["candidate_match_id"]),
-        baseline_match_id=str(pair["baseline_match_id"]), eighths=int(pair["eighths"]),
-        llr=float(pair["llr"]))
+        baseline_match_id=str(pair["baseline_match_id"]),
+        eighths=int(pair.get("eighths") or 0), llr=float(pair["llr"]),
+        voids=_voids_to_pb(pair.get("voids")))
 
 
 def test_event_to_pb(sequence: int, event: Message, test: change_pb2.Test | None
                      ) -> change_pb2.WatchTestResponse | None:
     """One stored event of a test as a watch message (None for a kind a test does not
-    show); `test` is the test now, attached to pair and end events."""
+    show); `test` is the test now, attached to pair, waiting and end events."""
     pb = change_pb2.WatchTestResponse(sequence=sequence)
     when = getattr(event, "time", 0.0)
     if when:
@@ -181,6 +208,23 @@ def test_event_to_pb(sequence: int, event: Message, test: change_pb2.Test | None
             llr=event.llr))
         if test is not None:
             pb.pair_counted.test.CopyFrom(test)
+    elif isinstance(event, messages.PairVoided):
+        pb.pair_voided.pair.CopyFrom(change_pb2.TestPair(
+            board=event.board, board_id=event.board_id,
+            candidate_match_id=event.candidate_match_id,
+            baseline_match_id=event.baseline_match_id, llr=event.llr,
+            voids=_voids_to_pb(event.voids)))
+        if test is not None:
+            pb.pair_voided.test.CopyFrom(test)
+    elif isinstance(event, messages.WaitingChanged):
+        pb.waiting_changed.SetInParent()
+        if test is not None:
+            pb.waiting_changed.test.CopyFrom(test)
+            names = dict(zip((test.spec.candidate, test.spec.baseline, *test.spec.opponents),
+                             test.names, strict=False))
+            pb.waiting_changed.waiting_for.extend(names.get(b, b) for b in event.bot_ids)
+        else:
+            pb.waiting_changed.waiting_for.extend(event.bot_ids)
     elif isinstance(event, messages.TournamentFinished):
         if test is not None:
             pb.test_finished.test.CopyFrom(test)

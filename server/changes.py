@@ -22,7 +22,7 @@ from store import matches as store_matches
 from store import tournaments as store_t
 from store.changes import ChangeTestSpec
 from store.errors import FailedPrecondition, InvalidArgument, OutOfRange
-from store.messages import Message, PairCounted, TournamentFinished
+from store.messages import Message, PairCounted, PairVoided, TournamentFinished, WaitingChanged
 from store.records import check_seating
 from store.refs import EventRef
 from store.status import TournamentStatus
@@ -43,9 +43,17 @@ def _test(r: redis.Redis, test_id: str, reveal_to_organiser: bool) -> change_pb2
     sequence = events.newest_seq(r, test_id)  # first: what is read after is no older
     info = store_t.info(r, test_id)
     reveal = reveal_to_organiser or info.status == TournamentStatus.FINISHED
-    pb = change_wire.test_to_pb(test, info, store_t.state(r, test_id), reveal)
+    pb = change_wire.test_to_pb(test, info, store_t.state(r, test_id), reveal,
+                                store_changes.stop_asked(r, test_id))
     pb.sequence = sequence
     return pb
+
+
+def _offline(r: redis.Redis, test: ChangeTestSpec) -> list[str]:
+    """The names of the test's remote bots (C, B, opponents) not connected now."""
+    spec = ChangeSpec.from_json(test.plan)
+    bots = list(dict.fromkeys((spec.candidate, spec.baseline, *spec.opponents)))
+    return [test.name_of(b) for b in store_changes.offline(r, bots)]
 
 
 def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
@@ -67,7 +75,9 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
         baseline=baseline.bot_id, opponents=tuple(b.bot_id for b in opponents), seed=seed,
         elo0=fields["elo0"], elo1=fields["elo1"], alpha=fields["alpha"], beta=fields["beta"],
         max_games=fields["max_games"], fixed_games=fields["fixed_games"],
-        in_flight=fields["in_flight"], trust_opponents=fields["trust_opponents"])
+        in_flight=fields["in_flight"], trust_opponents=fields["trust_opponents"],
+        void_streak=fields["void_streak"], void_share=fields["void_share"],
+        void_after=fields["void_after"])
     for board in range(8):  # every seating of C and of B (3p rotates over six, 2v2 eight)
         for game in board_games(spec, board, lambda _: 0):
             check_seating(players, game.bot_ids)
@@ -109,9 +119,14 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         test_id = ids.new_test_id()
         seed = secrets.randbits(63) if fields["seed"] is None else fields["seed"]
         spec = await self.reads.run(_checked, fields, test_id, seed)
+        offline = await self.reads.run(_offline, spec)
+        if offline and request.require_online:
+            raise FailedPrecondition(
+                f"require_online: not connected now: {', '.join(offline)}; nothing created "
+                "(start them with moonshot bot run)")
         await self.reads.run(create_test, self.rq_conn, spec)
         test = await self.reads.run(_test, test_id, True)
-        return change_pb2.CreateTestResponse(test_id=test_id, test=test)
+        return change_pb2.CreateTestResponse(test_id=test_id, test=test, offline=offline)
 
     @unary
     async def GetTest(
@@ -197,7 +212,8 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
 
         async for batch in follow(read, after, _is_end, over, _WATCH_POLL_S):
             test = None
-            if any(isinstance(e, (PairCounted, TournamentFinished)) for _, e in batch):
+            if any(isinstance(e, (PairCounted, PairVoided, WaitingChanged, TournamentFinished))
+                   for _, e in batch):
                 test = await self.watch.run(_test, test_id, organiser)
             for seq, event in batch:
                 pb = change_wire.test_event_to_pb(seq, event, test)

@@ -6,9 +6,14 @@ error: `store.tournaments.info` reads it) and its scheduling keys are a tourname
 under its own prefix (`store.keys`), so the scheduler's step, the recording of
 games, release by board, events and recovery serve it unchanged. What is a test's
 own is here: its spec (`ChangeTestSpec`: the planner's `tournaments.change.ChangeSpec`
-as JSON, plus what the stack needs to host its games), the stop request, and the
-list of counted pairs, each written once (so a step redone after a crash writes
-nothing twice).
+as JSON, plus what the stack needs to host its games), the stop request, the list of
+settled pairs (counted or void), each written once (so a step redone after a crash
+writes nothing twice), which of its remote bots are away, and its lost games.
+
+A lost game (one RQ gave up on, which fails a tournament) does not fail a test: the
+step hands it to the test's planner as failed, once (the cursor), which folds it as a
+result row of its own (`lost_row`: `end` "lost", no scores, `lost` the error), so the
+planner voids its pair; its board completes and the other game is released.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from typing import Any
 import redis
 
 from moon import Rules
+from store import bots as store_bots
 from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
-from store.records import Clock, Faults
+from store.records import Clock, Faults, MatchSpec
 from store.refs import EventRef
 
 __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
-           "pairs", "stop_asked", "write_pairs"]
+           "lost_row", "offline", "pairs", "stop_asked", "write_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +126,8 @@ def stop_asked(r: redis.Redis, test_id: str) -> bool:
 
 
 def write_pairs(r: redis.Redis, test_id: str, counted: Sequence[Mapping[str, Any]]) -> None:
-    """Add counted pairs (each with its `board`, from 0), each once: a pair written before
-    (a step redone) keeps what it has."""
+    """Add settled pairs (each with its `board`, from 0; a void one with its `voids`), each
+    once: a pair written before (a step redone) keeps what it has."""
     if not counted:
         return
     pipe = r.pipeline(transaction=False)
@@ -133,9 +139,9 @@ def write_pairs(r: redis.Redis, test_id: str, counted: Sequence[Mapping[str, Any
 
 def pairs(r: redis.Redis, test_id: str, start: int = 0, count: int | None = None
           ) -> list[dict[str, Any]]:
-    """Counted pairs in board order (the order they were counted in), from the `start`-th
-    (from 0), at most `count` of them. Pairs count in board order, so the boards counted
-    are 0, 1, 2, ... without a gap."""
+    """Settled pairs (counted, or void with their `voids`) in board order (the order they
+    settled in), from the `start`-th (from 0), at most `count` of them. Pairs settle in
+    board order, so the boards settled are 0, 1, 2, ... without a gap."""
     if count is None:
         count = int(r.hlen(keys.test_pairs(test_id))) - start
     if count <= 0:
@@ -154,3 +160,18 @@ def live_elsewhere(r: redis.Redis, test_id: str, bot_ids: Sequence[str]) -> dict
     own = f"{test_id}-"
     return {b: sum(1 for m in live if not str(m).startswith(own))
             for b, live in zip(bot_ids, pipe.execute(), strict=True)}
+
+
+def offline(r: redis.Redis, bot_ids: Sequence[str]) -> list[str]:
+    """Those of `bot_ids` with no live stream now (house bots are always there)."""
+    return [b for b in bot_ids if not store_bots.is_connected(r, b)]
+
+
+def lost_row(spec: MatchSpec, error: str) -> dict[str, Any]:
+    """The result row of a game the stack could not host: its seats, no scores, `end`
+    "lost" and `lost` the error (what `tournaments.change` voids a pair on)."""
+    return {"match_id": spec.match_id, "bot_ids": list(spec.bot_ids),
+            "players": len(spec.bot_ids), "final": [], "winner": None, "placement": [],
+            "end": "lost", "forfeit": None, "seats": list(spec.seat_names),
+            "board": str(spec.meta.get("board", "")), "unit": str(spec.meta.get("unit", "")),
+            "actions": 0, "lost": (error or "its job failed")[-300:]}

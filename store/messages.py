@@ -52,6 +52,7 @@ __all__ = [
     "Message",
     "MessageError",
     "PairCounted",
+    "PairVoided",
     "Pong",
     "Reply",
     "StandingsChanged",
@@ -59,6 +60,7 @@ __all__ = [
     "TournamentFinished",
     "TournamentMatchFinished",
     "TournamentMatchStarted",
+    "WaitingChanged",
     "decode",
     "encode",
     "families",
@@ -346,6 +348,36 @@ class PairCounted(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class PairVoided(Message):
+    """A test of a change settled a void pair: one of its games was forfeited (by the
+    candidate, the baseline or an opponent) or lost to the stack; it counts in no statistic.
+
+    `board` counts from 1; `voids` holds one [side, reason, match id] per game that voids it
+    (side: "candidate", "baseline", "opponent" or "stack"); `void` the void pairs so far,
+    this one included; `llr` the sequential test's, which it leaves as it was."""
+
+    TYPE: ClassVar[str] = "pair_voided"
+    board: int
+    board_id: str
+    candidate_match_id: str
+    baseline_match_id: str
+    voids: list[list[str]]
+    void: int
+    llr: float = 0.0
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingChanged(Message):
+    """The remote bots a test of a change waits for changed: while any is not connected no
+    new pair starts (`bot_ids` empty: it waits for nobody now)."""
+
+    TYPE: ClassVar[str] = "waiting_changed"
+    bot_ids: list[str]
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class TournamentFinished(Message):
     """The tournament (or test) finished or failed: the stream's last event."""
 
@@ -367,7 +399,7 @@ _FAMILIES: dict[str, tuple[type[Message], ...]] = {
     REPLY: (Reply,),
     LOG: (ActionEntry, ForfeitEntry, ConnectionEntry),
     TOURNAMENT: (TournamentMatchStarted, TournamentMatchFinished, StandingsChanged,
-                 TournamentFinished, PairCounted),
+                 TournamentFinished, PairCounted, PairVoided, WaitingChanged),
 }
 _BY_TYPE = {fam: {cls.TYPE: cls for cls in classes} for fam, classes in _FAMILIES.items()}
 

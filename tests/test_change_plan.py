@@ -370,3 +370,212 @@ def test_a_redone_step_opens_the_lost_runs_boards_before_folding_their_results()
     # A first step redone: its lost run's boards open whatever the capacity now.
     first = start(spec, judge, in_flight=1, created=3)
     assert len(first.games) == 6 and first.progress.in_flight == 3
+
+
+# ------------------------------------------------------------------ void pairs
+
+
+def forfeit(spec: ChangeSpec, game: Game, who: str, reason: str) -> dict[str, Any]:
+    """A result where `who` ("hero", or "opponent": the first other seat) forfeits."""
+    board = int(game.match_id.rsplit("-", 2)[1][1:]) - 1
+    hero, _ = seating(spec, board)
+    seat = hero if who == "hero" else (hero + 1) % spec.players
+    places = [1] * spec.players
+    if spec.players == 3:
+        places = [2 if s != seat else 3 for s in range(3)]
+        places[(seat + 1) % 3] = 1
+    else:
+        places = [2 if s % 2 == seat % 2 else 1 for s in range(4)]
+    return {**row(game, places), "forfeit": {"seat": seat, "reason": reason},
+            "end": "forfeit"}
+
+
+def lost(game: Game) -> dict[str, Any]:
+    """The row of a game the stack could not host (`store.changes.record_lost`)."""
+    return {**row(game, []), "lost": "its job failed after every retry", "end": "lost"}
+
+
+def settle(spec: ChangeSpec, step: change.ChangeStep, judge: Sprt,
+           make: Any) -> change.ChangeStep:
+    """Feed both games of every board in flight, `make(game)` giving each game's row (None:
+    a normal result)."""
+    rows = []
+    for key in sorted(step.state["open"], key=int):
+        for g in board_games(spec, int(key)):
+            got = make(g)
+            rows.append(got if got is not None else result_for(spec, g, 0.1))
+    return feed(spec, json.loads(json.dumps(step.state)), rows, judge)
+
+
+def test_a_forfeit_by_anyone_or_a_lost_game_voids_its_pair_and_counts_nowhere() -> None:
+    spec = spec3(in_flight=4, void_streak=0, void_share=1.0)
+    judge = judge_of(spec)
+    step = start(spec, judge)
+    why = {1: ("b", "hero", "disconnected for more than 1 s"),
+           2: ("c", "hero", "3 strikes (late or illegal answers)"),
+           3: ("b", "opponent", "disconnected for more than 1 s")}
+
+    def make(g: Game) -> dict[str, Any] | None:
+        board = int(g.match_id.rsplit("-", 2)[1][1:]) - 1
+        if board == 0 and g.match_id.endswith("-c"):
+            return lost(g)
+        if board in why and g.match_id.endswith(f"-{why[board][0]}"):
+            return forfeit(spec, g, why[board][1], why[board][2])
+        return None
+
+    done = settle(spec, step, judge, make)
+    assert [p.board for p in done.counted] == [0, 1, 2, 3]  # settled in board order
+    assert all(not p.counted and p.eighths is None for p in done.counted)
+    assert [p.voids for p in done.counted] == [
+        (("stack", change.LOST, "x-1-p1-c"),),
+        (("baseline", "disconnected for more than 1 s", "x-1-p2-b"),),
+        (("candidate", "3 strikes (late or illegal answers)", "x-1-p3-c"),),
+        (("opponent", "disconnected for more than 1 s", "x-1-p4-b"),)]
+    p = done.progress
+    assert p.pairs == 0 and p.void == 4 and p.settled == 4 and sum(p.counts) == 0
+    assert p.llr == 0.0 and p.verdict == "pending" and p.games == 8
+    assert p.voids == (("candidate", "3 strikes (late or illegal answers)", 1),
+                       ("baseline", "disconnected for more than 1 s", 1),
+                       ("opponent", "disconnected for more than 1 s", 1),
+                       ("stack", change.LOST, 1))
+    assert sorted(done.released) == [f"x-1/p{k}" for k in range(1, 5)]  # every board freed
+    assert len(done.games) == 8  # the next four pairs start
+    # A void result given again (a step redone) counts nothing twice.
+    again = feed(spec, done.state, [lost(board_games(spec, 0)[0])], judge)
+    assert again.unknown == ["x-1-p1-c"] and again.progress.void == 4
+
+
+def test_void_pairs_leave_the_counted_pairs_and_the_llr_as_they_were() -> None:
+    spec = spec3(in_flight=3, void_streak=0, void_share=1.0)
+    judge = judge_of(spec)
+    plain = settle(spec, start(spec, judge), judge, lambda g: None)
+    step = start(spec, judge)
+    voided = settle(spec, step, judge, lambda g: forfeit(spec, g, "hero", "x")
+                    if g.match_id == "x-1-p2-b" else None)
+    assert voided.progress.pairs == 2 and voided.progress.void == 1
+    kept = [p for p in plain.counted if p.board != 1]
+    assert [(p.board, p.eighths) for p in voided.counted if p.counted] == \
+        [(p.board, p.eighths) for p in kept]
+    assert voided.progress.counts == counts_of([p.eighths for p in kept if p.eighths is not None])
+    assert voided.progress.llr == pytest.approx(judge.llr(voided.progress.counts))
+
+
+def test_three_void_pairs_in_a_row_by_one_side_stop_the_test_with_its_own_verdict() -> None:
+    spec = spec3(in_flight=4)
+    judge = judge_of(spec)
+    step = settle(spec, start(spec, judge), judge, lambda g: None)  # four counted pairs
+    assert step.progress.pairs == 4
+    # The baseline forfeits boards 5, 6, 7 (the candidate's game of board 6 too: it counts
+    # for both sides); board 8 counts.
+    bad = {"x-1-p5-b", "x-1-p6-b", "x-1-p7-b", "x-1-p6-c"}
+    done = settle(spec, step, judge, lambda g: forfeit(
+        spec, g, "hero", "disconnected for more than 1 s") if g.match_id in bad else None)
+    p = done.progress
+    assert p.verdict == change.FORFEITS and p.verdict_pairs == 4 and p.halt_side == "baseline"
+    assert p.halt == "the baseline forfeited 3 pairs in a row: disconnected for more than 1 s"
+    assert p.void == 3 and p.pairs == 5  # board 8 finished after the stop: shown, counted
+    assert done.games == [] and p.finished and p.outcome == change.FORFEITS
+    assert p.voids == (("candidate", "disconnected for more than 1 s", 1),
+                       ("baseline", "disconnected for more than 1 s", 3))
+
+
+def test_more_than_the_share_of_void_pairs_stops_once_enough_pairs_settled() -> None:
+    spec = spec3(in_flight=1, void_streak=0, fixed_games=60)  # no H0 or H1 in the way
+    judge = judge_of(spec)
+    step = start(spec, judge)
+    for board in range(30):
+        step = settle(spec, step, judge, lambda g, b=board: lost(g)
+                      if b in (4, 11) and g.match_id.endswith("-c") else None)
+        if step.progress.verdict != "pending":
+            break
+    # 2 of 19 settled is over 5%, but the share counts from 20 pairs on: the 20th stops it.
+    p = step.progress
+    assert p.settled == 20 and p.verdict == change.FORFEITS and p.pairs == 18
+    assert p.halt == f"the stack lost 2 of 20 pairs: a game {change.LOST}"
+    assert p.finished and step.games == []
+    # One void pair in 20 (5%) is not more than 5%.
+    spec2 = spec3(in_flight=1, void_streak=0, fixed_games=60)
+    step = start(spec2, judge)
+    for board in range(30):
+        step = settle(spec2, step, judge, lambda g, b=board: lost(g)
+                      if b == 4 and g.match_id.endswith("-c") else None)
+    assert step.progress.verdict == "pending" and step.progress.settled == 30
+
+
+def test_a_verdict_reached_first_stays_and_thresholds_can_be_switched_off() -> None:
+    spec = spec3(in_flight=2, elo0=0.0, elo1=40.0)
+    judge = judge_of(spec)
+    _, last, _ = drive(spec, edge=0.35, seed=1, shuffle=False)
+    assert last.progress.verdict == "H1"
+    assert last.progress.verdict_llr >= judge.upper
+    state = json.loads(json.dumps(last.state))
+    state["open"] = {"99": [-1, -1], "100": [-1, -1], "101": [-1, -1]}  # as if in flight
+    state["settled"] = state["next"] = 99
+    rows = [forfeit(spec, g, "hero", "gone") for b in (99, 100, 101)
+            for g in board_games(spec, b)]
+    after = feed(spec, state, rows, judge)
+    assert after.progress.verdict == "H1" and after.progress.void == 3 and not after.games
+    never = spec3(void_streak=0, void_share=1.0)
+    assert "for no number of void pairs" in change.notes(never)[-1]
+    assert "after 3 void pairs in a row by one side or once one side voided more than 5% " \
+        "of the pairs, from 20 pairs on" in change.notes(spec3())[-1]
+
+
+def test_no_pair_starts_while_a_bot_is_away_and_the_state_says_whom_it_waits_for() -> None:
+    spec = spec3(in_flight=2)
+    judge = judge_of(spec)
+    step = start(spec, judge, offline=["b-old"])
+    assert step.games == [] and step.progress.waiting == ("b-old",)
+    assert step.state["waits"] == 1
+    same = feed(spec, step.state, [], judge, offline=["b-old"])
+    assert same.games == [] and same.state == step.state  # nothing changed: nothing to save
+    back = feed(spec, same.state, [], judge)
+    assert len(back.games) == 4 and back.progress.waiting == () and back.state["waits"] == 2
+    # Away with pairs in flight: they finish and settle; no new one starts.
+    away = feed(spec, back.state, [result_for(spec, g, 0.0) for g in back.games[:2]], judge,
+                offline=["b-new", "b-old"])
+    assert away.progress.pairs == 1 and away.games == []
+    assert away.progress.waiting == ("b-new", "b-old")
+    # A test that starts nothing any more waits for nobody.
+    stopped = stop(spec, away.state, judge)
+    assert stopped.progress.waiting == ()
+
+
+def test_a_state_stored_before_void_pairs_reads_and_steps() -> None:
+    spec = spec3(in_flight=2)
+    judge = judge_of(spec)
+    step = settle(spec, start(spec, judge), judge, lambda g: None)
+    old = {k: v for k, v in step.state.items() if k in (
+        "next", "counted", "open", "counts", "games", "llr", "verdict", "verdict_pairs",
+        "stopped")}
+    assert change.progress(spec, old, judge).pairs == 2
+    again = settle(spec, feed(spec, old, [], judge), judge, lambda g: None)
+    assert again.progress.pairs == 4 and [p.board for p in again.counted] == [2, 3]
+
+
+def test_void_thresholds_are_checked() -> None:
+    with pytest.raises(InvalidArgument, match="void_share must be in"):
+        spec3(void_share=0.0)
+    with pytest.raises(InvalidArgument, match="void_after"):
+        spec3(void_after=0)
+    with pytest.raises(InvalidArgument, match="void_streak"):
+        spec3(void_streak=-1)
+    assert ChangeSpec.from_json(spec3(void_streak=5, void_share=0.1).to_json()) == \
+        spec3(void_streak=5, void_share=0.1)
+    old = json.loads(spec3().to_json())
+    for k in ("void_streak", "void_share", "void_after"):
+        del old[k]
+    assert ChangeSpec.from_json(json.dumps(old)) == spec3()
+
+
+@pytest.mark.parametrize("make", [spec3, spec4])
+def test_roles_name_every_seat_as_seating_places_it(make: Any) -> None:
+    spec = make(opponents=("house:a", "house:b") if make is spec3 else
+                ("house:a", "house:b", "house:c"))
+    names = dict(zip(("opponent 1", "opponent 2") if make is spec3 else
+                     ("partner", "opponent 1", "opponent 2"), spec.opponents, strict=True))
+    for board in range(12):
+        hero, seats = seating(spec, board)
+        got = change.roles(spec, board)
+        assert got[hero] == "hero"
+        assert all(names[got[s]] == seats[s] for s in range(spec.players) if s != hero)

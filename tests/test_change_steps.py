@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import redis
+from rq.job import Job, JobStatus
 
 from clients.redisproc import RedisServer
 from moon import Rules
@@ -28,6 +29,7 @@ from tournaments.change import ChangeSpec, board_games, seating
 from tournaments.plan import derive_seed
 from workers.changes import capacity
 from workers.queues import create_test, rq_connection
+from workers.recovery import nudge, recover
 from workers.scheduler import advance
 
 _URLS = [""]
@@ -40,11 +42,23 @@ def r(tmp_path: Path) -> Iterator[redis.Redis]:
         yield bots.connect(srv.url)
 
 
-def _make(r: redis.Redis, candidate: str = "", baseline: str = "", **plan: Any) -> ChangeSpec:
+def _online(r: redis.Redis, *bot_ids: str, up: bool = True) -> None:
+    """Mark bots connected (a live stream's presence, as the referee writes it) or not."""
+    for bot in bot_ids:
+        if up:
+            r.zadd(keys.presence(bot), {"test-stream": time.time() + 3600})
+        else:
+            r.delete(keys.presence(bot))
+
+
+def _make(r: redis.Redis, candidate: str = "", baseline: str = "", online: bool = True,
+          **plan: Any) -> ChangeSpec:
     """A stored 3p test of two registered bots (or those given) against house opponents,
-    its first step taken."""
+    its first step taken; the bots connected unless not `online`."""
     c = candidate or bots.register_bot(r, f"c{time.monotonic_ns()}")[0].bot_id
     b = baseline or bots.register_bot(r, f"b{time.monotonic_ns()}")[0].bot_id
+    if online:
+        _online(r, c, b)
     plan.setdefault("in_flight", 2)
     spec = ChangeSpec(test_id=ids.new_test_id(), players=3, candidate=c, baseline=b,
                       opponents=("house:greedy", "house:random"), seed=plan.pop("seed", 7),
@@ -62,9 +76,10 @@ def _games(r: redis.Redis, spec: ChangeSpec) -> list[str]:
 
 
 def _finish(r: redis.Redis, spec: ChangeSpec, board: int, role: str, place: int,
-            step: bool = True) -> None:
-    """Record game `role` ("c" or "b") of board `board` (from 1), the hero in `place`, then
-    take a step (unless not `step`), as the match host and the scheduler's job would."""
+            step: bool = True, forfeit: str = "") -> None:
+    """Record game `role` ("c" or "b") of board `board` (from 1), the hero in `place` (and
+    forfeiting for `forfeit`, if given), then take a step (unless not `step`), as the
+    match host and the scheduler's job would."""
     mid = f"{spec.test_id}-p{board}-{role}"
     mspec = store_matches.load_spec(r, mid)
     hero, _ = seating(spec, board - 1)
@@ -75,7 +90,9 @@ def _finish(r: redis.Redis, spec: ChangeSpec, board: int, role: str, place: int,
         placement[seat] = p
     final = [30 - 10 * p for p in placement]
     result = {"final": final, "winner": placement.index(1), "placement": placement,
-              "end": "normal", "forfeit": None, "seats": list(mspec.seat_names)}
+              "end": "forfeit" if forfeit else "normal",
+              "forfeit": {"seat": hero, "reason": forfeit} if forfeit else None,
+              "seats": list(mspec.seat_names)}
     row = result_row(mid, mspec.bot_ids, result, str(mspec.meta["board"]),
                      str(mspec.meta["unit"]))
     store_matches.finish(r, mid, mspec.bot_ids, row, time.time())
@@ -292,3 +309,105 @@ def test_c_and_b_are_never_dealt_a_board_twice(r: redis.Redis) -> None:
     cg, bg = (store_matches.load_spec(r, g.match_id) for g in board_games(spec, 0))
     assert cg.seed == bg.seed == deals.deal_seed(deals.board_secret(r), planned, 1)
     assert store_t.info(r, third_id).redealt == 1
+
+
+def test_a_forfeit_voids_its_pair_which_is_shown_released_and_counted_nowhere(
+        r: redis.Redis) -> None:
+    spec = _make(r, in_flight=2)
+    _finish(r, spec, 1, "c", 1)
+    _finish(r, spec, 1, "b", 3, forfeit="disconnected for more than 1 s")
+    plan = _plan(r, spec)
+    assert plan["counted"] == 0 and plan["void"] == 1 and plan["settled"] == 1
+    assert sum(plan["counts"]) == 0 and plan["llr"] == 0.0
+    assert plan["voids"] == {"baseline": {"disconnected for more than 1 s": 1}}
+    (pair,) = store_changes.pairs(r, spec.test_id)
+    assert pair["eighths"] is None and pair["voids"] == [
+        ["baseline", "disconnected for more than 1 s", f"{spec.test_id}-p1-b"]]
+    for role in "cb":  # the board is released all the same
+        assert store_matches.get_match(r, f"{spec.test_id}-p1-{role}").released
+    assert len(_games(r, spec)) == 6  # the test goes on: a new pair started
+    _finish(r, spec, 2, "c", 1)
+    _finish(r, spec, 2, "b", 2)
+    advance(r, rq_connection(_URLS[0]), EventRef.test(spec.test_id))  # redone: nothing twice
+    plan = _plan(r, spec)
+    assert plan["counted"] == 1 and plan["void"] == 1
+    assert [(p["board"], p["eighths"]) for p in store_changes.pairs(r, spec.test_id)] == \
+        [(0, None), (1, 6)]
+    seen = [e for _, e in events.read_after(r, spec.test_id, 0)]
+    voided = [e for e in seen if e.TYPE == "pair_voided"]
+    assert [(e.board, e.void) for e in voided] == [(1, 1)]
+    assert [(e.board, e.pairs) for e in seen if e.TYPE == "pair_counted"] == [(2, 1)]
+
+
+def test_three_forfeits_in_a_row_stop_the_test_with_its_own_verdict(r: redis.Redis) -> None:
+    spec = _make(r, in_flight=3)
+    for k in (1, 2, 3):
+        _finish(r, spec, k, "c", 2)
+        _finish(r, spec, k, "b", 3, forfeit="3 strikes (late or illegal answers)")
+    plan = _plan(r, spec)
+    assert plan["verdict"] == "forfeits" and plan["halt"]["side"] == "baseline"
+    created = len(_games(r, spec))
+    for k in range(4, created // 2 + 1):  # the pairs in flight finish and show
+        _finish(r, spec, k, "c", 1)
+        _finish(r, spec, k, "b", 2)
+    assert len(_games(r, spec)) == created
+    assert store_t.info(r, spec.test_id).status == TournamentStatus.FINISHED
+    assert _plan(r, spec)["verdict"] == "forfeits"
+
+
+def test_a_game_the_stack_cannot_host_voids_its_pair_and_the_test_goes_on(
+        r: redis.Redis) -> None:
+    """RQ gave up on B's game of board 1: a tournament would fail; the test records it as
+    lost, voids the pair, releases the board once C's game is done, and goes on."""
+    spec = _make(r, in_flight=2)
+    rq_conn = rq_connection(_URLS[0])
+    lost = f"{spec.test_id}-p1-b"
+    Job.fetch(f"match-{lost}", connection=rq_conn).set_status(JobStatus.FAILED)
+    assert recover(r, rq_conn)["failed"] == [lost]
+    advance(r, rq_conn, EventRef.test(spec.test_id))
+    assert store_t.info(r, spec.test_id).status == TournamentStatus.RUNNING
+    assert r.zscore(keys.tournament_recorded(spec.test_id), lost) is not None
+    assert not store_matches.get_match(r, lost).released  # C's game is still in play
+    _finish(r, spec, 1, "c", 1)
+    plan = _plan(r, spec)
+    assert plan["void"] == 1 and plan["counted"] == 0
+    assert plan["voids"] == {"stack": {"could not be hosted": 1}}
+    for role in "cb":
+        assert store_matches.get_match(r, f"{spec.test_id}-p1-{role}").released
+    assert len(_games(r, spec)) == 6  # a new pair started
+    advance(r, rq_conn, EventRef.test(spec.test_id))  # again: the lost game counts once
+    assert _plan(r, spec)["void"] == 1 and _plan(r, spec)["games"] == 2
+    assert store_t.info(r, spec.test_id).status == TournamentStatus.RUNNING
+    seen = [e for _, e in events.read_after(r, spec.test_id, 0)]
+    assert [e.voids for e in seen if e.TYPE == "pair_voided"] == [
+        [["stack", "could not be hosted", lost]]]
+
+
+def test_no_pair_starts_while_the_baseline_is_away_and_recovery_wakes_the_test(
+        r: redis.Redis) -> None:
+    spec = _make(r, online=False)
+    rq_conn = rq_connection(_URLS[0])
+    assert _games(r, spec) == []
+    assert _plan(r, spec)["waiting"] == sorted([spec.candidate, spec.baseline])
+    # Nothing in flight: recovery nudges it (every NUDGE_S on a worker); B still away.
+    _online(r, spec.candidate)
+    assert f"test:{spec.test_id}" in nudge(r, rq_conn)
+    advance(r, rq_conn, EventRef.test(spec.test_id))
+    assert _games(r, spec) == [] and _plan(r, spec)["waiting"] == [spec.baseline]
+    advance(r, rq_conn, EventRef.test(spec.test_id))
+    assert _plan(r, spec)["waits"] == 2
+    _online(r, spec.baseline)
+    assert f"test:{spec.test_id}" in nudge(r, rq_conn)
+    advance(r, rq_conn, EventRef.test(spec.test_id))
+    assert len(_games(r, spec)) == 4 and _plan(r, spec)["waiting"] == []
+    # Away again mid-test: the pairs in flight finish, none starts, the test waits.
+    _online(r, spec.baseline, up=False)
+    for k in (1, 2):
+        _finish(r, spec, k, "c", 1)
+        _finish(r, spec, k, "b", 2)
+    assert len(_games(r, spec)) == 4 and _plan(r, spec)["counted"] == 2
+    assert _plan(r, spec)["waiting"] == [spec.baseline]
+    assert f"test:{spec.test_id}" in nudge(r, rq_conn)
+    seen = [e for _, e in events.read_after(r, spec.test_id, 0)]
+    assert [e.bot_ids for e in seen if e.TYPE == "waiting_changed"] == [
+        sorted([spec.candidate, spec.baseline]), [spec.baseline], [], [spec.baseline]]

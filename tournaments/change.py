@@ -29,6 +29,20 @@ machinery can drive it; `stop` ends it early. The rules of the state machine:
   LLR, estimate) but do not change the verdict.
 - A fixed-games test (`fixed_games` > 0) plays that many games and asks only
   for the estimate.
+- A pair settles (in board order) once both its games are done. It is *void*
+  when one of its games was forfeited (by C, by B or by an opponent: any
+  reason, strikes or a disconnection) or lost to a failure of the stack (a row
+  with `lost`, a game no worker could host): it is shown with who and why but
+  enters no statistic (pentanomial, LLR, estimate). An opponent's forfeit voids
+  the pair too: it ends one game early on placements the hero's play did not
+  decide, so the two games of the board no longer compare C with B.
+- Past a threshold (`void_streak` void pairs in a row by one side, or more than
+  `void_share` of the pairs settled once `void_after` have) the test stops
+  with the verdict `forfeits` (never H0 or H1): its own words say who and why
+  (`halt_text`). Sides: the candidate, the baseline, the opponents, the stack.
+- `offline` (remote bots not connected now, from the caller) holds new pairs
+  back: while one of them is away no pair starts and the state says whom the
+  test waits for (`waiting`, and `waits` counts the changes, for events).
 
 The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`,
 which `tournaments/` cannot import (the layout puts `ratings/` below it).
@@ -56,9 +70,12 @@ from store.results import game_quarters
 from tournaments.plan import Game, board_id, derive_seed
 
 __all__ = [
+    "FORFEITS",
     "HOUSE_PREFIX",
+    "LOST",
     "MAX_GAMES",
     "MAX_IN_FLIGHT",
+    "SIDES",
     "WINDOW",
     "BoardSeeds",
     "ChangeSpec",
@@ -69,10 +86,12 @@ __all__ = [
     "Progress",
     "board_games",
     "feed",
+    "halt_text",
     "is_house",
     "notes",
     "plan",
     "progress",
+    "roles",
     "seating",
     "spec_seeds",
     "start",
@@ -84,6 +103,9 @@ MAX_GAMES = 1_000_000
 MAX_IN_FLIGHT = 10_000
 WINDOW = 4  # boards started past the oldest uncounted board, per pair allowed in flight
 PENDING = "pending"
+FORFEITS = "forfeits"  # the verdict of a test stopped by its void pairs
+SIDES = ("candidate", "baseline", "opponent", "stack")  # who voided a pair
+LOST = "could not be hosted"  # the reason of a game lost to the stack
 
 BoardSeeds = Callable[[str], int]
 
@@ -142,6 +164,8 @@ class ChangeSpec:
     them to keep no memory between games (they see every board twice). `elo0`, `elo1`,
     `alpha`, `beta` are the sequential test's (`ratings.sprt`); `max_games` caps it;
     `fixed_games` > 0 plays exactly that many games instead, for an estimate.
+    `void_streak` (0: never), `void_share` (1: never) and `void_after` are the
+    thresholds of void pairs that stop the test with the verdict `forfeits`.
     """
 
     test_id: str
@@ -158,6 +182,9 @@ class ChangeSpec:
     fixed_games: int = 0
     in_flight: int = 16
     trust_opponents: bool = False
+    void_streak: int = 3
+    void_share: float = 0.05
+    void_after: int = 20
 
     def __post_init__(self) -> None:
         if not isinstance(self.test_id, str) or not self.test_id:
@@ -190,6 +217,11 @@ class ChangeSpec:
         _count("in_flight", self.in_flight, 1, MAX_IN_FLIGHT)
         if not isinstance(self.trust_opponents, bool):
             raise InvalidArgument("trust_opponents must be true or false")
+        _count("void_streak", self.void_streak, 0, MAX_GAMES)
+        if not 0 < _number("void_share", self.void_share) <= 1:
+            raise InvalidArgument(f"void_share must be in (0, 1] (1: never), "
+                                  f"got {self.void_share}")
+        _count("void_after", self.void_after, 1, MAX_GAMES)
 
     def _check_opponents(self) -> None:
         need = 2 if self.players == 3 else 3
@@ -241,11 +273,14 @@ class ChangeSpec:
             "elo0": self.elo0, "elo1": self.elo1, "alpha": self.alpha, "beta": self.beta,
             "max_games": self.max_games, "fixed_games": self.fixed_games,
             "in_flight": self.in_flight, "trust_opponents": self.trust_opponents,
+            "void_streak": self.void_streak, "void_share": self.void_share,
+            "void_after": self.void_after,
         }, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> ChangeSpec:
-        """Inverse of `to_json`."""
+        """Inverse of `to_json` (a spec stored before the void thresholds gets their
+        defaults)."""
         d = json.loads(text)
         return ChangeSpec(**{**d, "opponents": tuple(d["opponents"])})
 
@@ -259,7 +294,21 @@ def notes(spec: ChangeSpec) -> list[str]:
     if remote:
         out.append(f"the opponents {', '.join(remote)} are not house bots: they play every "
                    "board twice, and the organiser trusts them to keep no memory between games")
+    out.append("a pair in which the candidate, the baseline or an opponent forfeits, or a game "
+               "the stack could not host, is void: shown with its reason, counted in no "
+               f"statistic; the test stops {_thresholds(spec)}")
     return out
+
+
+def _thresholds(spec: ChangeSpec) -> str:
+    """When void pairs stop a test, in words."""
+    parts = []
+    if spec.void_streak:
+        parts.append(f"after {spec.void_streak} void pairs in a row by one side")
+    if spec.void_share < 1:
+        parts.append(f"once one side voided more than {100 * spec.void_share:g}% of the pairs, "
+                     f"from {spec.void_after} pairs on")
+    return " or ".join(parts) or "for no number of void pairs (no threshold set)"
 
 
 # ------------------------------------------------------------------ boards
@@ -270,20 +319,37 @@ def spec_seeds(spec: ChangeSpec) -> BoardSeeds:
     return lambda board: derive_seed(spec.seed, board)
 
 
-def seating(spec: ChangeSpec, board: int) -> tuple[int, tuple[str, ...]]:
-    """The seat C/B holds on board `board` (from 0), and every seat's bot with "" there."""
-    o = spec.opponents
-    seats = [""] * spec.players
+def _layout(spec: ChangeSpec, board: int) -> tuple[int, list[int]]:
+    """The seat C/B holds on board `board` (from 0), and the index in `spec.opponents` of
+    the bot at every seat (-1 at C/B's)."""
+    at = [-1] * spec.players
     if spec.players == 3:
         hero = board % 3
-        first, second = (o[1], o[0]) if (board // 3) % 2 else (o[0], o[1])
-        seats[(hero + 1) % 3], seats[(hero + 2) % 3] = first, second
-        return hero, tuple(seats)
+        first, second = (1, 0) if (board // 3) % 2 else (0, 1)
+        at[(hero + 1) % 3], at[(hero + 2) % 3] = first, second
+        return hero, at
     hero = board % 4
-    seats[(hero + 2) % 4] = o[0]
-    first, second = (o[2], o[1]) if (board // 4) % 2 else (o[1], o[2])
-    seats[(hero + 1) % 4], seats[(hero + 3) % 4] = first, second
-    return hero, tuple(seats)
+    at[(hero + 2) % 4] = 0
+    first, second = (2, 1) if (board // 4) % 2 else (1, 2)
+    at[(hero + 1) % 4], at[(hero + 3) % 4] = first, second
+    return hero, at
+
+
+def seating(spec: ChangeSpec, board: int) -> tuple[int, tuple[str, ...]]:
+    """The seat C/B holds on board `board` (from 0), and every seat's bot with "" there."""
+    hero, at = _layout(spec, board)
+    return hero, tuple("" if i < 0 else spec.opponents[i] for i in at)
+
+
+def roles(spec: ChangeSpec, board: int) -> tuple[str, ...]:
+    """Who holds each seat of board `board` (from 0), for people: "hero" (C in C's game,
+    B in B's), and the opponents by their place in `spec.opponents`: 3p "opponent 1",
+    "opponent 2"; 2v2 "partner", "opponent 1", "opponent 2". Both games of a board seat
+    each opponent alike, so the names hold for both."""
+    _, at = _layout(spec, board)
+    names = ("opponent 1", "opponent 2") if spec.players == 3 else (
+        "partner", "opponent 1", "opponent 2")
+    return tuple("hero" if i < 0 else names[i] for i in at)
 
 
 def _unit(board: int) -> str:
@@ -310,40 +376,63 @@ def board_games(spec: ChangeSpec, board: int, seeds: BoardSeeds | None = None
 # ------------------------------------------------------------------ steps
 
 
+Void = tuple[str, str, str]  # (side, reason, match id) of a game that voids its pair
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """A counted pair: its board, its two games, its score in eighths, the LLR after it."""
+    """A settled pair: its board, its two games, its score in eighths (None when void), the
+    LLR after it, and why it is void (empty for a counted pair)."""
 
     board: int  # from 0
     board_id: str
     candidate_game: str
     baseline_game: str
-    eighths: int
+    eighths: int | None
     llr: float  # 0.0 in a fixed-games test
+    voids: tuple[Void, ...] = ()
+
+    @property
+    def counted(self) -> bool:
+        """True for a pair that counts (not void)."""
+        return not self.voids
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """What a test shows: games, pairs, the nine bins, the LLR, the verdict, the estimate."""
+    """What a test shows: games, pairs, the nine bins, the LLR, the verdict, the estimate,
+    the void pairs and whom the test waits for."""
 
     games: int  # games recorded
     pairs: int  # pairs counted
     in_flight: int  # pairs started and not both recorded
     counts: tuple[int, ...]  # pair scores 0/8 .. 8/8
     llr: float
-    verdict: str  # "pending", "H0", "H1": fixed at the first crossing
+    verdict: str  # "pending", "H0", "H1" or "forfeits": fixed at the first crossing
     verdict_pairs: int  # pairs counted when it was reached (0 while pending)
     elo: float
     elo_low: float
     elo_high: float
     finished: bool
-    outcome: str  # "" while running; then "H0", "H1", "limit", "stopped" or "done" (fixed)
+    outcome: str  # "" while running; then "H0", "H1", "forfeits", "limit", "stopped", "done"
+    void: int = 0  # pairs void
+    voids: tuple[tuple[str, str, int], ...] = ()  # (side, reason, pairs), by side then reason
+    waiting: tuple[str, ...] = ()  # bots (ids) new pairs wait for
+    verdict_llr: float = 0.0  # the LLR at the crossing (H0, H1)
+    halt: str = ""  # with the verdict "forfeits": who and why, for people (`halt_text`)
+    halt_side: str = ""  # ... and the side
+
+    @property
+    def settled(self) -> int:
+        """Pairs settled: counted or void."""
+        return self.pairs + self.void
 
 
 @dataclass
 class ChangeStep:
-    """One step: the new state, games to create now, pairs newly counted, boards newly
-    complete (both games recorded: releasable), and the progress."""
+    """One step: the new state, games to create now, pairs newly settled (counted or void,
+    in board order), boards newly complete (both games done: releasable), and the
+    progress."""
 
     state: dict[str, Any]
     games: list[Game]
@@ -355,30 +444,41 @@ class ChangeStep:
 
 def _fresh_state() -> dict[str, Any]:
     return {"next": 0, "counted": 0, "open": {}, "counts": [0] * 9, "games": 0, "llr": 0.0,
-            "verdict": PENDING, "verdict_pairs": 0, "stopped": False}
+            "verdict": PENDING, "verdict_pairs": 0, "stopped": False, "settled": 0,
+            "void": 0, "voids": {}, "sides": {}, "streak": {}, "halt": None, "verdict_llr": 0.0,
+            "waiting": [], "waits": 0}
 
 
 def _copy(state: Mapping[str, Any]) -> dict[str, Any]:
-    st = dict(state)
-    st["open"] = {k: list(v) for k, v in state["open"].items()}
+    """A deep enough copy, a state stored before void pairs given their keys."""
+    st = {**_fresh_state(), "settled": state["counted"], **state}
+    st["open"] = {k: [list(x) if isinstance(x, list) else x for x in v]
+                  for k, v in state["open"].items()}
     st["counts"] = list(state["counts"])
+    st["voids"] = {side: dict(why) for side, why in st["voids"].items()}
+    st["streak"] = dict(st["streak"])
+    st["sides"] = dict(st["sides"])
+    st["waiting"] = list(st["waiting"])
     return st
 
 
+def _done(game: Any) -> bool:
+    """A game of a slot is done: its score (quarters, >= 0) or why it is void (a list)."""
+    return isinstance(game, list) or game >= 0
+
+
 def _can_start(spec: ChangeSpec, st: Mapping[str, Any]) -> bool:
-    if st["stopped"] or st["next"] >= spec.boards:
-        return False
-    return not spec.sequential or st["verdict"] == PENDING
+    return not st["stopped"] and st["next"] < spec.boards and st["verdict"] == PENDING
 
 
 def _in_flight(st: Mapping[str, Any]) -> int:
-    return sum(1 for v in st["open"].values() if min(v) < 0)
+    return sum(1 for v in st["open"].values() if not all(_done(x) for x in v))
 
 
 def _fill(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, cap: int) -> list[Game]:
     games: list[Game] = []
     flying = _in_flight(st)
-    while _can_start(spec, st) and flying < cap and st["next"] - st["counted"] < WINDOW * cap:
+    while _can_start(spec, st) and flying < cap and st["next"] - st["settled"] < WINDOW * cap:
         games.extend(board_games(spec, st["next"], seeds))
         st["open"][str(st["next"])] = [-1, -1]
         st["next"] += 1
@@ -390,8 +490,9 @@ def _open_created(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, creat
                   ) -> list[Game]:
     """Open every board below `created` that the state does not know yet: a step that
     created their games died before saving its state. They are in flight whatever the
-    state says now (a verdict, a stop, a lower capacity), so they open regardless; and
-    before any result is folded, as their own results may be in the same batch."""
+    state says now (a verdict, a stop, a lower capacity, a bot away), so they open
+    regardless; and before any result is folded, as their own results may be in the same
+    batch."""
     created = min(_count("created", created, 0, 2 ** 31), spec.boards)
     games: list[Game] = []
     while st["next"] < created:
@@ -401,7 +502,30 @@ def _open_created(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, creat
     return games
 
 
+_WHO = {"candidate": "the candidate", "baseline": "the baseline",
+        "opponent": "the opponents", "stack": "the stack"}
+
+
+def halt_text(halt: Mapping[str, Any]) -> str:
+    """Why void pairs stopped a test, for people: "the baseline forfeited 5 of 40 pairs:
+    disconnected for more than 2 s", "the stack lost 3 pairs in a row: a game could not
+    be hosted"."""
+    side, reason = str(halt["side"]), str(halt["reason"])
+    verb = "lost" if side == "stack" else "forfeited"
+    why = f"a game {reason}" if side == "stack" else reason
+    streak = int(halt.get("streak", 0))
+    if streak:
+        return f"{_WHO[side]} {verb} {streak} pairs in a row: {why}"
+    return f"{_WHO[side]} {verb} {int(halt['void'])} of {int(halt['settled'])} pairs: {why}"
+
+
+def _voids_of(st: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    return tuple((side, reason, int(n)) for side in SIDES
+                 for reason, n in sorted(st["voids"].get(side, {}).items()))
+
+
 def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress:
+    st = _copy(st)
     counts = tuple(int(c) for c in st["counts"])
     est = judge.estimate(counts)
     finished = not _can_start(spec, st) and not st["open"]
@@ -413,28 +537,42 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
             outcome = "stopped"
         else:
             outcome = "limit" if spec.sequential else "done"
+    halt = st["halt"]
     return Progress(int(st["games"]), int(st["counted"]), _in_flight(st), counts,
                     float(st["llr"]), str(st["verdict"]), int(st["verdict_pairs"]),
-                    float(est.elo), float(est.low), float(est.high), finished, outcome)
+                    float(est.elo), float(est.low), float(est.high), finished, outcome,
+                    void=int(st["void"]), voids=_voids_of(st),
+                    waiting=tuple(str(b) for b in st["waiting"]),
+                    verdict_llr=float(st["verdict_llr"]),
+                    halt=halt_text(halt) if halt else "",
+                    halt_side=str(halt["side"]) if halt else "")
 
 
 def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds | None,
           in_flight: int | None, counted: list[Pair], released: list[str],
-          unknown: list[str], reopened: list[Game] | None = None) -> ChangeStep:
+          unknown: list[str], reopened: list[Game] | None = None,
+          offline: Sequence[str] = ()) -> ChangeStep:
     cap = spec.in_flight if in_flight is None else _count("in_flight", in_flight, 0,
                                                            MAX_IN_FLIGHT)
+    waiting = sorted(set(offline)) if _can_start(spec, st) else []
+    if waiting != st["waiting"]:
+        st["waiting"], st["waits"] = waiting, int(st["waits"]) + 1
+    if waiting:
+        cap = 0  # no pair starts while a bot it needs is away
     games = [*(reopened or []), *_fill(spec, st, seeds or spec_seeds(spec), cap)]
     return ChangeStep(st, games, counted, released, _progress(spec, st, judge), unknown)
 
 
 def start(spec: ChangeSpec, judge: Judge, seeds: BoardSeeds | None = None,
-          in_flight: int | None = None, created: int = 0) -> ChangeStep:
+          in_flight: int | None = None, created: int = 0,
+          offline: Sequence[str] = ()) -> ChangeStep:
     """Nothing played: the first pairs' games. `in_flight` overrides the spec's cap for
     this step (the bots' capacity now); `created` boards exist already (a first step
-    redone) and open whatever the cap."""
+    redone) and open whatever the cap; while any bot of `offline` (remote bots not
+    connected now) is away, no pair starts and the state names them."""
     st = _fresh_state()
     reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
-    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened)
+    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened, offline)
 
 
 def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
@@ -448,30 +586,79 @@ def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
     return int(number) - 1, 0 if role == "c" else 1
 
 
-def _quarters_of(spec: ChangeSpec, board: int, index: int, row: Mapping[str, Any]) -> int:
-    """The hero's game score (quarters) in a result row, after checking the row is the game
-    that was planned."""
+def _game_of(spec: ChangeSpec, board: int, index: int, row: Mapping[str, Any]) -> Any:
+    """What a result row makes of a game, after checking the row is the game that was
+    planned: the hero's game score (quarters), or [side, reason, match id] when the game
+    voids its pair (a forfeit by anyone, a game lost to the stack)."""
     hero, _ = seating(spec, board)
     planned = board_games(spec, board, lambda _: 0)[index].bot_ids
-    mid = row.get("match_id")
+    mid = str(row.get("match_id"))
     try:
         bots = tuple(str(b) for b in row["bot_ids"])
-        placement = [int(p) for p in row["placement"]]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError):
         raise InvalidArgument(f"result of {mid}: needs bot_ids and placement") from None
     if bots != planned:
         raise InvalidArgument(f"result of {mid}: seats {list(bots)}, planned {list(planned)}")
+    if row.get("lost") is not None:
+        return ["stack", LOST, mid]
+    forfeit = row.get("forfeit")
+    if isinstance(forfeit, Mapping) and forfeit.get("seat") is not None:
+        try:
+            seat = int(forfeit["seat"])
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"result of {mid}: a forfeit needs its seat") from None
+        reason = " ".join(str(forfeit.get("reason") or "forfeit").split())[:200]
+        side = ("candidate", "baseline")[index] if seat == hero else "opponent"
+        return [side, reason, mid]
+    try:
+        placement = [int(p) for p in row["placement"]]
+    except (KeyError, TypeError, ValueError):
+        raise InvalidArgument(f"result of {mid}: needs bot_ids and placement") from None
     return game_quarters(spec.players, placement, hero)
+
+
+def _settle_void(spec: ChangeSpec, st: dict[str, Any], voids: tuple[Void, ...]) -> None:
+    """Count a void pair by side and reason, keep each side's streak, and stop the test
+    (verdict `forfeits`) at the first threshold crossed while no verdict is in."""
+    st["void"] += 1
+    sides = {v[0] for v in voids}
+    for side in sides:
+        st["sides"][side] = int(st["sides"].get(side, 0)) + 1
+    for side, reason in dict.fromkeys((v[0], v[1]) for v in voids):
+        why = st["voids"].setdefault(side, {})
+        why[reason] = int(why.get(reason, 0)) + 1
+    for side in SIDES:
+        st["streak"][side] = int(st["streak"].get(side, 0)) + 1 if side in sides else 0
+    _check_thresholds(spec, st)
+
+
+def _check_thresholds(spec: ChangeSpec, st: dict[str, Any]) -> None:
+    if st["verdict"] != PENDING:
+        return
+    settled = int(st["settled"])
+    for side in SIDES:
+        why = st["voids"].get(side, {})
+        void = int(st["sides"].get(side, 0))
+        streak = int(st["streak"].get(side, 0))
+        by_streak = bool(spec.void_streak) and streak >= spec.void_streak
+        by_share = settled >= spec.void_after and void > spec.void_share * settled
+        if by_streak or by_share:
+            reason = max(sorted(why), key=lambda k: int(why[k]))
+            st["verdict"], st["verdict_pairs"] = FORFEITS, st["counted"]
+            st["halt"] = {"side": side, "reason": reason, "void": void, "settled": settled,
+                          "streak": streak if by_streak else 0}
+            return
 
 
 def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
          judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None,
-         created: int = 0) -> ChangeStep:
-    """Fold newly finished result rows (`store.results.result_row`) into the state: record
-    each open game once, count finished pairs in board order, ask the judge after each,
-    then start new pairs while allowed. Boards below `created` whose games exist already
-    (a step that made them died before saving) open first, so that their results, which
-    may be in this very batch, count."""
+         created: int = 0, offline: Sequence[str] = ()) -> ChangeStep:
+    """Fold newly finished result rows (`store.results.result_row`, or a lost game's row)
+    into the state: record each open game once, settle finished pairs in board order
+    (counted, the judge asked after each; or void, the thresholds checked after each),
+    then start new pairs while allowed (none while a bot of `offline` is away). Boards
+    below `created` whose games exist already (a step that made them died before saving)
+    open first, so that their results, which may be in this very batch, count."""
     st = _copy(state)
     reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
     counted: list[Pair] = []
@@ -481,29 +668,40 @@ def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[s
         mid = str(row.get("match_id", ""))
         where = _parse(spec, mid)
         slot = st["open"].get(str(where[0])) if where else None
-        if where is None or slot is None or slot[where[1]] >= 0:
+        if where is None or slot is None or _done(slot[where[1]]):
             unknown.append(mid)  # not this test's, or recorded already: counts nothing
             continue
         board, index = where
-        slot[index] = _quarters_of(spec, board, index, row)
+        slot[index] = _game_of(spec, board, index, row)
         st["games"] += 1
-        if min(slot) >= 0:
+        if all(_done(x) for x in slot):
             released.append(board_id(spec.test_id, _unit(board)))
-    while (slot := st["open"].get(str(st["counted"]))) is not None and min(slot) >= 0:
-        board = st["counted"]
-        eighths = 4 + slot[0] - slot[1]
+    while (slot := st["open"].get(str(st["settled"]))) is not None \
+            and all(_done(x) for x in slot):
+        board = st["settled"]
         del st["open"][str(board)]
-        st["counts"][eighths] += 1
-        st["counted"] += 1
-        if spec.sequential:
-            value, verdict = judge.judge(tuple(st["counts"]))
-            st["llr"] = float(value)
-            if st["verdict"] == PENDING and verdict in ("H0", "H1"):
-                st["verdict"], st["verdict_pairs"] = verdict, st["counted"]
+        st["settled"] += 1
+        voids = tuple((str(x[0]), str(x[1]), str(x[2])) for x in slot if isinstance(x, list))
+        eighths: int | None = None
+        if voids:
+            _settle_void(spec, st, voids)
+        else:
+            eighths = 4 + slot[0] - slot[1]
+            st["counts"][eighths] += 1
+            st["counted"] += 1
+            st["streak"] = {}
+            if spec.sequential:
+                value, verdict = judge.judge(tuple(st["counts"]))
+                st["llr"] = float(value)
+                if st["verdict"] == PENDING and verdict in ("H0", "H1"):
+                    st["verdict"], st["verdict_pairs"] = verdict, st["counted"]
+                    st["verdict_llr"] = float(value)
+            _check_thresholds(spec, st)  # a counted pair lowers every side's share
         counted.append(Pair(board, board_id(spec.test_id, _unit(board)),
                             _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
-                            float(st["llr"])))
-    return _step(spec, st, judge, seeds, in_flight, counted, released, unknown, reopened)
+                            float(st["llr"]), voids))
+    return _step(spec, st, judge, seeds, in_flight, counted, released, unknown, reopened,
+                 offline)
 
 
 def progress(spec: ChangeSpec, state: Mapping[str, Any] | None, judge: Judge) -> Progress:

@@ -8,9 +8,15 @@ once each, recovery's nudges. This planner adds only the test's own parts:
 
 - planning by `tournaments.change` (`start`, `feed`; `stop` once StopTest asked),
   judged by `ratings.sprt.Sprt`;
-- how many pairs may be in flight this step (`capacity`);
-- each counted pair written once to the test's pair list, and announced once
-  (`PairCounted` on the test's event stream);
+- how many pairs may be in flight this step (`capacity`), and none while a remote
+  bot of the test is not connected (`store.changes.offline`: the planner holds new
+  pairs back and names whom it waits for, announced once per change, `WaitingChanged`;
+  recovery's nudge steps a test with nothing in flight every few seconds, so it goes
+  on by itself once the bot is back);
+- each settled pair written once to the test's pair list, and announced once
+  (`PairCounted`, or `PairVoided` for a pair a forfeit or a lost game voids);
+- a game that cannot be hosted (the step hands it over as failed) voids its pair
+  instead of failing the test: it is folded as a lost result (`store.changes.lost_row`);
 - released games stay out of the rating pools (`rated` is False; docs/architecture.md,
   "Tests of a change", says why).
 
@@ -36,6 +42,7 @@ import redis
 from ratings.sprt import Sprt
 from store import changes as store_changes
 from store import events, ids, messages, steps
+from store import matches as store_matches
 from store.records import MatchSpec
 from store.refs import EventRef
 from tournaments import change
@@ -117,14 +124,17 @@ class ChangePlanner:
         uses = _uses(self.spec)
         return capacity(self.spec, store_changes.live_elsewhere(r, self.event_id, list(uses)))
 
-    def _plan(self, r: redis.Redis, plan: Callable[[int, int], ChangeStep]) -> ChangeStep:
-        """`plan(cap, created)`: at the bots' capacity, every board whose games exist
-        already taken up first. A step redone after a crash must open the boards its lost
-        run created and queued, whatever the capacity, verdict or stop now, and before it
-        folds results: those games may have finished meanwhile."""
+    def _plan(self, r: redis.Redis, plan: Callable[[int, int, list[str]], ChangeStep]
+              ) -> ChangeStep:
+        """`plan(cap, created, offline)`: at the bots' capacity, every board whose games
+        exist already taken up first, none started while a remote bot is away. A step
+        redone after a crash must open the boards its lost run created and queued,
+        whatever the capacity, verdict or stop now, and before it folds results: those
+        games may have finished meanwhile."""
         # Games are created in board order, C's before B's: a board with a game counts.
         created = (steps.scheduling(r, self.ref).games + 1) // 2
-        return plan(self._capacity(r), created)
+        away = store_changes.offline(r, list(_uses(self.spec)))
+        return plan(self._capacity(r), created, away)
 
     def _planned(self, step: ChangeStep) -> Planned:
         self.step = step
@@ -135,31 +145,30 @@ class ChangePlanner:
     def first(self, r: redis.Redis) -> Planned:
         """The first pairs (none if StopTest came first)."""
         if store_changes.stop_asked(r, self.event_id):
-            fresh = self._plan(r, lambda _, made: change.start(self.spec, self.judge, None,
-                                                                0, made))
+            fresh = self._plan(r, lambda _, made, __: change.start(self.spec, self.judge,
+                                                                   None, 0, made))
             stopped = change.stop(self.spec, fresh.state, self.judge)
             stopped.games[:0] = fresh.games  # a lost first run's boards, taken up
             return self._planned(stopped)
         return self._planned(self._plan(
-            r, lambda cap, made: change.start(self.spec, self.judge, None, cap, made)))
+            r, lambda cap, made, away: change.start(self.spec, self.judge, None, cap, made,
+                                                    away)))
 
     def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
              failed: Mapping[str, str]) -> Planned:
         """Fold the new results in, count finished pairs, start new ones while allowed; a
-        game no run can host fails the test."""
+        game no run can host is folded as lost (`store.changes.lost_row`): it voids its
+        pair, and the test goes on."""
         if store_changes.stop_asked(r, self.event_id) and not state["stopped"]:
             state = change.stop(self.spec, state, self.judge).state
-        step = self._plan(r, lambda cap, made: change.feed(self.spec, state, rows,
-                                                           self.judge, None, cap, made))
+        lost = [store_changes.lost_row(store_matches.load_spec(r, mid), error)
+                for mid, error in sorted(failed.items())]
+        step = self._plan(r, lambda cap, made, away: change.feed(
+            self.spec, state, [*rows, *lost], self.judge, None, cap, made, away))
         if step.unknown:
             log.warning("test %s: results that are not open here counted nothing: %s",
                         self.event_id, step.unknown[:10])
-        planned = self._planned(step)
-        if failed:
-            mid = min(failed)
-            return Planned(planned.state, [], planned.total, planned.finished,
-                           error=f"match {mid} cannot be played: {failed[mid]}")
-        return planned
+        return self._planned(step)
 
     def match_spec(self, game: Game, seed: int) -> MatchSpec:
         """One game of a pair: its board, its role (`-c` or `-b`), the test's notes."""
@@ -186,26 +195,44 @@ class ChangePlanner:
         """Nothing: no rating pool is owed a fit."""
 
     def bookkeep(self, r: redis.Redis, planned: Planned) -> None:
-        """Write the pairs counted this step once, and announce each once."""
+        """Announce whom new pairs wait for, once per change; write the pairs settled this
+        step once, and announce each once."""
         step = self.step
-        if step is None or not step.counted:
+        if step is None:
+            return
+        waits = int(step.state.get("waits", 0))
+        if waits:
+            events.emit(r, self.event_id, f"waiting:{waits}", messages.WaitingChanged(
+                bot_ids=[str(b) for b in step.state["waiting"]], time=time.time()))
+        if not step.counted:
             return
         store_changes.write_pairs(r, self.event_id, [{
             "board": p.board, "board_id": p.board_id, "candidate_match_id": p.candidate_game,
             "baseline_match_id": p.baseline_game, "eighths": p.eighths, "llr": p.llr,
+            **({"voids": [list(v) for v in p.voids]} if p.voids else {}),
         } for p in step.counted])
-        first = int(step.state["counted"]) - len(step.counted)
-        for i, p in enumerate(step.counted):
+        pairs = int(step.state["counted"]) - sum(p.counted for p in step.counted)
+        void = int(step.state.get("void", 0)) - sum(not p.counted for p in step.counted)
+        for p in step.counted:
+            if p.eighths is None:
+                void += 1
+                events.emit(r, self.event_id, f"pair:{p.board}", messages.PairVoided(
+                    board=p.board + 1, board_id=p.board_id,
+                    candidate_match_id=p.candidate_game, baseline_match_id=p.baseline_game,
+                    voids=[list(v) for v in p.voids], void=void, llr=p.llr,
+                    time=time.time()))
+                continue
+            pairs += 1
             events.emit(r, self.event_id, f"pair:{p.board}", messages.PairCounted(
                 board=p.board + 1, board_id=p.board_id, candidate_match_id=p.candidate_game,
                 baseline_match_id=p.baseline_game, eighths=p.eighths, llr=p.llr,
-                pairs=first + i + 1, time=time.time()))
+                pairs=pairs, time=time.time()))
 
 
 def _starting(spec: ChangeSpec, state: dict[str, Any]) -> bool:
     """True while the test may start new pairs (no verdict, not stopped, under its limit)."""
     return (not state["stopped"] and int(state["next"]) < spec.boards
-            and (not spec.sequential or state["verdict"] == "pending"))
+            and state["verdict"] == "pending")
 
 
 def judge_of(spec: ChangeSpec) -> Sprt:

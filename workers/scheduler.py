@@ -332,8 +332,9 @@ class Boards:
 def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boards,
              units: list[str], planned: Planned) -> None:
     """Make the games of finished boards public: watchable, in the public standings and
-    events (and, if the planner's games are rated, the ratings). A failed game has nothing
-    to show. Idempotent, so a pass redone after a crash releases nothing twice."""
+    events (and, if the planner's games are rated, the ratings). A failed game has no
+    result: only its plays become watchable. Idempotent, so a pass redone after a crash
+    releases nothing twice."""
     if not units:
         return
     ref = planner.ref
@@ -342,6 +343,9 @@ def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boa
         match_ids = list(boards.open.pop(unit)[2])
         rows = store_matches.read_rows(r, match_ids)
         shown = [mid for mid in match_ids if mid in rows]
+        for mid in match_ids:
+            if mid not in rows:  # failed: its plays so far are public with its board
+                store_matches.release(r, mid, planner.players, now, rated=False)
         first = boards.released + 1
         for mid in shown:
             boards.released += 1

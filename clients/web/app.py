@@ -20,7 +20,8 @@ Pages (see README, "Web pages"):
     /bots, /bot/<id>     bots; one bot's games, results and current ratings
     /test/<id>           a test of a change: LLR over pairs, pair scores, pairs, games;
                          live (SSE /test/<id>/events); /test/<id>/board/<k> a board's
-                         two games side by side
+                         two games side by side, each a frame of /test/<id>/board/<k>/c
+                         (or /b): the replay alone, seats named by role
     /games               recent games (?tournament=, ?test=, ?bot=)
     /game/<id>           replay of a released game; status only while its board is
                          in play; a running single match live (SSE /game/<id>/events)
@@ -56,7 +57,7 @@ from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.live import Feed, Hub, sse
-from proto.moon.v1 import tournament_pb2
+from proto.moon.v1 import change_pb2, tournament_pb2
 
 __all__ = ["create_app"]
 
@@ -360,7 +361,7 @@ class Pages:
         shown = change_views.pair_rows(pairs)
         return {"t": change_views.change_row(t), "seq": t.sequence,
                 "chart": change_views.chart_data(t, pairs), "pairs": shown,
-                "pairs_more": len(shown) < t.progress.pairs,
+                "pairs_more": len(shown) < t.progress.pairs + t.progress.pairs_void,
                 "groups": views.games_by_board(rows), "more_games": bool(games.next_page_token)}
 
     async def render_test(self, test_id: str) -> dict[str, Any]:
@@ -382,8 +383,8 @@ class Pages:
         await self.client.test(test_id)  # an unknown one is a 404, not an empty stream
         return self.stream(request, "test", test_id)
 
-    async def test_board(self, request: Request) -> Response:
-        """One board of a test: the candidate's and the baseline's game side by side."""
+    async def _test_board(self, request: Request) -> tuple[change_pb2.Test, int]:
+        """The test and board number of a board's page; 404 for no such board."""
         test_id = self.ident(request, "test_id")
         try:
             board = int(str(request.path_params["board"]))
@@ -392,9 +393,16 @@ class Pages:
         t = (await self.client.test(test_id)).test
         if not 1 <= board <= max(t.games_total // 2, 1):
             raise HTTPException(404, f"test {test_id} has no board {board}")
+        return t, board
+
+    async def test_board(self, request: Request) -> Response:
+        """One board of a test: the candidate's and the baseline's game side by side, each
+        seat named by its role (C or B, the opponents by their place)."""
+        t, board = await self._test_board(request)
+        test_id = t.test_id
         row = change_views.change_row(t)
         pair = None
-        if board <= t.progress.pairs:
+        if board <= t.progress.pairs + t.progress.pairs_void:
             got = await self.client.test(test_id, with_pairs=True, pairs_after=board - 1)
             pair = change_views.pair_rows(got.pairs[:1])[0] if got.pairs else None
         games = []
@@ -405,8 +413,31 @@ class Pages:
             with contextlib.suppress(grpc.aio.AioRpcError):
                 status = views.status_of_match((await self.client.match(mid)).status)
             games.append({"id": mid, "role": role, "title": f"The {role}'s game",
-                          "bot_id": who["id"], "bot_name": who["name"], "status": status})
+                          "bot_id": who["id"], "bot_name": who["name"], "status": status,
+                          "seats": change_views.seat_roles(t, board, role[0]),
+                          "frame": f"/test/{test_id}/board/{board}/{role[0]}"})
         return self.page("test_board.html", t=row, board=board, pair=pair, games=games)
+
+    async def test_board_game(self, request: Request) -> Response:
+        """One game of a test's board as the board page embeds it: its replay alone (no
+        page around it), each seat named by its role; its status until it is public."""
+        t, board = await self._test_board(request)
+        role = str(request.path_params["role"])
+        if role not in ("c", "b"):
+            raise HTTPException(404, "a board's games are c (the candidate's) and b")
+        mid = change_views.board_games(t.test_id, board)[role == "b"]
+        seats = change_views.seat_roles(t, board, role)
+        status, error, tv, record_json = "not begun", "", None, ""
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            m = await self.client.match(mid)
+            status, error = views.status_of_match(m.status), m.error
+            if m.transcript_json:
+                record = change_views.labelled(json.loads(m.transcript_json), seats)
+                tv = views.transcript_view(record)
+                record_json = views.json_script(record)
+        return self.page("test_game.html", mid=mid, status=status, error=error, tv=tv,
+                         record_json=record_json, seats=seats,
+                         players=len(seats), role=role)
 
     # ------------------------------------------------------------------ streams
 
@@ -583,6 +614,7 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
         Route("/test/{test_id}", p.test),
         Route("/test/{test_id}/events", p.test_events),
         Route("/test/{test_id}/board/{board}", p.test_board),
+        Route("/test/{test_id}/board/{board}/{role}", p.test_board_game),
         Route("/ratings/{pool}", p.ratings),
         Route("/bots", p.bots),
         Route("/bot/{bot_id}", p.bot),

@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from clients.bot import Bot
-from clients.builtin import GreedyBot
+from clients.builtin import GreedyBot, RandomBot
 from moon import Action, Observation
 from moon.actions import ACTIONS
 
@@ -148,3 +149,17 @@ class EndAwareBot(GreedyBot):
         """Say which match ended, as the test expects."""
         print(f"game over: {result.get('end')} placement {result.get('placement')}",
               flush=True)
+
+
+class GatedRandomBot(RandomBot):
+    """RandomBot that takes no decision until a file named `gate` exists in its working
+    directory (the stack's folder): connected all along, its games wait for the test to
+    open the gate (the clock runs meanwhile: give it a long bank)."""
+
+    name = "gated-random"
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """RandomBot's choice, once the gate is open."""
+        while not Path("gate").exists():
+            time.sleep(0.05)
+        return super().act(obs, legal)

@@ -8,7 +8,11 @@
   are each dealt every deal once;
 - bad input: one INVALID_ARGUMENT each, over gRPC and in the CLI, nothing created;
 - `moonshot test stop`: no new pair, the pairs in flight finish and count;
-- a worker killed mid-game and a step killed before it saved change nothing counted.
+- a worker killed mid-game and a step killed before it saved change nothing counted;
+- a baseline registered but never run: a warning (`--require-online` refuses), no pair
+  starts, the test says it waits for it, and goes on once it runs;
+- a baseline killed mid-test: its forfeited pairs are void, the test stops with a verdict
+  of its own, and GetTest, the CLI and the page say who forfeited how many and why.
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from support import wait_until
 from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register
-from proto.moon.v1 import change_pb2, change_pb2_grpc, match_pb2, match_pb2_grpc, rating_pb2
+from proto.moon.v1 import (
+    change_pb2,
+    change_pb2_grpc,
+    game_pb2,
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+)
 from ratings.sprt import estimate
 from store import changes as store_changes
 from store import deals, events, keys
@@ -52,9 +63,10 @@ class Calls:
         self.matches = match_pb2_grpc.MatchServiceStub(self.channel)
         self.md = (("authorization", f"Bearer {token}"),) if token else ()
 
-    def create(self, **spec: Any) -> change_pb2.Test:
+    def create(self, require_online: bool = False, **spec: Any) -> change_pb2.Test:
         return self.stub.CreateTest(change_pb2.CreateTestRequest(
-            spec=change_pb2.TestSpec(**spec)), metadata=self.md, timeout=30).test
+            spec=change_pb2.TestSpec(**spec), require_online=require_online),
+            metadata=self.md, timeout=30).test
 
     def get(self, test_id: str, pairs: bool = False) -> change_pb2.GetTestResponse:
         return self.stub.GetTest(change_pb2.GetTestRequest(test_id=test_id, with_pairs=pairs),
@@ -195,7 +207,8 @@ def test_two_registrations_of_one_program_fixed_games(
     """v1 and v2 are the same program (the random bot, against house:random: a
     deterministic one plays both games of a board alike, and against greedy a random bot
     comes last in both, every pair 1/2): 20 games for an estimate. Until the
-    baseline connects, each board is half played: nothing of it is public. Then the test
+    baseline (connected, but holding its first decision) plays, each board is half
+    played: nothing of it is public. Then the test
     ends with 10 pairs whose scores the public games give, an interval around the
     estimate, a mean pair score within 4 standard errors of 1/2 (there is no true
     difference), and each bot dealt each deal once."""
@@ -205,15 +218,19 @@ def test_two_registrations_of_one_program_fixed_games(
                                       "127.0.0.1:0"))
     base = web.wait_for(r"(http://127\.0\.0\.1:\d+)", timeout=30).group(1)
     stack.bot("random", stack.address, c_token)
+    gate = stack.workdir / "gate"
+    gate.unlink(missing_ok=True)
+    stack.bot("netbots:GatedRandomBot", stack.address, b_token)
     made = _cli(stack, "test", "start", f"{name}-v2", f"{name}-v1", "--games", "20",
                 "--opponents", "house:random,house:random",
                 "--rule", "max_hands=2", "--disconnect-grace", "90s", "--in-flight", "3",
-                "--admin-token", admin_token)
+                "--time-bank", "600s", "--admin-token", admin_token)
     assert made.returncode == 0, made.stderr
+    assert "not connected" not in made.stderr  # both run: no warning
     test_id = re.search(r"test (c-[0-9a-z]+) started", made.stdout).group(1)  # type: ignore[union-attr]
     watched: list[change_pb2.WatchTestResponse] = []
     watcher = _watch_public(stack, test_id, watched)
-    # C's games finish; B's wait for B: every board in play is half played.
+    # C's games finish; B's wait for B's decisions: every board in play is half played.
     first_c = f"{test_id}-p1-c"
 
     def first_finished() -> bool:
@@ -249,8 +266,8 @@ def test_two_registrations_of_one_program_fixed_games(
     status, page = _http(f"{base}/test/{test_id}")
     assert status == 200 and "No pair counted yet" in page
     assert _http(f"{base}/game/{first_c}.json")[0] == 404
-    # B connects; the test plays out.
-    stack.bot("random", stack.address, b_token)
+    # B decides; the test plays out.
+    gate.touch()
     shown = _cli(stack, "test", "watch", test_id, "--quiet")
     assert shown.returncode == 0, shown.stderr
     watcher.join(60)
@@ -300,6 +317,13 @@ def test_two_registrations_of_one_program_fixed_games(
     assert status == 200 and "side by side" in page and "No pair counted yet" not in page
     status, page = _http(f"{base}/test/{test_id}/board/1")
     assert status == 200 and f"/game/{test_id}-p1-c" in page and f"/game/{test_id}-p1-b" in page
+    # The board's two replays are framed alone (no page, no nav bar around them), each
+    # seat named by its role.
+    assert f'src="/test/{test_id}/board/1/c"' in page and page.count("<nav") == 1
+    for role, hero in (("c", f"C ({name}-v2)"), ("b", f"B ({name}-v1)")):
+        status, frame = _http(f"{base}/test/{test_id}/board/1/{role}")
+        assert status == 200 and "<nav" not in frame and 'id="transcript"' in frame
+        assert hero in frame and "O1 (house:random)" in frame and "O2 (house:random)" in frame
 
 
 def test_bad_input_is_refused_and_nothing_is_created(
@@ -407,7 +431,9 @@ def test_stop_starts_no_new_pair_and_the_pairs_in_flight_count(
                                 metadata=organiser.md, timeout=10)
     assert err.value.code() == Code.FAILED_PRECONDITION and "finished" in err.value.details()
     shown = _cli(stack, "test", "show", t.test_id)
-    assert shown.returncode == 0 and "none: stopped before a verdict" in shown.stdout
+    assert shown.returncode == 0 and "(stopped)" in shown.stdout.splitlines()[0]
+    assert f"Verdict: none: stopped by the organiser after {p.pairs} counted pairs, before " \
+        f"the LLR ({p.llr:.2f}) left ({p.llr_lower:.2f}, {p.llr_upper:.2f})" in shown.stdout
 
 
 def _recount(r: redis.Redis, test_id: str) -> list[int]:
@@ -481,3 +507,116 @@ def test_a_killed_worker_and_a_killed_step_change_nothing_counted(
     finally:
         st.stop_all()
         srv.stop()
+
+
+def _events(r: redis.Redis, test_id: str) -> list[Any]:
+    return [e for _, e in events.read_after(r, test_id, 0, count=10_000)]
+
+
+def test_a_baseline_never_run_holds_every_pair_until_it_runs(
+        stack: Stack, organiser: Calls, public: Calls, r: redis.Redis, name: str,
+        admin_token: str) -> None:
+    """The issue's `moonshot test start my-low ghost`, ghost registered and never run:
+    --require-online refuses (gRPC and CLI, nothing created); without it the CLI warns,
+    no pair starts, GetTest and `moonshot test show` say whom the test waits for (past
+    recovery's nudges); started, the bot is played and the test ends with no void pair."""
+    ghost = f"{name}-ghost"
+    _, token = register(stack.address, ghost)
+    before = r.zcard(keys.TESTS)
+    with pytest.raises(grpc.RpcError) as err:
+        organiser.create(require_online=True, candidate="house:greedy", baseline=ghost,
+                         fixed_games=4, rules=SHORT)
+    assert err.value.code() == Code.FAILED_PRECONDITION
+    assert f"not connected now: {ghost}" in err.value.details()
+    refused = _cli(stack, "test", "start", "house:greedy", ghost, "--games", "4",
+                   "--require-online", "--admin-token", admin_token)
+    assert refused.returncode == 1 and f"not connected now: {ghost}" in refused.stderr
+    assert r.zcard(keys.TESTS) == before
+    made = _cli(stack, "test", "start", "house:greedy", ghost, "--games", "4",
+                "--rule", "max_hands=2", "--in-flight", "2", "--admin-token", admin_token)
+    assert made.returncode == 0, made.stderr
+    assert f"warning: 1 bot not connected now: {ghost}: no pair starts until it is" \
+        in made.stderr
+    test_id = re.search(r"test (c-[0-9a-z]+) started", made.stdout).group(1)  # type: ignore[union-attr]
+    wait_until("the test to say it waits", lambda: list(
+        public.get(test_id).test.waiting_for) == [ghost], timeout=30)
+    time.sleep(6.5)  # past a nudge of recovery (every 5 s): still no pair
+    t = public.get(test_id).test
+    assert public.games(test_id) == [] and t.progress.pairs_in_flight == 0
+    assert t.status == change_pb2.TEST_STATUS_RUNNING and list(t.waiting_for) == [ghost]
+    shown = _cli(stack, "test", "show", test_id)
+    assert f"Waiting for {ghost}: not connected; no new pair starts" in shown.stdout
+    stack.bot("greedy", stack.address, token)
+    done = public.wait_over(test_id, timeout=120)
+    p = done.progress
+    assert done.status == change_pb2.TEST_STATUS_FINISHED, done.error
+    assert p.outcome == change_pb2.TEST_OUTCOME_DONE and p.pairs == 2 and p.pairs_void == 0
+    assert not done.waiting_for
+    waits = [e.bot_ids for e in _events(r, test_id) if e.TYPE == "waiting_changed"]
+    assert waits[0] and waits[-1] == []  # it waited for the ghost, then for nobody
+
+
+def test_a_baseline_killed_mid_test_voids_its_pairs_and_stops_the_test(
+        stack: Stack, organiser: Calls, public: Calls, r: redis.Redis, name: str,
+        admin_token: str) -> None:
+    """B (greedy, slower than C) is killed with pairs in flight: B forfeits each of its
+    games in play after the 1 s grace; those pairs are void (shown with the reason, in no
+    figure), no pair starts while B is away, and the threshold (here more than 5% void
+    from 4 pairs on, or 3 in a row) stops the test with its own verdict, never H0 or H1.
+    GetTest, WatchTest's events, the CLI and the page say who forfeited how many and why;
+    every void pair's board is public."""
+    b_id, b_token = register(stack.address, f"{name}-low")
+    web = stack.start("web", moonshot("web", "--server", stack.address, "--listen",
+                                      "127.0.0.1:0"))
+    base = web.wait_for(r"(http://127\.0\.0\.1:\d+)", timeout=30).group(1)
+    slow = stack.bot("netbots:ThinkingBot", stack.address, b_token)
+    t = organiser.create(candidate="house:greedy", baseline=b_id, fixed_games=200,
+                         in_flight=4, void_share_after=4, rules=SHORT,
+                         faults=game_pb2.FaultPolicy(max_strikes=3, disconnect_grace_ms=1000))
+    wait_until("two pairs counted", lambda: organiser.get(t.test_id).test.progress.pairs >= 2,
+               timeout=120, every=0.2)
+    slow.kill()
+    done = organiser.wait_over(t.test_id, timeout=120)
+    p = done.progress
+    reason = "disconnected for more than 1 s"
+    assert done.status == change_pb2.TEST_STATUS_FINISHED, done.error
+    assert p.verdict == change_pb2.TEST_VERDICT_FORFEITS
+    assert p.outcome == change_pb2.TEST_OUTCOME_FORFEITS
+    assert p.verdict_side == change_pb2.TEST_SIDE_BASELINE
+    assert re.fullmatch(rf"the baseline forfeited (3 pairs in a row|\d+ of \d+ pairs): {reason}",
+                        p.verdict_reason), p.verdict_reason
+    assert p.pairs >= 2 and p.pairs_void >= 1 and p.pairs_in_flight == 0
+    assert [(v.side, v.reason, v.pairs) for v in p.voids] == [
+        (change_pb2.TEST_SIDE_BASELINE, reason, p.pairs_void)]
+    got = public.get(t.test_id, pairs=True)
+    assert [x.board for x in got.pairs] == list(range(1, p.pairs + p.pairs_void + 1))
+    assert done.games_total == 2 * len(got.pairs)  # no pair started after the stop
+    bins = [0] * 9
+    for x in got.pairs:
+        c, b = public.match(x.candidate_match_id), public.match(x.baseline_match_id)
+        assert c.seed and c.seed == b.seed  # released: public, void or not
+        if x.voids:
+            assert [(v.side, v.reason, v.match_id) for v in x.voids] == [
+                (change_pb2.TEST_SIDE_BASELINE, reason, x.baseline_match_id)]
+            assert b.result.end == "forfeit" and b.result.forfeit.reason == reason
+            continue
+        assert x.eighths == _pair_eighths(done, c, b)
+        bins[x.eighths] += 1
+    assert list(p.pentanomial) == bins[::2] and list(p.between) == bins[1::2]
+    assert sum(bins) == p.pairs
+    est = estimate(bins, 3)
+    assert (p.elo, p.elo_low, p.elo_high) == pytest.approx((est.elo, est.low, est.high))
+    seen = _events(r, t.test_id)
+    assert len([e for e in seen if e.TYPE == "pair_voided"]) == p.pairs_void
+    assert len([e for e in seen if e.TYPE == "pair_counted"]) == p.pairs
+    shown = _cli(stack, "test", "show", t.test_id, "--pairs")
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "(stopped)" in out.splitlines()[0]
+    assert f"Verdict: stopped: {p.verdict_reason}; neither H0 nor H1" in out
+    assert f"Void pairs: {p.pairs_void} (baseline: {p.pairs_void} {reason})" in out
+    assert len([ln for ln in out.splitlines() if f"(void: baseline: {reason})" in ln]) == \
+        p.pairs_void
+    status, page = _http(f"{base}/test/{t.test_id}")
+    assert status == 200 and f"Stopped: {p.verdict_reason}" in page
+    assert page.count('class="void"') == p.pairs_void

@@ -964,3 +964,40 @@ def _quarters(x: float) -> str:
     whole, part = divmod(round(x * 4), 4)
     frac = ["", "\u00bc", "\u00bd", "\u00be"][part]
     return f"{whole}{frac}" if whole or not frac else frac
+
+
+def test_a_tests_board_shows_its_two_replays_alone_and_names_every_seat(
+        stack: Stack, web: str, tab: Tab, admin_token: str) -> None:
+    """The side-by-side view of a test's board: one nav bar (the page's), two framed
+    replays without a page around them, each seat named by its role, so a baseline game
+    where B and both opponents are house:greedy still tells them apart (the issue's
+    `house:greedy won: house:greedy 0 · house:greedy 3 · house:greedy 4`)."""
+    from proto.moon.v1 import change_pb2, change_pb2_grpc
+
+    with grpc.insecure_channel(stack.address) as ch:
+        t = change_pb2_grpc.TestServiceStub(ch).CreateTest(change_pb2.CreateTestRequest(
+            spec=change_pb2.TestSpec(candidate="house:random", baseline="house:greedy",
+                                     fixed_games=2, rules={"max_hands": "1"})),
+            metadata=(("authorization", f"Bearer {admin_token}"),), timeout=30).test
+        stub = change_pb2_grpc.TestServiceStub(ch)
+        wait_until("the test to finish", lambda: stub.GetTest(change_pb2.GetTestRequest(
+            test_id=t.test_id), timeout=10).test.status == change_pb2.TEST_STATUS_FINISHED,
+            timeout=60)
+    tab.open(f"/test/{t.test_id}/board/1")
+    assert tab.page.locator("nav").count() == 1
+    frames = {f.url.rsplit("/", 1)[1]: f for f in tab.page.frames if "/board/1/" in f.url}
+    assert sorted(frames) == ["b", "c"]
+    for role, hero in (("c", "C (house:random)"), ("b", "B (house:greedy)")):
+        frame = frames[role]
+        frame.wait_for_selector("#viewer *")  # the replay drew itself
+        assert frame.locator("nav").count() == 0 and frame.locator("header").count() == 0
+        labels = frame.eval_on_selector_all(".seat-role", "els => els.map(e => e.textContent)")
+        assert len(labels) == 3 and sum(hero in x for x in labels) == 1, labels
+        assert sum("O1 (house:greedy)" in x for x in labels) == 1
+        assert sum("O2 (house:greedy)" in x for x in labels) == 1
+        result = frame.inner_text("#result")
+        assert "house:greedy 0 · house:greedy" not in result
+        assert hero in result and "O1 (house:greedy)" in result
+    seats = tab.page.eval_on_selector_all("section[data-role=baseline] .seat-role",
+                                          "els => els.map(e => e.dataset.label)")
+    assert sorted(seats) == ["B", "O1", "O2"]

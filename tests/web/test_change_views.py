@@ -15,7 +15,7 @@ TP = change_pb2.TestPair
 
 
 def _test(pairs: int = 3, verdict: int = change_pb2.TEST_VERDICT_H1, fixed: int = 0,
-          verdict_pairs: int = 2) -> change_pb2.Test:
+          verdict_pairs: int = 2, outcome: int | None = None) -> change_pb2.Test:
     spec = change_pb2.TestSpec(name="v2 vs v1", candidate="b-2", baseline="b-1",
                                opponents=["house:greedy", "house:greedy"], elo0=0, elo1=10,
                                alpha=0.05, beta=0.05, fixed_games=fixed, max_games=200)
@@ -23,7 +23,10 @@ def _test(pairs: int = 3, verdict: int = change_pb2.TEST_VERDICT_H1, fixed: int 
         games=2 * pairs, pairs=pairs, pentanomial=[0, 1, 1, 1, 0], between=[0, 0, 0, 0],
         llr=3.1, llr_lower=-2.94, llr_upper=2.94, verdict=verdict, verdict_pairs=verdict_pairs,
         elo=12.5, elo_low=-3.0, elo_high=float("inf"), los=0.9, score=0.55,
-        outcome=change_pb2.TEST_OUTCOME_H1 if verdict == change_pb2.TEST_VERDICT_H1 else 0)
+        verdict_llr=2.97 if verdict in (change_pb2.TEST_VERDICT_H0,
+                                        change_pb2.TEST_VERDICT_H1) else 0.0,
+        outcome=outcome if outcome is not None else
+        change_pb2.TEST_OUTCOME_H1 if verdict == change_pb2.TEST_VERDICT_H1 else 0)
     return change_pb2.Test(test_id="c-1", spec=spec, status=change_pb2.TEST_STATUS_FINISHED,
                            progress=progress, names=["v2", "v1", "house:greedy",
                                                      "house:greedy"], games_total=200)
@@ -37,7 +40,9 @@ def _pairs(n: int) -> list[change_pb2.TestPair]:
 
 def test_the_verdict_and_figures_in_words() -> None:
     row = change_row(_test())
-    assert row["verdict"] == "H1" and "at least 10 Elo better" in row["verdict_text"]
+    assert row["verdict"] == "H1"
+    assert row["verdict_text"] == ("H1 accepted after 2 pairs: the data favour elo1 = 10 over "
+                                   "elo0 = 0 (LLR 2.97 ≥ 2.94; alpha 0.05).")
     assert row["elo_high"] == "+∞" and row["llr"] == "+3.10" and row["sequential"]
     assert change_row(_test(verdict=change_pb2.TEST_VERDICT_PENDING))["verdict"] == "pending"
     fixed = change_row(_test(fixed=20, verdict=change_pb2.TEST_VERDICT_UNSPECIFIED))
@@ -69,7 +74,9 @@ def test_the_cli_prints_what_fishtest_prints() -> None:
     assert "Games: 6 of at most 200  Pairs: 3 (0 in flight)" in text
     assert "Ptnml(0-1): 0, 1, 1, 1, 0" in text and "between" not in text
     assert "Score: 0.550 (mean pair)" in text and "Elo infinite" not in text
-    assert "Verdict: H1 accepted after 2 pairs (LLR reached 2.94)" in text
+    assert "Verdict: H1 accepted after 2 pairs: the data favour elo1 = 10 over elo0 = 0 " \
+        "(LLR 2.97 >= 2.94; alpha 0.05)" in text
+    assert "Void pairs: 0" in text
     beyond = _test()
     beyond.progress.elo, beyond.progress.score = float("inf"), 0.8
     assert "Elo: +inf" in summary(beyond) and "Elo infinite" in summary(beyond)
@@ -96,3 +103,101 @@ def test_the_live_line_off_a_terminal_prints_each_new_line_once(
     line.show("c", force=True)  # the end, as an event and as a last read: once
     line.close()
     assert capsys.readouterr().err.splitlines() == ["a", "c"]
+
+
+def _h0_over_a_positive_interval() -> change_pb2.Test:
+    """The issue's test: H0 accepted beside an interval wholly above elo0."""
+    t = _test(pairs=84, verdict=change_pb2.TEST_VERDICT_H0, verdict_pairs=84,
+              outcome=change_pb2.TEST_OUTCOME_H0)
+    t.spec.elo0, t.spec.elo1 = 0.0, 50.0
+    p = t.progress
+    p.llr, p.verdict_llr, p.elo, p.elo_low, p.elo_high = -2.95, -2.95, 19.8, 3.8, 35.8
+    return t
+
+
+def test_a_verdict_never_claims_more_than_the_sprt_and_says_why_the_estimate_differs(
+        ) -> None:
+    text = summary(_h0_over_a_positive_interval())
+    assert "Elo: +19.8 [+3.8, +35.8]" in text
+    assert "Verdict: H0 accepted after 84 pairs: the data favour elo0 = 0 over elo1 = 50 " \
+        "(LLR -2.95 <= -2.94; beta 0.05)" in text
+    assert "no more than" not in text.split("Verdict:")[1].split("Note:")[0]
+    assert "Note: the estimate +19.8 is above elo0 = 0: H0 accepted means the pairs fit elo0 " \
+        "better than elo1 = 50, not that the candidate is no better than 0 Elo; a " \
+        "sequential test stops" in text and "biased" in text
+    row = change_row(_h0_over_a_positive_interval())
+    assert "(LLR -2.95 ≤ -2.94" in row["verdict_text"] and "above elo0" in row["verdict_note"]
+    # H1 below elo1 says so too; an estimate on the accepted side needs no note.
+    h1 = _test(verdict=change_pb2.TEST_VERDICT_H1)
+    h1.progress.elo = 4.0
+    assert "is below elo1 = 10: H1 accepted means" in summary(h1)
+    assert "Note:" not in summary(_test(verdict=change_pb2.TEST_VERDICT_H1))
+
+
+def test_void_pairs_waiting_and_a_stop_show_as_what_they_are() -> None:
+    t = _test(pairs=37, verdict=change_pb2.TEST_VERDICT_FORFEITS, verdict_pairs=35,
+              outcome=change_pb2.TEST_OUTCOME_FORFEITS)
+    p = t.progress
+    p.pairs_void, p.verdict_side = 5, change_pb2.TEST_SIDE_BASELINE
+    p.verdict_reason = "the baseline forfeited 3 pairs in a row: disconnected for more than 2 s"
+    p.voids.add(side=change_pb2.TEST_SIDE_BASELINE, reason="disconnected for more than 2 s",
+                pairs=4)
+    p.voids.add(side=change_pb2.TEST_SIDE_STACK, reason="could not be hosted", pairs=1)
+    text = summary(t)
+    assert "(stopped)" in text.splitlines()[0]
+    assert "Verdict: stopped: the baseline forfeited 3 pairs in a row: disconnected for " \
+        "more than 2 s; neither H0 nor H1" in text
+    assert "Void pairs: 5 (baseline: 4 disconnected for more than 2 s; stack: 1 could not " \
+        "be hosted)" in text
+    assert "Note: the figures are from the 37 counted pairs only" in text
+    assert "37 pairs (5 void)" in live_line(t)
+    row = change_row(t)
+    assert row["verdict"] == "stopped" and row["shown"] == "stopped" and row["void"] == 5
+    assert row["status"] == "finished"  # the life cycle, which the live page follows
+    assert row["voids"][0] == {"who": "the baseline", "reason": "disconnected for more than 2 s",
+                               "pairs": 4}
+    assert chart_data(t, _pairs(3))["verdict"] == 0  # no H0 or H1 mark on the chart
+    # Waiting for a bot: the CLI line and the summary say so.
+    w = _test(verdict=change_pb2.TEST_VERDICT_PENDING)
+    w.status = change_pb2.TEST_STATUS_RUNNING
+    w.waiting_for.append("ghost")
+    assert live_line(w).endswith("waiting for ghost")
+    assert "Waiting for ghost: not connected; no new pair starts" in summary(w)
+    assert change_row(w)["waiting"] == ["ghost"]
+    # Stopped by StopTest: stopped, with what was counted.
+    s = _test(verdict=change_pb2.TEST_VERDICT_PENDING, outcome=change_pb2.TEST_OUTCOME_STOPPED)
+    s.progress.llr = 0.4
+    assert "(stopped)" in summary(s).splitlines()[0]
+    assert "Verdict: none: stopped by the organiser after 3 counted pairs, before the LLR " \
+        "(0.40) left (-2.94, 2.94)" in summary(s)
+    assert change_row(s)["shown"] == "stopped"
+    s.status, s.stop_asked = change_pb2.TEST_STATUS_RUNNING, True
+    s.progress.outcome = change_pb2.TEST_OUTCOME_UNSPECIFIED
+    assert "(stopping)" in summary(s).splitlines()[0]
+
+
+def test_void_pairs_show_why_and_stay_off_the_llr_chart() -> None:
+    pairs = _pairs(4)
+    pairs[1].eighths = 0
+    pairs[1].voids.add(side=change_pb2.TEST_SIDE_CANDIDATE, reason="3 strikes", match_id="x")
+    rows = pair_rows(pairs)
+    assert rows[2]["score"] == "void" and rows[2]["why"] == "the candidate: 3 strikes"
+    t = _test(pairs=3, verdict=change_pb2.TEST_VERDICT_PENDING)
+    assert [p[0] for p in chart_data(t, pairs)["llr"]] == [1, 2, 3]
+
+
+def test_a_board_names_each_seat_by_its_role() -> None:
+    from clients.web.change_views import labelled, seat_roles
+
+    t = _test()
+    t.spec.baseline = "house:greedy"
+    t.names[1] = "house:greedy"
+    for board in range(1, 7):
+        for role, hero in (("c", "C"), ("b", "B")):
+            seats = seat_roles(t, board, role)
+            assert sorted(x["label"] for x in seats) == sorted([hero, "O1", "O2"])
+            assert [x["seat"] for x in seats if x["hero"]] == [(board - 1) % 3]
+    seats = seat_roles(t, 1, "b")
+    assert [x["label"] for x in seats] == ["B", "O1", "O2"]
+    record = labelled({"seats": ["house:greedy"] * 3, "final": [0, 3, 4]}, seats)
+    assert record["seats"] == ["B (house:greedy)", "O1 (house:greedy)", "O2 (house:greedy)"]

@@ -33,11 +33,14 @@ class _TestStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TestStatus
     TEST_STATUS_RUNNING: _TestStatus.ValueType  # 1
     """Pairs are being played."""
     TEST_STATUS_FINISHED: _TestStatus.ValueType  # 2
-    """Over: every pair started has been counted; `progress.outcome` says why
-    it ended.
+    """Over: every pair started has settled (counted or void);
+    `progress.outcome` says why it ended (a test StopTest ended is finished,
+    with the outcome TEST_OUTCOME_STOPPED).
     """
     TEST_STATUS_FAILED: _TestStatus.ValueType  # 3
-    """The test cannot complete (a game could not be hosted); `error` says why."""
+    """The test cannot complete; `error` says why. (A game that could not be
+    hosted does not fail a test: it voids its pair.)
+    """
 
 class TestStatus(_TestStatus, metaclass=_TestStatusEnumTypeWrapper):
     """Where a test is in its life."""
@@ -47,11 +50,14 @@ TEST_STATUS_UNSPECIFIED: TestStatus.ValueType  # 0
 TEST_STATUS_RUNNING: TestStatus.ValueType  # 1
 """Pairs are being played."""
 TEST_STATUS_FINISHED: TestStatus.ValueType  # 2
-"""Over: every pair started has been counted; `progress.outcome` says why
-it ended.
+"""Over: every pair started has settled (counted or void);
+`progress.outcome` says why it ended (a test StopTest ended is finished,
+with the outcome TEST_OUTCOME_STOPPED).
 """
 TEST_STATUS_FAILED: TestStatus.ValueType  # 3
-"""The test cannot complete (a game could not be hosted); `error` says why."""
+"""The test cannot complete; `error` says why. (A game that could not be
+hosted does not fail a test: it voids its pair.)
+"""
 Global___TestStatus: _TypeAlias = TestStatus  # noqa: Y015
 
 class _TestVerdict:
@@ -61,26 +67,84 @@ class _TestVerdict:
 class _TestVerdictEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TestVerdict.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TEST_VERDICT_UNSPECIFIED: _TestVerdict.ValueType  # 0
-    """A fixed-games test, which gives an estimate and no verdict."""
+    """A fixed-games test that void pairs did not stop: an estimate, no verdict."""
     TEST_VERDICT_PENDING: _TestVerdict.ValueType  # 1
     """Neither bound crossed yet."""
     TEST_VERDICT_H0: _TestVerdict.ValueType  # 2
-    """The lower bound was crossed: H0 accepted, C is no better than elo0."""
+    """The LLR reached the lower bound: H0 accepted. The pairs are likelier
+    under elo0 than under elo1 by the factor the bound asks; it says nothing
+    more (the candidate may still be better than elo0).
+    """
     TEST_VERDICT_H1: _TestVerdict.ValueType  # 3
-    """The upper bound was crossed: H1 accepted, C is at least elo1 better."""
+    """The LLR reached the upper bound: H1 accepted. The pairs are likelier
+    under elo1 than under elo0 by the factor the bound asks.
+    """
+    TEST_VERDICT_FORFEITS: _TestVerdict.ValueType  # 4
+    """Stopped by void pairs past a threshold (`TestSpec.void_streak`,
+    `void_share`): neither H0 nor H1; `TestProgress.verdict_reason` says who
+    and why. Also for a fixed-games test.
+    """
 
 class TestVerdict(_TestVerdict, metaclass=_TestVerdictEnumTypeWrapper):
-    """The sequential test's verdict, fixed at the first crossing of a bound."""
+    """The test's verdict, fixed at the first crossing of a bound of the
+    sequential test or of a threshold of void pairs.
+    """
 
 TEST_VERDICT_UNSPECIFIED: TestVerdict.ValueType  # 0
-"""A fixed-games test, which gives an estimate and no verdict."""
+"""A fixed-games test that void pairs did not stop: an estimate, no verdict."""
 TEST_VERDICT_PENDING: TestVerdict.ValueType  # 1
 """Neither bound crossed yet."""
 TEST_VERDICT_H0: TestVerdict.ValueType  # 2
-"""The lower bound was crossed: H0 accepted, C is no better than elo0."""
+"""The LLR reached the lower bound: H0 accepted. The pairs are likelier
+under elo0 than under elo1 by the factor the bound asks; it says nothing
+more (the candidate may still be better than elo0).
+"""
 TEST_VERDICT_H1: TestVerdict.ValueType  # 3
-"""The upper bound was crossed: H1 accepted, C is at least elo1 better."""
+"""The LLR reached the upper bound: H1 accepted. The pairs are likelier
+under elo1 than under elo0 by the factor the bound asks.
+"""
+TEST_VERDICT_FORFEITS: TestVerdict.ValueType  # 4
+"""Stopped by void pairs past a threshold (`TestSpec.void_streak`,
+`void_share`): neither H0 nor H1; `TestProgress.verdict_reason` says who
+and why. Also for a fixed-games test.
+"""
 Global___TestVerdict: _TypeAlias = TestVerdict  # noqa: Y015
+
+class _TestSide:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TestSideEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TestSide.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TEST_SIDE_UNSPECIFIED: _TestSide.ValueType  # 0
+    """Not a void pair."""
+    TEST_SIDE_CANDIDATE: _TestSide.ValueType  # 1
+    """The candidate forfeited its game."""
+    TEST_SIDE_BASELINE: _TestSide.ValueType  # 2
+    """The baseline forfeited its game."""
+    TEST_SIDE_OPPONENT: _TestSide.ValueType  # 3
+    """An opponent (or, in 2v2, the partner) forfeited one of the games: the
+    game ended on placements C's or B's play did not decide.
+    """
+    TEST_SIDE_STACK: _TestSide.ValueType  # 4
+    """The stack could not host one of the games (RQ gave up on it)."""
+
+class TestSide(_TestSide, metaclass=_TestSideEnumTypeWrapper):
+    """Who voided a pair."""
+
+TEST_SIDE_UNSPECIFIED: TestSide.ValueType  # 0
+"""Not a void pair."""
+TEST_SIDE_CANDIDATE: TestSide.ValueType  # 1
+"""The candidate forfeited its game."""
+TEST_SIDE_BASELINE: TestSide.ValueType  # 2
+"""The baseline forfeited its game."""
+TEST_SIDE_OPPONENT: TestSide.ValueType  # 3
+"""An opponent (or, in 2v2, the partner) forfeited one of the games: the
+game ended on placements C's or B's play did not decide.
+"""
+TEST_SIDE_STACK: TestSide.ValueType  # 4
+"""The stack could not host one of the games (RQ gave up on it)."""
+Global___TestSide: _TypeAlias = TestSide  # noqa: Y015
 
 class _TestOutcome:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -100,6 +164,8 @@ class _TestOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TestOutco
     """StopTest ended it before a verdict."""
     TEST_OUTCOME_DONE: _TestOutcome.ValueType  # 5
     """A fixed-games test played all its games."""
+    TEST_OUTCOME_FORFEITS: _TestOutcome.ValueType  # 6
+    """Void pairs past a threshold stopped it (TEST_VERDICT_FORFEITS)."""
 
 class TestOutcome(_TestOutcome, metaclass=_TestOutcomeEnumTypeWrapper):
     """Why a test ended."""
@@ -116,6 +182,8 @@ TEST_OUTCOME_STOPPED: TestOutcome.ValueType  # 4
 """StopTest ended it before a verdict."""
 TEST_OUTCOME_DONE: TestOutcome.ValueType  # 5
 """A fixed-games test played all its games."""
+TEST_OUTCOME_FORFEITS: TestOutcome.ValueType  # 6
+"""Void pairs past a threshold stopped it (TEST_VERDICT_FORFEITS)."""
 Global___TestOutcome: _TypeAlias = TestOutcome  # noqa: Y015
 
 @_typing.final
@@ -161,6 +229,9 @@ class TestSpec(_message.Message):
     CLOCK_FIELD_NUMBER: _builtins.int
     FAULTS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
+    VOID_STREAK_FIELD_NUMBER: _builtins.int
+    VOID_SHARE_FIELD_NUMBER: _builtins.int
+    VOID_SHARE_AFTER_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people; empty: `<candidate> vs <baseline>`."""
     pool: _rating_pb2.RatingPool.ValueType
@@ -197,6 +268,18 @@ class TestSpec(_message.Message):
     """
     seed: _builtins.int
     """Seeds every board; unset: the server draws one."""
+    void_streak: _builtins.int
+    """Stop the test (TEST_VERDICT_FORFEITS) once one side (the candidate, the
+    baseline, the opponents or the stack) has voided this many pairs in a
+    row; unset: 3; 0: never.
+    """
+    void_share: _builtins.float
+    """... or once one side has voided more than this share of the pairs
+    settled (counted or void), from `void_share_after` pairs on; in (0, 1];
+    unset: 0.05; 1: never.
+    """
+    void_share_after: _builtins.int
+    """The pairs settled before `void_share` applies; unset: 20."""
     @_builtins.property
     def opponents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """3-player: the two opponents; 2v2: C's (and B's) partner, then the two
@@ -237,10 +320,13 @@ class TestSpec(_message.Message):
         clock: _game_pb2.ClockPolicy | None = ...,
         faults: _game_pb2.FaultPolicy | None = ...,
         seed: _builtins.int | None = ...,
+        void_streak: _builtins.int | None = ...,
+        void_share: _builtins.float | None = ...,
+        void_share_after: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "alpha", b"alpha", "beta", b"beta", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "beta", b"beta", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "seed", b"seed", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "alpha", b"alpha", "baseline", b"baseline", "beta", b"beta", "candidate", b"candidate", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "fixed_games", b"fixed_games", "in_flight", b"in_flight", "max_games", b"max_games", "name", b"name", "opponents", b"opponents", "pool", b"pool", "rules", b"rules", "seed", b"seed", "trust_opponents", b"trust_opponents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "baseline", b"baseline", "beta", b"beta", "candidate", b"candidate", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "fixed_games", b"fixed_games", "in_flight", b"in_flight", "max_games", b"max_games", "name", b"name", "opponents", b"opponents", "pool", b"pool", "rules", b"rules", "seed", b"seed", "trust_opponents", b"trust_opponents", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
@@ -252,6 +338,12 @@ class TestSpec(_message.Message):
     _WhichOneofArgType__elo1: _TypeAlias = _typing.Literal["_elo1", b"_elo1"]  # noqa: Y015
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
+    _WhichOneofReturnType__void_share: _TypeAlias = _typing.Literal["void_share"]  # noqa: Y015
+    _WhichOneofArgType__void_share: _TypeAlias = _typing.Literal["_void_share", b"_void_share"]  # noqa: Y015
+    _WhichOneofReturnType__void_share_after: _TypeAlias = _typing.Literal["void_share_after"]  # noqa: Y015
+    _WhichOneofArgType__void_share_after: _TypeAlias = _typing.Literal["_void_share_after", b"_void_share_after"]  # noqa: Y015
+    _WhichOneofReturnType__void_streak: _TypeAlias = _typing.Literal["void_streak"]  # noqa: Y015
+    _WhichOneofArgType__void_streak: _TypeAlias = _typing.Literal["_void_streak", b"_void_streak"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__alpha) -> _WhichOneofReturnType__alpha | None: ...
     @_typing.overload
@@ -262,8 +354,76 @@ class TestSpec(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__elo1) -> _WhichOneofReturnType__elo1 | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__void_share) -> _WhichOneofReturnType__void_share | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__void_share_after) -> _WhichOneofReturnType__void_share_after | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__void_streak) -> _WhichOneofReturnType__void_streak | None: ...
 
 Global___TestSpec: _TypeAlias = TestSpec  # noqa: Y015
+
+@_typing.final
+class TestVoidCount(_message.Message):
+    """How many void pairs one side voided for one reason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIDE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    side: Global___TestSide.ValueType
+    """Who."""
+    reason: _builtins.str
+    """Why: the forfeit's reason (`disconnected for more than 30 s`, `3
+    strikes (late or illegal answers)`), or `could not be hosted`.
+    """
+    pairs: _builtins.int
+    """The void pairs (a pair where both C and B forfeited counts for both)."""
+    def __init__(
+        self,
+        *,
+        side: Global___TestSide.ValueType = ...,
+        reason: _builtins.str = ...,
+        pairs: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pairs", b"pairs", "reason", b"reason", "side", b"side"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TestVoidCount: _TypeAlias = TestVoidCount  # noqa: Y015
+
+@_typing.final
+class TestVoid(_message.Message):
+    """One game that voids its pair."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SIDE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    side: Global___TestSide.ValueType
+    """Who."""
+    reason: _builtins.str
+    """Why, as in TestVoidCount."""
+    match_id: _builtins.str
+    """The game."""
+    def __init__(
+        self,
+        *,
+        side: Global___TestSide.ValueType = ...,
+        reason: _builtins.str = ...,
+        match_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "reason", b"reason", "side", b"side"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TestVoid: _TypeAlias = TestVoid  # noqa: Y015
 
 @_typing.final
 class TestProgress(_message.Message):
@@ -287,12 +447,17 @@ class TestProgress(_message.Message):
     LOS_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
+    PAIRS_VOID_FIELD_NUMBER: _builtins.int
+    VOIDS_FIELD_NUMBER: _builtins.int
+    VERDICT_REASON_FIELD_NUMBER: _builtins.int
+    VERDICT_SIDE_FIELD_NUMBER: _builtins.int
+    VERDICT_LLR_FIELD_NUMBER: _builtins.int
     games: _builtins.int
     """Games recorded."""
     pairs: _builtins.int
-    """Pairs counted (both games recorded, in board order)."""
+    """Pairs counted (both games recorded, in board order, not void)."""
     pairs_in_flight: _builtins.int
-    """Pairs started and not yet counted."""
+    """Pairs started and not yet settled (counted or void)."""
     llr: _builtins.float
     """The log-likelihood ratio of H1 against H0 after the last counted pair."""
     llr_lower: _builtins.float
@@ -315,6 +480,21 @@ class TestProgress(_message.Message):
     """The mean pair score."""
     outcome: Global___TestOutcome.ValueType
     """Why the test ended; unset while it runs."""
+    pairs_void: _builtins.int
+    """Void pairs: a game forfeited (by C, B or an opponent) or lost to the
+    stack. In no figure above.
+    """
+    verdict_reason: _builtins.str
+    """With TEST_VERDICT_FORFEITS, why, for people: `the baseline forfeited 3
+    pairs in a row: disconnected for more than 2 s`, `the stack lost 2 of 20
+    pairs: a game could not be hosted`.
+    """
+    verdict_side: Global___TestSide.ValueType
+    """With TEST_VERDICT_FORFEITS, the side whose void pairs stopped the test."""
+    verdict_llr: _builtins.float
+    """With TEST_VERDICT_H0 or H1, the LLR at the crossing (`llr` is after
+    every counted pair, the pairs in flight then included).
+    """
     @_builtins.property
     def pentanomial(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """The pentanomial: pairs that scored 0, 1/4, 1/2, 3/4 and 1 (the pair
@@ -327,6 +507,10 @@ class TestProgress(_message.Message):
         """Pairs between those bins: 1/8, 3/8, 5/8, 7/8 (a 3-player game where two
         seats shared a place, in one game of the pair only).
         """
+
+    @_builtins.property
+    def voids(self) -> _containers.RepeatedCompositeFieldContainer[Global___TestVoidCount]:
+        """The void pairs by side and reason, sides in the enum's order."""
 
     def __init__(
         self,
@@ -347,10 +531,15 @@ class TestProgress(_message.Message):
         los: _builtins.float = ...,
         score: _builtins.float = ...,
         outcome: Global___TestOutcome.ValueType = ...,
+        pairs_void: _builtins.int = ...,
+        voids: _abc.Iterable[Global___TestVoidCount] | None = ...,
+        verdict_reason: _builtins.str = ...,
+        verdict_side: Global___TestSide.ValueType = ...,
+        verdict_llr: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["between", b"between", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "games", b"games", "llr", b"llr", "llr_lower", b"llr_lower", "llr_upper", b"llr_upper", "los", b"los", "outcome", b"outcome", "pairs", b"pairs", "pairs_in_flight", b"pairs_in_flight", "pentanomial", b"pentanomial", "score", b"score", "verdict", b"verdict", "verdict_pairs", b"verdict_pairs"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["between", b"between", "elo", b"elo", "elo_high", b"elo_high", "elo_low", b"elo_low", "games", b"games", "llr", b"llr", "llr_lower", b"llr_lower", "llr_upper", b"llr_upper", "los", b"los", "outcome", b"outcome", "pairs", b"pairs", "pairs_in_flight", b"pairs_in_flight", "pairs_void", b"pairs_void", "pentanomial", b"pentanomial", "score", b"score", "verdict", b"verdict", "verdict_llr", b"verdict_llr", "verdict_pairs", b"verdict_pairs", "verdict_reason", b"verdict_reason", "verdict_side", b"verdict_side", "voids", b"voids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -374,6 +563,8 @@ class Test(_message.Message):
     NOTES_FIELD_NUMBER: _builtins.int
     BOARDS_REDEALT_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    WAITING_FOR_FIELD_NUMBER: _builtins.int
+    STOP_ASKED_FIELD_NUMBER: _builtins.int
     test_id: _builtins.str
     """Server-assigned id (`c-...`)."""
     status: Global___TestStatus.ValueType
@@ -392,6 +583,8 @@ class Test(_message.Message):
     """The sequence of the test's newest event when this was read: pass it to
     WatchTest to follow from here.
     """
+    stop_asked: _builtins.bool
+    """StopTest was asked: no new pair starts; the pairs in flight finish."""
     @_builtins.property
     def spec(self) -> Global___TestSpec:
         """The spec, every default resolved (bot ids in place of names, opponents
@@ -420,6 +613,13 @@ class Test(_message.Message):
     def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What players and watchers should know about how the test deals."""
 
+    @_builtins.property
+    def waiting_for(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The names of the remote bots (C, B or an opponent) that new pairs wait
+        for: not connected at the test's last step. Empty when none, or when the
+        test starts no more pairs.
+        """
+
     def __init__(
         self,
         *,
@@ -435,10 +635,12 @@ class Test(_message.Message):
         notes: _abc.Iterable[_builtins.str] | None = ...,
         boards_redealt: _builtins.int = ...,
         sequence: _builtins.int = ...,
+        waiting_for: _abc.Iterable[_builtins.str] | None = ...,
+        stop_asked: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "progress", b"progress", "spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "test_id", b"test_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "stop_asked", b"stop_asked", "test_id", b"test_id", "waiting_for", b"waiting_for"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -446,7 +648,7 @@ Global___Test: _TypeAlias = Test  # noqa: Y015
 
 @_typing.final
 class TestPair(_message.Message):
-    """One counted pair: C's game and B's game of one board."""
+    """One settled pair: C's game and B's game of one board, counted or void."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -456,6 +658,7 @@ class TestPair(_message.Message):
     BASELINE_MATCH_ID_FIELD_NUMBER: _builtins.int
     EIGHTHS_FIELD_NUMBER: _builtins.int
     LLR_FIELD_NUMBER: _builtins.int
+    VOIDS_FIELD_NUMBER: _builtins.int
     board: _builtins.int
     """The board's number, from 1."""
     board_id: _builtins.str
@@ -465,9 +668,19 @@ class TestPair(_message.Message):
     baseline_match_id: _builtins.str
     """B's game."""
     eighths: _builtins.int
-    """The pair score times 8: 0 to 8 (4 is even)."""
+    """The pair score times 8: 0 to 8 (4 is even); 0, and meaningless, for a
+    void pair.
+    """
     llr: _builtins.float
-    """The log-likelihood ratio after this pair (0 in a fixed-games test)."""
+    """The log-likelihood ratio after this pair (0 in a fixed-games test; a
+    void pair leaves it as it was).
+    """
+    @_builtins.property
+    def voids(self) -> _containers.RepeatedCompositeFieldContainer[Global___TestVoid]:
+        """Why the pair is void, one entry per game that voids it; empty for a
+        counted pair.
+        """
+
     def __init__(
         self,
         *,
@@ -477,10 +690,11 @@ class TestPair(_message.Message):
         baseline_match_id: _builtins.str = ...,
         eighths: _builtins.int = ...,
         llr: _builtins.float = ...,
+        voids: _abc.Iterable[Global___TestVoid] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline_match_id", b"baseline_match_id", "board", b"board", "board_id", b"board_id", "candidate_match_id", b"candidate_match_id", "eighths", b"eighths", "llr", b"llr"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline_match_id", b"baseline_match_id", "board", b"board", "board_id", b"board_id", "candidate_match_id", b"candidate_match_id", "eighths", b"eighths", "llr", b"llr", "voids", b"voids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -493,6 +707,11 @@ class CreateTestRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SPEC_FIELD_NUMBER: _builtins.int
+    REQUIRE_ONLINE_FIELD_NUMBER: _builtins.int
+    require_online: _builtins.bool
+    """Refuse (FAILED_PRECONDITION, nothing created) when a remote candidate,
+    baseline or opponent is not connected now.
+    """
     @_builtins.property
     def spec(self) -> Global___TestSpec:
         """The test to run."""
@@ -501,10 +720,11 @@ class CreateTestRequest(_message.Message):
         self,
         *,
         spec: Global___TestSpec | None = ...,
+        require_online: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["spec", b"spec"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["require_online", b"require_online", "spec", b"spec"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -518,21 +738,29 @@ class CreateTestResponse(_message.Message):
 
     TEST_ID_FIELD_NUMBER: _builtins.int
     TEST_FIELD_NUMBER: _builtins.int
+    OFFLINE_FIELD_NUMBER: _builtins.int
     test_id: _builtins.str
     """The new test's id."""
     @_builtins.property
     def test(self) -> Global___Test:
         """The test as created, defaults resolved."""
 
+    @_builtins.property
+    def offline(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The names of the test's remote bots that are not connected now: no pair
+        starts until they are (the test waits for them).
+        """
+
     def __init__(
         self,
         *,
         test_id: _builtins.str = ...,
         test: Global___Test | None = ...,
+        offline: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["test", b"test"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["test", b"test", "test_id", b"test_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["offline", b"offline", "test", b"test", "test_id", b"test_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -550,8 +778,8 @@ class GetTestRequest(_message.Message):
     test_id: _builtins.str
     """The test to fetch."""
     with_pairs: _builtins.bool
-    """Also return counted pairs, in board order: at most 10000 in one
-    response, those after board `pairs_after`.
+    """Also return settled pairs (counted or void), in board order: at most
+    10000 in one response, those after board `pairs_after`.
     """
     pairs_after: _builtins.int
     """With `with_pairs`: only the pairs of boards after this one (0 for all);
@@ -582,14 +810,14 @@ class GetTestResponse(_message.Message):
     PAIRS_FIELD_NUMBER: _builtins.int
     NEXT_PAIRS_AFTER_FIELD_NUMBER: _builtins.int
     next_pairs_after: _builtins.int
-    """Set when more counted pairs follow `pairs`: pass it as `pairs_after`."""
+    """Set when more settled pairs follow `pairs`: pass it as `pairs_after`."""
     @_builtins.property
     def test(self) -> Global___Test:
         """The test."""
 
     @_builtins.property
     def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___TestPair]:
-        """Counted pairs in board order, if asked for."""
+        """Settled pairs in board order, if asked for."""
 
     def __init__(
         self,
@@ -747,7 +975,9 @@ class WatchTestResponse(_message.Message):
         """Games released so far."""
         @_builtins.property
         def result(self) -> _game_pb2.MatchResult:
-            """Its result."""
+            """Its result; for a game the stack could not host, `end` is `lost`, with
+            no scores and no placement (its pair is void).
+            """
 
         def __init__(
             self,
@@ -793,6 +1023,66 @@ class WatchTestResponse(_message.Message):
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
     @_typing.final
+    class PairVoided(_message.Message):
+        """A void pair settled: it counts in no statistic."""
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        PAIR_FIELD_NUMBER: _builtins.int
+        TEST_FIELD_NUMBER: _builtins.int
+        @_builtins.property
+        def pair(self) -> Global___TestPair:
+            """The pair, with why it is void."""
+
+        @_builtins.property
+        def test(self) -> Global___Test:
+            """The test as it stands when the event is sent (a replayed event carries
+            the present).
+            """
+
+        def __init__(
+            self,
+            *,
+            pair: Global___TestPair | None = ...,
+            test: Global___Test | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["pair", b"pair", "test", b"test"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["pair", b"pair", "test", b"test"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class WaitingChanged(_message.Message):
+        """The remote bots new pairs wait for changed."""
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        WAITING_FOR_FIELD_NUMBER: _builtins.int
+        TEST_FIELD_NUMBER: _builtins.int
+        @_builtins.property
+        def waiting_for(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+            """Their names now (empty: the test waits for nobody any more)."""
+
+        @_builtins.property
+        def test(self) -> Global___Test:
+            """The test as it stands when the event is sent (a replayed event carries
+            the present).
+            """
+
+        def __init__(
+            self,
+            *,
+            waiting_for: _abc.Iterable[_builtins.str] | None = ...,
+            test: Global___Test | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["test", b"test"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["test", b"test", "waiting_for", b"waiting_for"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
     class TestFinished(_message.Message):
         """The test finished or failed: the stream's last event."""
 
@@ -820,6 +1110,8 @@ class WatchTestResponse(_message.Message):
     GAME_FINISHED_FIELD_NUMBER: _builtins.int
     PAIR_COUNTED_FIELD_NUMBER: _builtins.int
     TEST_FINISHED_FIELD_NUMBER: _builtins.int
+    PAIR_VOIDED_FIELD_NUMBER: _builtins.int
+    WAITING_CHANGED_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     """1, 2, 3, ... in the order the server emitted them."""
     @_builtins.property
@@ -842,6 +1134,14 @@ class WatchTestResponse(_message.Message):
     def test_finished(self) -> Global___WatchTestResponse.TestFinished:
         """The test ended."""
 
+    @_builtins.property
+    def pair_voided(self) -> Global___WatchTestResponse.PairVoided:
+        """A void pair settled."""
+
+    @_builtins.property
+    def waiting_changed(self) -> Global___WatchTestResponse.WaitingChanged:
+        """Whom the test waits for changed."""
+
     def __init__(
         self,
         *,
@@ -851,12 +1151,14 @@ class WatchTestResponse(_message.Message):
         game_finished: Global___WatchTestResponse.GameFinished | None = ...,
         pair_counted: Global___WatchTestResponse.PairCounted | None = ...,
         test_finished: Global___WatchTestResponse.TestFinished | None = ...,
+        pair_voided: Global___WatchTestResponse.PairVoided | None = ...,
+        waiting_changed: Global___WatchTestResponse.WaitingChanged | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "game_finished", b"game_finished", "game_started", b"game_started", "pair_counted", b"pair_counted", "test_finished", b"test_finished", "time", b"time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "game_finished", b"game_finished", "game_started", b"game_started", "pair_counted", b"pair_counted", "pair_voided", b"pair_voided", "test_finished", b"test_finished", "time", b"time", "waiting_changed", b"waiting_changed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "game_finished", b"game_finished", "game_started", b"game_started", "pair_counted", b"pair_counted", "sequence", b"sequence", "test_finished", b"test_finished", "time", b"time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "game_finished", b"game_finished", "game_started", b"game_started", "pair_counted", b"pair_counted", "pair_voided", b"pair_voided", "sequence", b"sequence", "test_finished", b"test_finished", "time", b"time", "waiting_changed", b"waiting_changed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["game_started", "game_finished", "pair_counted", "test_finished"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["game_started", "game_finished", "pair_counted", "test_finished", "pair_voided", "waiting_changed"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

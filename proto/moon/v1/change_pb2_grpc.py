@@ -39,6 +39,15 @@ class TestServiceStub:
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     def __init__(self, channel):
@@ -88,6 +97,15 @@ class TestServiceServicer:
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     def CreateTest(self, request, context):
@@ -98,7 +116,9 @@ class TestServiceServicer:
         candidate and the baseline the same bot, opponents that are not house
         bots without `trust_opponents`, a wrong number of opponents for the
         pool, elo0 not below elo1, alpha or beta outside (0, 0.5), a bad rules
-        option, ...).
+        option, ...). With `require_online`, FAILED_PRECONDITION when a remote
+        bot of the test is not connected now; without, the response names such
+        bots (`offline`) and the test waits for them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -190,6 +210,15 @@ class TestService:
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     @staticmethod

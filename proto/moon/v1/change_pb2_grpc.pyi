@@ -40,6 +40,15 @@ class TestServiceStub:
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     @_typing.overload
@@ -54,7 +63,9 @@ class TestServiceStub:
     candidate and the baseline the same bot, opponents that are not house
     bots without `trust_opponents`, a wrong number of opponents for the
     pool, elo0 not below elo1, alpha or beta outside (0, 0.5), a bad rules
-    option, ...).
+    option, ...). With `require_online`, FAILED_PRECONDITION when a remote
+    bot of the test is not connected now; without, the response names such
+    bots (`offline`) and the test waits for them.
     """
     GetTest: _grpc.UnaryUnaryMultiCallable[_change_pb2.GetTestRequest, _change_pb2.GetTestResponse]
     """Returns one test with its progress (and its counted pairs if asked).
@@ -91,6 +102,15 @@ class TestServiceAsyncStub(TestServiceStub):
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -102,7 +122,9 @@ class TestServiceAsyncStub(TestServiceStub):
     candidate and the baseline the same bot, opponents that are not house
     bots without `trust_opponents`, a wrong number of opponents for the
     pool, elo0 not below elo1, alpha or beta outside (0, 0.5), a bad rules
-    option, ...).
+    option, ...). With `require_online`, FAILED_PRECONDITION when a remote
+    bot of the test is not connected now; without, the response names such
+    bots (`offline`) and the test waits for them.
     """
     GetTest: _aio.UnaryUnaryMultiCallable[_change_pb2.GetTestRequest, _change_pb2.GetTestResponse]  # type: ignore[assignment]
     """Returns one test with its progress (and its counted pairs if asked).
@@ -138,6 +160,15 @@ class TestServiceServicer(metaclass=_abc_1.ABCMeta):
     board have finished; a pair counts, and shows here, only then. Without the
     admin token `spec.seed` is left unset until the test has finished. A
     test's games do not count in the pool ratings.
+
+    A pair is void when one of its games was forfeited (by the candidate, the
+    baseline or an opponent, whatever the reason) or lost to a failure of the
+    stack (a game no worker could host): it is listed with who and why, and
+    counts in no statistic (pentanomial, LLR, estimate). Too many void pairs by
+    one side (`TestSpec.void_streak`, `void_share`) stop the test with the
+    verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
+    opponent is not connected, no new pair starts (`Test.waiting_for`); the
+    test goes on by itself once it is back.
     """
 
     @_abc_1.abstractmethod
@@ -153,7 +184,9 @@ class TestServiceServicer(metaclass=_abc_1.ABCMeta):
         candidate and the baseline the same bot, opponents that are not house
         bots without `trust_opponents`, a wrong number of opponents for the
         pool, elo0 not below elo1, alpha or beta outside (0, 0.5), a bad rules
-        option, ...).
+        option, ...). With `require_online`, FAILED_PRECONDITION when a remote
+        bot of the test is not connected now; without, the response names such
+        bots (`offline`) and the test waits for them.
         """
 
     @_abc_1.abstractmethod
