@@ -29,6 +29,7 @@ from store.match_events import (
     sight,
 )
 from store.matches import MatchRecord
+from store.pools import Pool
 from store.records import MatchSpec
 from store.refs import EventKind, EventRef
 from store.status import MatchStatus, TournamentStatus
@@ -131,7 +132,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 bot_id = (await self.reads.run(store_bots.find_bot, bot_id)).bot_id
             except NotFound:
                 raise InvalidArgument(f"bot_id: no bot with id or name {bot_id!r}") from None
-        if request.arena and request.arena not in ("3p", "2v2"):
+        if request.arena and request.arena not in set(Pool):
             raise InvalidArgument(f"arena: {request.arena[:40]!r} is not a pool; expected "
                                   "3p, 2v2 or empty")
         # The narrowest index that holds every match asked for (then filtered).

@@ -22,6 +22,7 @@ from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import Message, StandingsChanged, TournamentFinished
+from store.pools import Pool
 from store.rating_tables import StoredMethod
 from store.records import TournamentSpec
 from store.status import TournamentStatus
@@ -82,7 +83,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             raise InvalidArgument(f"players: must be 3 or 4, got {fields['players']}")
         bots = await self.reads.run(store_bots.resolve, fields.pop("bot_ids"))
         ratings = await self.reads.run(store_ratings.current_ratings,
-                                       "3p" if fields["players"] == 3 else "2v2")
+                                       Pool.of(fields["players"]))
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
         await self.reads.run(create_tournament, self.rq_conn, spec)
@@ -264,6 +265,5 @@ def _pool(value: int) -> tuple[str, rating_pb2.RatingPool.ValueType]:
     """A request's pool (checked) as the store's name and the enum value it reports."""
     wire.check_enum(rating_pb2.RatingPool, value, "pool", "rating pool",
                     unset="unset means the 3-player pool")
-    if value == rating_pb2.RATING_POOL_TWO_VS_TWO:
-        return "2v2", rating_pb2.RATING_POOL_TWO_VS_TWO
-    return "3p", rating_pb2.RATING_POOL_THREE_PLAYER
+    pool = wire.pool_from_pb(value)
+    return pool, wire.pool_to_pb(pool)

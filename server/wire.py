@@ -54,6 +54,7 @@ from store.messages import (
     TournamentMatchFinished,
     TournamentMatchStarted,
 )
+from store.pools import Pool
 from store.ratings import RatingPoint, RatingTable, StoredMethod
 from store.records import (
     DEFAULT_CLOCK,
@@ -493,7 +494,18 @@ def faults_from_pb(pb: game_pb2.FaultPolicy | None) -> Faults:
 
 # ---------------------------------------------------------------- arena
 
-_POOL_PB = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+_POOL_PB = {Pool.THREE: rating_pb2.RATING_POOL_THREE_PLAYER,
+            Pool.TEAMS: rating_pb2.RATING_POOL_TWO_VS_TWO}
+
+
+def pool_to_pb(pool: str) -> rating_pb2.RatingPool.ValueType:
+    """A pool as the wire names it."""
+    return _POOL_PB[Pool(pool)]
+
+
+def pool_from_pb(value: int) -> Pool:
+    """The pool a (checked) enum value names; unset is the 3-player pool."""
+    return Pool.TEAMS if value == rating_pb2.RATING_POOL_TWO_VS_TWO else Pool.THREE
 _ARENA_STATUS = {ArenaStatus.RUNNING: arena_pb2.ARENA_STATUS_RUNNING,
                  ArenaStatus.STOPPED: arena_pb2.ARENA_STATUS_STOPPED}
 
@@ -504,7 +516,7 @@ def arena_pool_from_pb(value: int) -> str:
         raise InvalidArgument("pool: required (RATING_POOL_THREE_PLAYER or "
                               "RATING_POOL_TWO_VS_TWO)")
     check_enum(rating_pb2.RatingPool, value, "pool", "rating pool")
-    return "3p" if value == rating_pb2.RATING_POOL_THREE_PLAYER else "2v2"
+    return pool_from_pb(value)
 
 
 def arena_settings_from_pb(pool: str, pb: arena_pb2.ArenaSettings, seed: int) -> ArenaSpec:
@@ -522,7 +534,7 @@ def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
     """An arena as GetArena serves it (public: nothing of a board in play but counts)."""
     spec, step = v.info.spec, v.info.step
     pb = arena_pb2.Arena(
-        pool=_POOL_PB[spec.pool], status=_ARENA_STATUS[v.info.status],
+        pool=pool_to_pb(spec.pool), status=_ARENA_STATUS[v.info.status],
         settings=arena_pb2.ArenaSettings(
             rules={k: str(x).lower() if isinstance(x, bool) else str(x)
                    for k, x in spec.rules.options().items()},

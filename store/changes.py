@@ -29,6 +29,7 @@ from moon import Rules
 from store import bots as store_bots
 from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
+from store.pools import Pool
 from store.records import Clock, Faults, MatchSpec
 from store.refs import EventRef
 
@@ -64,7 +65,7 @@ class ChangeTestSpec:
     @property
     def pool(self) -> str:
         """`3p` or `2v2`."""
-        return "3p" if self.players == 3 else "2v2"
+        return Pool.of(self.players)
 
     def name_of(self, bot_id: str) -> str:
         """A bot's name (its id for a bot the spec does not name)."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 import secrets
 
+from bots import house
+
 __all__ = [
     "HOUSE_PREFIX",
     "MAX_SEQ_DIGITS",
@@ -79,12 +81,14 @@ def is_bot_id(text: str) -> bool:
     return _BOT.fullmatch(text) is not None
 
 
-HOUSE_PREFIX = "house:"
+HOUSE_PREFIX = house.PREFIX  # one prefix, `bots.house`'s
 
 
 def is_house_bot(bot_id: str) -> bool:
-    """True for a house bot's id (`house:...`): the stack's own players, trusted to keep
-    nothing between games, so the rule that no bot is dealt a deal twice is not theirs."""
+    """True for a house bot's id as the stack stores it (`house:...`, canonical: lower case,
+    `bots.house.parse`): the stack's own players, trusted to keep nothing between games, so
+    the rule that no bot is dealt a deal twice is not theirs. Input that merely claims the
+    prefix in any case is `bots.house.is_house`'s to judge (and refuse)."""
     return bot_id.startswith(HOUSE_PREFIX)
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import redis
 
 from store import keys
+from store.coalesce import Asks
 from store.locks import Lock
 from store.rating_tables import (
     LOS_MAX_BOTS,
@@ -41,6 +43,7 @@ __all__ = [
     "RatingRow",
     "RatingTable",
     "StoredMethod",
+    "asks",
     "claim_queue",
     "current",
     "current_named",
@@ -147,36 +150,36 @@ def los_matrix(r: redis.Redis, pool: str, method: str = OFFICIAL) -> list[list[f
 QUEUED_S = 60
 
 
+def asks(pool: str) -> Asks:
+    """The coalesced asks for a pool's fit (`store.coalesce`: many asks, one job); what a
+    fit is asked for besides the pool (tournaments' own fits) is a set of its own."""
+    return Asks(keys.ratings_dirty(pool), keys.ratings_queued(pool), keys.ratings_lock(pool),
+                QUEUED_S)
+
+
 def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
     """Ask for a fit of `pool` (and of the tournament's own games); True when no fit job is
     queued for it yet, so the caller should queue one. Many requests, one job."""
-    pipe = r.pipeline(transaction=True)
-    pipe.set(keys.ratings_dirty(pool), 1)
     if tournament_id:
-        pipe.sadd(keys.ratings_tournaments(pool), tournament_id)
-    pipe.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S)
-    return bool(pipe.execute()[-1])
+        r.sadd(keys.ratings_tournaments(pool), tournament_id)  # before the ask that covers it
+    return asks(pool).ask(r)
 
 
 def take_request(r: redis.Redis, pool: str) -> tuple[bool, list[str]]:
-    """(a fit was asked for, the tournaments to fit too), clearing both."""
-    pipe = r.pipeline(transaction=True)
-    pipe.delete(keys.ratings_dirty(pool))
-    pipe.spop(keys.ratings_tournaments(pool), 10_000)
-    dirty, tids = pipe.execute()
-    return bool(dirty), sorted(str(t) for t in (tids or []))
+    """(a fit was asked for, the tournaments to fit too), taking both."""
+    asked = asks(pool).take(r)
+    tids: Any = r.spop(keys.ratings_tournaments(pool), 10_000)
+    return asked, sorted(str(t) for t in (tids or []))
 
 
 def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (),
                     pool_too: bool = True) -> None:
     """Ask again for what a failed fit job had taken (without queueing a job: recovery
     queues one for a request that has none, see `fit_requested`)."""
-    pipe = r.pipeline(transaction=True)
-    if pool_too:
-        pipe.set(keys.ratings_dirty(pool), 1)
     if tournament_ids:
-        pipe.sadd(keys.ratings_tournaments(pool), *tournament_ids)
-    pipe.execute()
+        r.sadd(keys.ratings_tournaments(pool), *tournament_ids)
+    if pool_too:
+        asks(pool).ask_again(r)
 
 
 def fit_lock(pool: str, ttl_ms: int, owner: str = "") -> Lock:
@@ -202,12 +205,12 @@ def free_fit(r: redis.Redis, pool: str, token: str) -> bool:
 
 def unqueue(r: redis.Redis, pool: str) -> None:
     """A fit job of `pool` has started: requests from now on queue another one."""
-    r.delete(keys.ratings_queued(pool))
+    asks(pool).started(r)
 
 
 def claim_queue(r: redis.Redis, pool: str) -> bool:
     """Mark a fit job of `pool` as queued; False when one is already (queue none then)."""
-    return bool(r.set(keys.ratings_queued(pool), 1, nx=True, ex=QUEUED_S))
+    return asks(pool).claim(r)
 
 
 def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]]:
@@ -222,10 +225,11 @@ def requests(r: redis.Redis, pools: Sequence[str]) -> dict[str, tuple[bool, int]
 
 
 def fit_requested(r: redis.Redis, pool: str) -> bool:
-    """True when a fit was asked for and no job is queued for it (a job died or failed)."""
-    asked = r.exists(keys.ratings_dirty(pool)) or r.scard(keys.ratings_tournaments(pool))
-    return bool(asked) and not r.exists(keys.ratings_queued(pool)) and not r.exists(
-        keys.ratings_lock(pool))
+    """True when a fit was asked for and no job is queued or running for it (a job died or
+    failed)."""
+    if r.scard(keys.ratings_tournaments(pool)) and not r.exists(keys.ratings_queued(pool)):
+        asks(pool).ask_again(r)  # a tournament's fit asked alone: the pool's request covers it
+    return asks(pool).owed(r)
 
 
 FIT_SHARE = 0.9  # the fit is served while it covers this share of the provisional's games

@@ -100,6 +100,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from store.errors import FailedPrecondition, InvalidArgument
+from store.pools import Pool
 from tournaments.arena_search import OBJECTIVES, Scorer, search
 
 __all__ = [
@@ -121,7 +122,7 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-POOLS = {"3p": 3, "2v2": 4}  # players at a table
+POOLS = {str(p): p.players for p in Pool}  # players at a table
 # The grouping each pool gets by default (module doc: why 2v2 groups at random for now).
 POOL_OBJECTIVE = {"3p": "variance", "2v2": "random"}
 ELO_PER_NAT = 400.0 / math.log(10.0)  # as `ratings.scale` (which this package may not import)

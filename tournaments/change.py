@@ -44,16 +44,19 @@ machinery can drive it; `stop` ends it early. The rules of the state machine:
   back: while one of them is away no pair starts and the state says whom the
   test waits for (`waiting`, and `waits` counts the changes, for events).
 
-The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`,
-which `tournaments/` cannot import (the layout puts `ratings/` below it).
+The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`.
+`tournaments/` cannot import it: `ratings/` comes after `tournaments/` in the layout
+(`tests/test_layout.py`), so ratings may use the plans, not the other way round.
 Game scores come from `store.results.game_quarters` (a pair's is
 4 + q_C - q_B eighths, as `store.results.pair_eighths`).
 
 Board seeds: `BoardSeeds` maps a board id (`<test id>/p<k>`, unique across the
-stack) to its deal seed. The default derives it from the spec's seed and the
-board id with `tournaments.plan.derive_seed`, the tournaments' derivation;
-issue 17 makes board seeds keyed with a secret of the stack, which the job
-will pass here instead. Nothing else in this module knows how a seed is made.
+stack) to its *planned* seed. The default derives it from the spec's seed and the
+board id with `tournaments.plan.derive_seed`, the tournaments' derivation; the
+scheduling step then deals every board of every event from its planned seed through
+the stack's secret (`store.deals.deal`), so what a game is dealt is never the
+planned seed itself and no released fact predicts a board. Nothing else in this
+module knows how a seed is made.
 """
 
 from __future__ import annotations
@@ -65,13 +68,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from moon.deal import MAX_SEED
+from store import ids
 from store.errors import InvalidArgument
+from store.pools import Pool
 from store.results import game_quarters
 from tournaments.plan import Game, board_id, derive_seed
 
 __all__ = [
     "FORFEITS",
-    "HOUSE_PREFIX",
     "LOST",
     "MAX_GAMES",
     "MAX_IN_FLIGHT",
@@ -98,7 +102,6 @@ __all__ = [
     "stop",
 ]
 
-HOUSE_PREFIX = "house:"  # the stack's own players (issue 18): they may sit at every table
 MAX_GAMES = 1_000_000
 MAX_IN_FLIGHT = 10_000
 WINDOW = 4  # boards started past the oldest uncounted board, per pair allowed in flight
@@ -111,8 +114,8 @@ BoardSeeds = Callable[[str], int]
 
 
 def is_house(bot_id: str) -> bool:
-    """A house bot of the stack (trusted to keep nothing between games)."""
-    return bot_id.startswith(HOUSE_PREFIX)
+    """True for a house bot (`store.ids.is_house_bot`): the stack's own players."""
+    return ids.is_house_bot(bot_id)
 
 
 class EloRange(Protocol):
@@ -253,7 +256,7 @@ class ChangeSpec:
     @property
     def pool(self) -> str:
         """`3p` or `2v2`."""
-        return "3p" if self.players == 3 else "2v2"
+        return Pool.of(self.players)
 
     @property
     def sequential(self) -> bool:

@@ -25,6 +25,7 @@ from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
+from store.pools import Pool
 from store.rating_tables import OFFICIAL, RatingTable
 from workers import failpoints, metrics
 
@@ -32,7 +33,7 @@ __all__ = ["OFFICIAL", "POOLS", "run_fits"]
 
 log = logging.getLogger("moonshot.ratings")
 
-POOLS = ("3p", "2v2")
+POOLS = tuple(str(p) for p in Pool)
 LOCK_MS = 600_000  # extended after every fit; a dead job's lock is freed by recovery
 
 

@@ -11,6 +11,7 @@ import math
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from store.pools import Pool
 from telemetry import export
 
 __all__ = [
@@ -134,7 +135,7 @@ for _outcome in ("done", "skipped"):
     ARENA_STEPS.labels(_outcome)
 for _reason in REFUSAL_REASONS:
     JOBS_REFUSED.labels(_reason)
-for _pool in ("3p", "2v2"):
+for _pool in Pool:
     FITS.labels(_pool)
     ARENA_TABLES.labels(_pool)
     ARENA_STEP_SECONDS.labels(_pool)
