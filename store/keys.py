@@ -26,21 +26,28 @@
 | ms:match:{id}:lease         | string | id of the job run hosting the match, with a TTL     |
 | ms:match:{id}:result        | string | result + transcript JSON, written once (SET NX)     |
 | ms:tournaments              | zset   | tournament ids by creation time                     |
-| ms:tournament:{id}          | hash   | the tournament spec and status                      |
-| ms:tournament:{id}:matches  | zset   | match ids the tournament created, in order          |
-| ms:tournament:{id}:events   | stream | numbered public events (id `<seq>-0`): a game's     |
-|                             |        | result only once its board is released              |
-| ms:tournament:{id}:emitted  | set    | keys of public events emitted, so none is twice     |
-| ms:tournament:{id}:live     | stream | numbered events for organisers, results as recorded |
-| ms:tournament:{id}:live_emitted | set | keys of organiser events emitted                   |
-| ms:tournament:{id}:released | zset   | games whose board every table has finished, in order|
-| ms:tournament:{id}:lock     | string | held by the scheduler run advancing it              |
-| ms:tournament:{id}:dirty    | string | set when the scheduler should look again            |
-| ms:tournament:{id}:recorded | zset   | finished games, scored by recording order (1, 2, ..)|
-| ms:tournament:{id}:state    | string | the scheduler's cached plan state and its cursor    |
 | ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
-| ms:tournament:{id}:failed   | set    | its games that cannot be hosted (RQ gave up)        |
-| ms:tournament:{id}:redealt  | set    | its units dealt afresh (a bot had had the deal)     |
+| ms:{kind}:{id}              | hash   | an event (`store.refs.EventRef`: ms:tournament:{id},|
+|                             |        | ms:test:{id}, ms:arena:{pool}): spec, status, done, |
+|                             |        | total, step_seq (the step state's version), wake_at |
+| ms:{kind}:{id}:matches      | zset   | match ids the event created, in order               |
+| ms:{kind}:{id}:events       | stream | numbered public events (id `<seq>-0`): a game's     |
+|                             |        | result only once its board is released              |
+| ms:{kind}:{id}:emitted      | set    | keys of public events emitted, so none is twice     |
+| ms:{kind}:{id}:live         | stream | numbered events for organisers, results as recorded |
+| ms:{kind}:{id}:live_emitted | set    | keys of organiser events emitted                    |
+| ms:{kind}:{id}:released     | zset   | games whose board every table has finished, in order|
+| ms:{kind}:{id}:lock         | string | held by the step run advancing it                   |
+| ms:{kind}:{id}:dirty        | string | set when the step should look again                 |
+| ms:{kind}:{id}:queued       | string | a step job is queued (many asks, one job)           |
+| ms:{kind}:{id}:recorded     | zset   | finished or failed games, by recording order        |
+| ms:{kind}:{id}:state        | string | the step's state: cursor, boards open, the planner's|
+|                             |        | state, games decided not yet known created          |
+| ms:{kind}:{id}:failed       | set    | its games that cannot be hosted (RQ gave up)        |
+| ms:{kind}:{id}:redealt      | set    | its units dealt afresh (a bot had had the deal)     |
+| ms:events:live              | set    | events the step still drives (`<kind>:<id>`)        |
+| ms:events:live:listed       | string | set once the running events of an older stack were |
+|                             |        | listed in ms:events:live                            |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
 | ms:recovery:lock            | string | taken by the worker doing this period's recovery    |
 | ms:recovery:nudge_lock      | string | ... and this period's look at tournaments and fits  |
@@ -62,21 +69,8 @@
 | ms:ratings:{pool}:lock      | string | held by the fit job running                         |
 | ms:tournament:{id}:rating   | string | the fit over the tournament's own released games    |
 | ms:tests                    | zset   | test ids (tests of a change) by creation time       |
-| ms:test:{id}                | hash   | a test's spec and status (the fields of a           |
-|                             |        | tournament's, plus `stop` once StopTest asked)      |
-| ms:test:{id}:...            |        | every `ms:tournament:{id}:...` key above but the    |
-|                             |        | units and the rating, for the test's scheduling     |
-| ms:test:{id}:pairs          | hash   | board number -> counted pair (JSON), written once   |
-| ms:arena:{pool}             | hash   | the arena of a pool: spec, status, times, and what  |
-|                             |        | its last step saw (online, waiting, retry_at, ...)  |
-| ms:arena:{pool}:joined      | zset   | bots that joined it, by when                        |
-| ms:arena:{pool}:state       | string | the matchmaking step's state (compare-and-set)      |
-| ms:arena:{pool}:recorded    | zset   | its finished games, scored by recording order       |
-| ms:arena:{pool}:games       | zset   | every game it created, in order                     |
-| ms:arena:{pool}:released    | zset   | its games whose board every table finished, in order|
-| ms:arena:{pool}:lock        | string | held by the matchmaking step running                |
-| ms:arena:{pool}:dirty       | string | set when a step should look again                   |
-| ms:arena:{pool}:queued      | string | a step job is queued (many asks, one job)           |
+| ms:test:{id}:pairs          | hash   | board number -> settled pair (JSON), written once   |
+| ms:arena:{pool}:joined      | zset   | bots that joined the pool's arena, by when          |
 """
 
 from __future__ import annotations
