@@ -28,15 +28,16 @@ import hashlib
 import logging
 import random
 import time
+import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
 
 from clients import wire
-from clients.bot import Bot
+from clients.bot import Bot, bad_answer
 from clients.channel import Target, diagnose, not_answered, target_of
 from moon import Action, Observation
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc, rating_pb2
@@ -103,6 +104,7 @@ class BotRunner:
     _stop: asyncio.Event | None = None
     _arena_stub: arena_pb2_grpc.ArenaServiceAsyncStub | None = None
     _pool: ThreadPoolExecutor | None = None
+    _tracebacks: set[tuple[object, ...]] = field(default_factory=set)  # places the bot raised from
 
     def stop(self) -> None:
         """Ask `run` to return after the current stream ends."""
@@ -290,34 +292,80 @@ class BotRunner:
         return bot, wire.observation_from_pb(req.observation), wire.actions_from_pb(
             req.legal_actions)
 
-    def _answer(self, req: bot_pb2.PlayResponse.DecisionRequest,
-                action: Action) -> bot_pb2.PlayRequest:
+    def _answer(self, req: bot_pb2.PlayResponse.DecisionRequest, choice: object,
+                legal: Sequence[Action]) -> bot_pb2.PlayRequest | None:
+        """The answer to send, or None (said once in the log) when the bot's choice is not
+        an action: nothing is sent, so the referee's clock runs out and the strike says
+        "no answer". An action that is not legal here is sent: the referee judges it."""
+        if not isinstance(choice, Action):
+            log.error("%s seat %d: the bot %s; not answering %s (the referee's clock will "
+                      "run out: a strike)", req.match_id, req.seat, bad_answer(choice, legal),
+                      req.request_id)
+            return None
         self.decisions += 1
-        log.debug("%s seat %d: %s", req.match_id, req.seat, action.label)
-        return wire.decision_pb(req.request_id, action)
+        log.debug("%s seat %d: %s", req.match_id, req.seat, choice.label)
+        return wire.decision_pb(req.request_id, choice)
+
+    def _raised(self, req: bot_pb2.PlayResponse.DecisionRequest, exc: BaseException,
+                skip: int = 0) -> None:
+        """Say once, in one record, that the bot raised on `req` and that nothing is sent;
+        its traceback (the bot's own frames: `skip` of the SDK's are dropped) the first time
+        it raises from that place, a line after that."""
+        tb = exc.__traceback__
+        for _ in range(skip):
+            tb = tb.tb_next if tb is not None else None
+        frames = traceback.extract_tb(tb) if tb is not None else []
+        where = (type(exc), frames[-1].filename, frames[-1].lineno) if frames else (type(exc),)
+        first = str(exc).strip().splitlines()
+        detail = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+        said = f"{req.match_id} seat {req.seat}: the bot raised {detail}; not answering " \
+               f"{req.request_id} (the referee's clock will run out: a strike)"
+        if where in self._tracebacks:
+            log.error("%s (traceback above)", said)
+            return
+        if len(self._tracebacks) < 64:
+            self._tracebacks.add(where)
+        text = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+        log.error("%s\n%s", said, text)
 
     def _decide(self, req: bot_pb2.PlayResponse.DecisionRequest) -> bot_pb2.PlayRequest | None:
         """Decide on the event loop; None when the bot failed (the clock will run out)."""
         try:
             bot, obs, legal = self._inputs(req)
-            return self._answer(req, bot.act(obs, legal))
-        except Exception:
-            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
-                          req.request_id)
+        except Exception as exc:
+            self._raised(req, exc, skip=1)
             return None
+        choice, failure = _act(bot, obs, legal)
+        if failure is not None:
+            self._raised(req, failure, skip=1)
+            return None
+        return self._answer(req, choice, legal)
 
     async def _decide_in_pool(self, req: bot_pb2.PlayResponse.DecisionRequest,
                               outbox: asyncio.Queue[bot_pb2.PlayRequest]) -> None:
         assert self._pool is not None
         try:
             bot, obs, legal = self._inputs(req)
-            action = await asyncio.get_running_loop().run_in_executor(
-                self._pool, bot.act, obs, legal)
-        except Exception:
-            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
-                          req.request_id)
+        except Exception as exc:
+            self._raised(req, exc, skip=1)
             return
-        outbox.put_nowait(self._answer(req, action))
+        choice, failure = await asyncio.get_running_loop().run_in_executor(
+            self._pool, _act, bot, obs, legal)
+        if failure is not None:
+            self._raised(req, failure, skip=1)
+            return
+        answer = self._answer(req, choice, legal)
+        if answer is not None:
+            outbox.put_nowait(answer)
+
+
+def _act(bot: Bot, obs: Observation, legal: tuple[Action, ...]
+         ) -> tuple[object, BaseException | None]:
+    """The bot's choice, or what it raised (its traceback starts at this frame)."""
+    try:
+        return bot.act(obs, legal), None
+    except Exception as exc:
+        return None, exc
 
 
 def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
