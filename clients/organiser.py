@@ -50,8 +50,21 @@ def _dashed(name: str) -> str:
 
 # Every registered format as a flag value (`round-robin`), plus short aliases.
 _FORMATS = {_dashed(name): name for name in formats.names()}
-_FORMATS.update({"rr": "round_robin", "single": "single_elimination",
-                 "double": "double_elimination"})
+_ALIASES = {"rr": "round_robin", "single": "single_elimination",
+            "double": "double_elimination"}
+_FORMATS.update(_ALIASES)
+
+
+def format_of(text: str) -> str:
+    """The registered format a --format value names (any case, `_` or `-`, an alias);
+    UsageError listing every format otherwise."""
+    fmt = _FORMATS.get(text.strip().casefold().replace("_", "-"))
+    if fmt is None:
+        every = ", ".join(_dashed(n) for n in formats.names())
+        short = ", ".join(f"{a} ({_dashed(n)})" for a, n in _ALIASES.items())
+        raise UsageError(f"moonshot tournament create: --format {text!r} is not a format: "
+                         f"use one of {every}, or for short {short}")
+    return fmt
 _FORMAT_BY_PB = {tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{n.upper()}"): n
                  for n in formats.names()}
 
@@ -121,10 +134,7 @@ def _offline(admin: Admin, bots: list[str]) -> list[str]:
 
 
 def _run_create(args: argparse.Namespace) -> int:
-    fmt = _FORMATS.get(args.format)
-    if fmt is None:
-        raise UsageError(f"moonshot tournament create: --format must be one of "
-                         f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
+    fmt = format_of(args.format)
     prog = "moonshot tournament create"
     options = rules_options(args.players, args.rule, prog)
     own = format_options.collect(args, fmt, prog)

@@ -38,11 +38,12 @@ import grpc
 
 from clients import wire
 from clients.bot import Bot, bad_answer
-from clients.channel import Target, diagnose, not_answered, target_of
+from clients.channel import Target, diagnose, not_answered, rpc_failure, target_of
 from moon import Action, Observation
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc, rating_pb2
 
-__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
+__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "rpc_failure",
+           "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -72,7 +73,9 @@ class NoReferee(FatalStreamError):
 def register(server: str | Target, name: str, admin_token: str | None = None,
              timeout: float = 10.0) -> tuple[str, str]:
     """Register a bot named `name`; return (bot_id, token). The token is shown only once.
-    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS)."""
+    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS). A refusal (a name
+    taken, no referee there) raises grpc.RpcError: `rpc_failure(exc, server)` says it in
+    one line."""
     metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token else ()
     with target_of(server).channel() as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -260,3 +261,35 @@ def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(
     words = " ".join(help_text.split())  # whatever the width the help was wrapped at
     assert "for single elimination, double elimination, Swiss: seeds" in words
     assert "a round robin always seats its bots in --bots order" in words
+
+
+def _example(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "examples.register_and_run", *args], cwd=ROOT,
+                          env=env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def test_the_register_and_run_example_says_a_refusal_in_one_line(
+        stack: Stack, pool: dict[str, PoolBot], name: str) -> None:
+    """A name taken, no referee there: one line each, as the CLI says them; a new name
+    registers and plays until Ctrl-C."""
+    taken = _example(stack.address, pool["greedy1"].name.upper())
+    assert taken.returncode == 1 and "Traceback" not in taken.stderr, taken.stderr
+    assert taken.stderr.splitlines() == [
+        f"register_and_run: cannot register {pool['greedy1'].name.upper()!r}: name: a bot "
+        f"named {pool['greedy1'].name.upper()!r} exists already (names ignore case)"], \
+        taken.stderr
+    nobody = _example("127.0.0.1:1", f"{name}-x")
+    assert nobody.returncode == 1 and len(nobody.stderr.splitlines()) == 1, nobody.stderr
+    assert "no referee at 127.0.0.1:1" in nobody.stderr and "moonshot up" in nobody.stderr
+    stack.counter += 1
+    log = stack.workdir / f"{stack.counter:03d}-example.log"
+    with open(log, "wb") as fh:
+        popen = subprocess.Popen([sys.executable, "-m", "examples.register_and_run",
+                                  stack.address, f"{name}-example"], cwd=ROOT, env=env(),
+                                 stdout=fh, stderr=subprocess.STDOUT)
+    proc = Proc("example", popen, log)
+    stack.procs.append(proc)
+    proc.wait_for(rf"registered {name}-example as b-\w+; token \(keep it\): \S+")
+    proc.wait_for("connected to ")
+    assert proc.stop(signal.SIGINT) == 0 and "Traceback" not in proc.text(), proc.text()
