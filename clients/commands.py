@@ -537,11 +537,13 @@ def _run_bot_run(args: argparse.Namespace) -> int:
     runner = BotRunner(cls, server_target(args), token, threads=args.threads,
                        wait=args.wait, arenas=arenas)
     try:
-        asyncio.run(runner.run())
+        # Ctrl-C finishes the games under way (a second one leaves at once) and leaves
+        # the arenas: a clean stop; a crash is a disconnect (the grace, then forfeits).
+        asyncio.run(runner.run_interruptible())
     except FatalStreamError as exc:
         raise CommandError(str(exc)) from None
-    except KeyboardInterrupt:
-        if arenas:  # a clean stop leaves the arena; a crash is a disconnect (no games then)
+    except KeyboardInterrupt:  # before the runner could handle it
+        if arenas:
             with contextlib.suppress(Exception):
                 asyncio.run(runner.leave_arenas())
     return 0
@@ -734,6 +736,9 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="join the arena of this pool (3p or 2v2; repeat for both): the bot "
                         "plays its matchmaking whenever it is connected, and leaves it on "
                         "Ctrl-C")
+    p.epilog = ("Ctrl-C takes no new arena games and finishes the games under way, naming "
+                "them; a second Ctrl-C leaves at once, naming the games it forfeits (after "
+                "their disconnect grace, unless the bot comes back).")
     _server_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_bot_run)

@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import logging
 import random
+import signal
 import time
 import traceback
 from collections import OrderedDict
@@ -108,11 +109,93 @@ class BotRunner:
     _arena_stub: arena_pb2_grpc.ArenaServiceAsyncStub | None = None
     _pool: ThreadPoolExecutor | None = None
     _tracebacks: set[tuple[object, ...]] = field(default_factory=set)  # places the bot raised from
+    # Matches under way with the bot in a seat: match id -> its disconnect grace in ms
+    # (None when unknown: under way at a welcome, its MatchStarted not seen).
+    under_way: dict[str, int | None] = field(default_factory=dict)
+    _finishing: set[str] | None = None  # set by finish_then_stop: the games it waits for
 
     def stop(self) -> None:
         """Ask `run` to return after the current stream ends."""
         if self._stop is not None:
             self._stop.set()
+
+    def finish_then_stop(self) -> list[str]:
+        """Take no new arena games and stop once the matches under way now have ended;
+        return those (stopped at once when there are none). Matches that start meanwhile
+        (a tournament's next game) are played while the runner waits, and left when it
+        stops."""
+        self._finishing = set(self.under_way)
+        if not self._finishing:
+            self.stop()
+        return sorted(self._finishing)
+
+    def _check_finished(self) -> None:
+        if self._finishing is not None and not self._finishing & set(self.under_way) and (
+                self._stop is None or not self._stop.is_set()):
+            later = self.forfeits("started since Ctrl-C")
+            log.warning("the games under way at Ctrl-C are over: stopping%s",
+                        f"; {later}" if later else "")
+            self.stop()
+
+    def forfeits(self, which: str = "under way") -> str:
+        """What leaving now costs, for people: the matches under way, which forfeit after
+        their disconnect grace unless the bot comes back ("" when there are none)."""
+        if not self.under_way:
+            return ""
+        n = len(self.under_way)
+        graces = set(self.under_way.values())
+        grace = f"{'its' if n == 1 else 'their'} disconnect grace"
+        if len(graces) == 1 and (g := next(iter(graces))) is not None:
+            grace += f" ({_seconds(g)})"
+        games = f"the game {which}" if n == 1 else f"the {n} games {which}"
+        return (f"{games} ({', '.join(sorted(self.under_way))}) "
+                f"{'is' if n == 1 else 'are'} forfeited after {grace} unless the bot "
+                "comes back")
+
+    async def run_interruptible(self) -> None:
+        """`run`, with Ctrl-C handled: the first takes no new arena games and finishes the
+        matches under way (saying which), a second leaves at once (saying what that
+        forfeits); either way the runner leaves its arenas. Outside the main thread, where
+        signals cannot be handled, it is `run`."""
+        loop = asyncio.get_running_loop()
+        presses = 0
+
+        def on_interrupt() -> None:
+            nonlocal presses
+            presses += 1
+            if presses == 1:
+                games = self.finish_then_stop()
+                if not games:
+                    log.warning("Ctrl-C: no game under way: stopping")
+                else:
+                    n = len(games)
+                    log.warning(
+                        "Ctrl-C: finishing %s under way (%s) and taking no new arena games; "
+                        "Ctrl-C again to leave now (%s)", "the game" if n == 1 else
+                        f"the {n} games", ", ".join(games),
+                        "it would be forfeited" if n == 1 else "they would be forfeited")
+                    if self.arenas:
+                        leaving.append(loop.create_task(self.leave_arenas()))
+                return
+            said = self.forfeits()
+            log.warning("Ctrl-C again: leaving now%s", f"; {said}" if said else "")
+            self.stop()
+
+        leaving: list[asyncio.Task[None]] = []
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):
+            await self.run()
+            return
+        try:
+            await self.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if presses and self.arenas:
+            for task in leaving:
+                with contextlib.suppress(Exception):
+                    await task
+            await self.leave_arenas()
 
     async def run(self) -> None:
         """Connect, play, reconnect on failure; return when stopped or refused for good."""
@@ -200,7 +283,7 @@ class BotRunner:
                     pong=bot_pb2.PlayRequest.Pong(nonce=msg.ping.nonce)))
             elif kind != "decision_request":
                 self._note(kind, msg)
-                if kind == "welcome" and self.arenas:
+                if kind == "welcome" and self.arenas and self._finishing is None:
                     await self._join_arenas()
                 if msg.event_id:
                     self.last_event_id = msg.event_id
@@ -260,10 +343,15 @@ class BotRunner:
             log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
                      w.bot_id)
             if w.HasField("live_matches"):
-                self._forget_ended(set(w.live_matches.match_ids))
+                live = set(w.live_matches.match_ids)
+                self._forget_ended(live)
+                self.under_way = {m: self.under_way.get(m) for m in live}
+                self._check_finished()
         elif kind == "match_started":
             ms = msg.match_started
             log.info("match %s started: seat %d of %s", ms.match_id, ms.seat, list(ms.seat_names))
+            self.under_way[ms.match_id] = (ms.faults.disconnect_grace_ms
+                                           if ms.HasField("faults") else None)
         elif kind == "match_ended":
             me = msg.match_ended
             key = (me.match_id, me.seat)
@@ -273,6 +361,8 @@ class BotRunner:
             if bot is not None:
                 with contextlib.suppress(Exception):
                     bot.game_over(wire.result_from_pb(me.result))
+            self.under_way.pop(me.match_id, None)
+            self._check_finished()
         elif kind == "decision_rejected":
             d = msg.decision_rejected
             log.warning("decision %s rejected: %s", d.request_id, d.message)
@@ -371,10 +461,14 @@ def _act(bot: Bot, obs: Observation, legal: tuple[Action, ...]
         return None, exc
 
 
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:g} s"
+
+
 def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
             threads: int = 8, wait: bool = False) -> None:
     """Play until interrupted (blocking); raises FatalStreamError if refused for good, and
     NoReferee if no referee answers at the start (unless `wait`: then it keeps trying)."""
     runner = BotRunner(factory, server, token, threads=threads, wait=wait)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(runner.run())
+        asyncio.run(runner.run_interruptible())

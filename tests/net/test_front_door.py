@@ -293,3 +293,41 @@ def test_the_register_and_run_example_says_a_refusal_in_one_line(
     proc.wait_for(rf"registered {name}-example as b-\w+; token \(keep it\): \S+")
     proc.wait_for("connected to ")
     assert proc.stop(signal.SIGINT) == 0 and "Traceback" not in proc.text(), proc.text()
+
+
+def test_ctrl_c_of_a_bot_finishes_its_games_and_a_second_leaves_naming_the_forfeit(
+        stack: Stack, pool: dict[str, PoolBot], admin: Admin, name: str) -> None:
+    """Ctrl-C in the middle of a game: the bot says which game it finishes, plays it to its
+    end (no forfeit), then stops. Twice: it leaves at once and says what it forfeits, and
+    the game is forfeited after the grace."""
+    g1, g2 = pool["greedy1"], pool["greedy2"]
+    for presses in (1, 2):
+        bot_id, token = register(stack.address, f"{name}-ctrlc{presses}")
+        proc = stack.bot("netbots:ThinkingBot", stack.address, token)
+        mid = admin.create_match(3, [g1.bot_id, bot_id, g2.bot_id], seed=40 + presses,
+                                 rules={"max_hands": "2"}, grace_ms=2000).match_id
+        proc.wait_for(rf"match {mid} started")
+        time.sleep(0.5)  # a decision or two into the game
+        proc.popen.send_signal(signal.SIGINT)
+        proc.wait_for(rf"Ctrl-C: finishing the game under way \({mid}\) and taking no new "
+                      r"arena games; Ctrl-C again to leave now \(it would be forfeited\)")
+        if presses == 1:
+            assert proc.alive()
+            assert proc.popen.wait(120) == 0, proc.text()
+            text = proc.text()
+            assert f"match {mid} ended" in text and "the games under way at Ctrl-C are " \
+                "over: stopping" in text, text
+            m = admin.wait_match(mid, timeout=30)
+            assert m.result.end != "forfeit", m.result
+        else:
+            started = time.monotonic()
+            proc.popen.send_signal(signal.SIGINT)
+            assert proc.popen.wait(30) == 0, proc.text()
+            assert time.monotonic() - started < 10
+            assert (f"Ctrl-C again: leaving now; the game under way ({mid}) is forfeited "
+                    "after its disconnect grace (2 s) unless the bot comes back") \
+                in proc.text(), proc.text()
+            m = admin.wait_match(mid, timeout=60)
+            assert m.result.end == "forfeit" and m.result.forfeit.seat == 1, m.result
+            assert "disconnected" in m.result.forfeit.reason
+        assert "Traceback" not in proc.text(), proc.text()
