@@ -610,12 +610,17 @@ def _print_match(match: Any, out: str | None) -> int:
         seat = res.forfeit.seat
         print(f"  forfeit: seat {seat} ({match.seat_names[seat]}) lost by forfeit: "
               f"{res.forfeit.reason}")
+    forfeited = res.HasField("forfeit") and res.end == "forfeit"
     if res.HasField("winner") and 0 <= res.winner < len(sides):
-        print(f"  winner: {sides[res.winner]}")
+        print(f"  winner: {sides[res.winner]}{' (won by forfeit)' if forfeited else ''}")
     else:
         level = dict.fromkeys(sides[s % len(sides)] for s, p in enumerate(res.placement)
                               if p == 1)
-        print(f"  no single winner: {' and '.join(level)} share first place")
+        if forfeited:  # never a draw: both won by the forfeit, level with each other
+            print(f"  won by forfeit: {' and '.join(level)}, level: they share first place "
+                  "(half a win each)")
+        else:
+            print(f"  a draw: {' and '.join(level)} share first place")
     if match.transcript_json:
         path = transcript_path(match.match_id, out)
         try:

@@ -39,24 +39,32 @@ def _width(names: Iterable[str], least: int = 22) -> int:
 
 
 def standings_table(st: tournament_pb2.Standings, title: str = "", pool: str = "") -> str:
-    """The standings as an aligned table, with a line saying which rating is which."""
+    """The standings as an aligned table, with a line saying which rating is which (and a
+    column of wins by forfeit shared, when there are any: never counted as draws)."""
     lines = [title] if title else []
     w = _width(row.name + " (out)" for row in st.rows)
     own = any(row.HasField("tournament_rating") for row in st.rows)
-    lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
-                 f"{'pts':>7}{'score':>8}{'pool':>7}{'event' if own else '':>7}{'ff':>4}")
+    fw = any(row.forfeit_wins for row in st.rows)
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'FW' if fw else '':>4}{'D':>4}"
+                 f"{'L':>5}{'pts':>7}{'score':>8}{'pool':>7}{'event' if own else '':>7}"
+                 f"{'ff':>4}")
     for row in st.rows:
         out = " (out)" if row.eliminated else ""
         event = elo(row.tournament_rating) if row.HasField("tournament_rating") else ""
         lines.append(f"{row.rank:>3}  {row.name + out:<{w}}{row.games:>6}{row.wins:>5}"
+                     f"{row.forfeit_wins if fw else '':>4}"
                      f"{row.draws:>4}{row.losses:>5}{row.points:>7.1f}{row.score:>8}"
                      f"{elo(row.rating):>7}{event:>7}{row.forfeits:>4}")
     where = f"the {pool} pool" if pool else "its pool"
     legend = f"pool: each bot's rating in {where} now"
     if own:
         legend += "; event: its rating over this tournament's games alone (final once it ends)"
-    lines.append(f"({legend}; D: first place shared, a draw or after another's forfeit; "
-                 "pts: 1 a win, 1/2 a D; ff: games lost by forfeit)")
+    if fw:
+        legend += ("; FW: won by forfeit, level with another (a bot forfeited and two shared "
+                   "first place)")
+    lines.append(f"({legend}; D: a draw, first place shared with nobody forfeiting; "
+                 f"pts: 1 a win, 1/2 a D{' or an FW' if fw else ''}; ff: games lost by "
+                 "forfeit)")
     return "\n".join(lines)
 
 

@@ -168,6 +168,7 @@ class Pages:
                             else "games"),
             "seq": st.sequence,
             "standings": views.standings_view(st),
+            "forfeit_wins": any(r.forfeit_wins for r in st.rows),  # draw the FW column
             "ranking": views.ranking_view(st),
             "rounds": views.rounds_view(st, t.spec.players),
             "teams": bool(st.ranking.rows) and len(st.ranking.rows[0].bot_ids) > 1,
@@ -271,7 +272,8 @@ class Pages:
                 break
         games.reverse()  # oldest first: results over time
         await self.name_tournaments(games)
-        tally = {k: sum(1 for g in games if g["outcome"] == k) for k in ("win", "draw", "loss")}
+        tally = {k: sum(1 for g in games if g["outcome"] == k)
+                 for k in ("win", "draw", "shared", "loss")}
         tally["forfeit"] = sum(1 for g in games if g["forfeited"])
         return self.page("bot.html", bot={"id": b.bot_id, "name": b.name,
                                           "connected": b.connected, "house": b.house,

@@ -148,6 +148,7 @@ def standings_view(st: tournament_pb2.Standings) -> list[Row]:
         "tournament_rating": (elo(row.tournament_rating)
                               if row.HasField("tournament_rating") else ""),
         "forfeits": row.forfeits,
+        "forfeit_wins": row.forfeit_wins,
         "eliminated": row.eliminated,
     } for row in st.rows]
 
@@ -341,10 +342,10 @@ def match_row(m: match_pb2.Match) -> Row:
         if res.HasField("winner") and 0 <= res.winner < len(sides):
             sides[res.winner]["won"] = True
             winner = names[res.winner]
-        else:  # no single winner: a draw, or first place shared after a forfeit
+        else:  # no single winner: a draw, or both others won by a forfeit, level
             level = [names[s % len(names)] for s, p in enumerate(res.placement) if p == 1]
-            winner = "shared" if forfeit is not None else "draw"
-            notes.append(f"{' and '.join(dict.fromkeys(level))} share first place"
+            winner = "won by forfeit, shared" if forfeit is not None else "draw"
+            notes.append(f"{' and '.join(dict.fromkeys(level))} won by forfeit, level"
                          if forfeit is not None else "draw")
         end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
     short = m.match_id
@@ -397,7 +398,7 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
     row = match_row(m)
     seats = [i for i, b in enumerate(m.bot_ids) if b == bot_id]
     side = (seats[0] if m.players == 3 else seats[0] % 2) if seats else -1
-    outcome = ""  # win, draw, loss; empty while unknown
+    outcome = ""  # win, draw, shared (won by forfeit, level), loss; empty while unknown
     label = ""  # for people: a forfeit is named, never a draw
     score: int | None = None
     place: int | None = None
@@ -407,14 +408,14 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
             score = res.final_scores[side]
         if seats and seats[0] < len(res.placement):
             place = res.placement[seats[0]]
-        outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
-                   else "draw" if place == 1 else "loss")
         forfeiter = res.forfeit.seat if res.HasField("forfeit") and res.end == "forfeit" else -1
+        outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
+                   else ("shared" if forfeiter >= 0 else "draw") if place == 1 else "loss")
         if forfeiter in seats:
             label = "lost by forfeit"
-        elif forfeiter >= 0:
-            label = {"win": "won (a forfeit)", "loss": "lost (a forfeit)",
-                     "draw": "shared first (a forfeit)"}[outcome]
+        elif forfeiter >= 0:  # never a draw: both others won by the forfeit, level
+            label = {"win": "won by forfeit", "loss": "lost (another forfeited)",
+                     "shared": "won by forfeit, level"}[outcome]
         else:
             label = {"win": "won", "loss": "lost", "draw": "draw"}[outcome]
     opponents = [n for i, n in enumerate(row["seats"])
@@ -535,13 +536,14 @@ def transcript_view(record: dict[str, Any]) -> Row:
                  else "")
     if isinstance(winner, int) and 0 <= winner < len(sides):
         headline = f"{sides[winner]} won"
-    else:  # first place shared: among the others after a forfeit, else a draw
+    else:  # first place shared: won by forfeit by the others, level, else a draw
         out = forfeit["seat"] % len(sides) if forfeiter and isinstance(forfeit, dict) else -1
         best = max((v for i, v in enumerate(final) if i != out), default=0)
         level = [sides[i] for i, v in enumerate(final) if v == best and i != out
                  and i < len(sides)]
-        headline = (f"{forfeiter} forfeited; {' and '.join(level)} share first place"
-                    if forfeiter else f"A draw: {' and '.join(level)} share first place")
+        headline = (f"{forfeiter} forfeited; {' and '.join(level)} won by forfeit, level "
+                    "(first place shared)" if forfeiter
+                    else f"A draw: {' and '.join(level)} share first place")
     return {
         "headline": headline,
         "players": players,

@@ -222,8 +222,8 @@ def test_a_forfeit_is_named_never_a_draw_and_the_transcript_goes_to_the_data_fol
     mid = re.search(r"match (m-\w+) queued", out).group(1)  # type: ignore[union-attr]
     assert f"web page: {web}/game/{mid}" in out
     assert f"forfeit: seat 1 ({absent}) lost by forfeit: disconnected" in out
-    assert (f"no single winner: {pool['greedy1'].name} and {pool['greedy2'].name} share "
-            "first place") in out
+    assert (f"won by forfeit: {pool['greedy1'].name} and {pool['greedy2'].name}, level: they "
+            "share first place (half a win each)") in out
     assert "draw" not in out
     path = cli.folder / "moonshot-data" / "transcripts" / f"{mid}.jsonl"
     assert f"transcript: {path.relative_to(cli.folder)}" in out or f"transcript: {path}" in out
@@ -233,6 +233,24 @@ def test_a_forfeit_is_named_never_a_draw_and_the_transcript_goes_to_the_data_fol
     ignored = subprocess.run(["git", "check-ignore", "-q",
                               f"moonshot-data/transcripts/{mid}.jsonl"], cwd=ROOT, check=False)
     assert ignored.returncode == 0
+
+    # In a tournament's standings the two level after the forfeit won by it (FW), not D.
+    res = cli.run("tournament", "create", "--name", f"{name} ff", "--bots",
+                  f"{pool['greedy1'].name},{absent},{pool['greedy2'].name}",
+                  "--disconnect-grace", "1s", "--rule", "max_hands=1", "--duplicate", "fresh",
+                  "--watch", "--quiet", admin=True)
+    table = _ok(res)
+    head = next(line for line in table.splitlines() if line.lstrip().startswith("#"))
+    assert head.split()[:9] == ["#", "bot", "games", "W", "FW", "D", "L", "pts", "score"], head
+    rows = {line.split()[1]: line.split()[2:9] for line in table.splitlines()
+            if line.lstrip()[:1].isdigit() and len(line.split()) > 9}
+    assert len(rows) == 3, table
+    for bot in (pool["greedy1"].name, pool["greedy2"].name):
+        games, _, fw, draws, _, points, _ = rows[bot]
+        assert fw == games != "0" and draws == "0", table
+        assert float(points) == int(games) / 2, table
+    assert rows[absent][4] == rows[absent][0], table  # every game lost
+    assert "FW: won by forfeit, level with another" in table
 
 
 def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(

@@ -654,20 +654,43 @@ def test_a_forfeit_shows_as_a_forfeit_on_every_page(
     names = list(final.seat_names)
     tab.open("/games")
     row = tab.page.locator(f'tr[data-id="{m.match_id}"]').inner_text()
-    assert f"{names[1]} forfeited" in row and "share first place" in row and "draw" not in row
+    assert f"{names[1]} forfeited" in row and "draw" not in row
+    assert f"{names[0]} and {names[2]} won by forfeit, level" in row, row
     tab.open(f"/game/{m.match_id}")
     headline = tab.page.locator("#result").inner_text()
-    assert headline.startswith(f"{names[1]} forfeited; {names[0]} and {names[2]} share first")
+    assert headline.startswith(f"{names[1]} forfeited; {names[0]} and {names[2]} won by "
+                               "forfeit, level (first place shared)"), headline
     assert "draw" not in headline.lower()
     tab.page.keyboard.press("End")
     end = tab.page.locator(".v-end .v-caption.big").inner_text()
-    assert end.startswith(f"Game over: {names[1]} forfeited;") and "draw" not in end.lower()
+    assert end.startswith(f"Game over: {names[1]} forfeited; {names[0]} and {names[2]} won by "
+                          "forfeit, level") and "draw" not in end.lower(), end
     tab.open(f"/bot/{names[1]}")
     assert tab.page.locator(f'tr[data-id="{m.match_id}"] .outcome').inner_text().lower() == \
         "lost by forfeit"
-    tab.open(f"/bot/{names[0]}")
-    assert "a forfeit" in tab.page.locator(f'tr[data-id="{m.match_id}"] .outcome').inner_text() \
-        .lower()
+    for winner in (names[0], names[2]):
+        tab.open(f"/bot/{winner}")
+        cell = tab.page.locator(f'tr[data-id="{m.match_id}"]')
+        assert cell.get_attribute("data-outcome") == "shared"
+        assert cell.locator(".outcome").inner_text().lower() == "won by forfeit, level"
+        assert "won by forfeit level with another" in tab.page.locator("#bot").inner_text()
+
+    # A tournament's standings: the two level after a forfeit won by it (FW), never D.
+    t = admin.create_tournament(name="web forfeit", players=3, format="round_robin",
+                                bot_ids=[pool["greedy1"].bot_id, absent, pool["greedy2"].bot_id],
+                                rules={"max_hands": "1"}, grace_ms=500, duplicate="fresh")
+    wait_until("the tournament to finish", lambda: admin.get_tournament(t.tournament_id).status
+               != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=60, every=0.2)
+    tab.open(f"/t/{t.tournament_id}")
+    rows = tab.page.evaluate("""() => [...document.querySelectorAll('#t-standings tbody tr')]
+        .map(r => [r.dataset.botId, ...['games', 'wins', 'forfeit_wins', 'draws', 'points']
+        .map(c => r.querySelector(`[data-col=${c}]`).textContent.trim())])""")
+    won = {r[0]: r[1:] for r in rows}
+    for bot in (pool["greedy1"].bot_id, pool["greedy2"].bot_id):
+        games, wins, fw, draws, points = won[bot]
+        assert (wins, draws) == ("0", "0") and fw == games != "0", rows
+        assert float(points) == int(games) / 2, rows
+    assert tab.page.locator("#t-standings th", has_text="FW").count() == 1
 
 
 def test_a_replay_plays_by_itself_at_the_speed_chosen(

@@ -37,8 +37,8 @@ def _forfeit(winner: int | None) -> match_pb2.Match:
 
 def test_a_forfeit_is_named_in_a_games_list_never_a_draw() -> None:
     row = match_row(_forfeit(None))
-    assert row["notes"] == ["b forfeited", "a and c share first place"]
-    assert "draw" not in " ".join(row["notes"]) and row["winner"] == "shared"
+    assert row["notes"] == ["b forfeited", "a and c won by forfeit, level"]
+    assert "draw" not in " ".join(row["notes"]) and row["winner"] == "won by forfeit, shared"
     row = match_row(_forfeit(0))
     assert row["notes"] == ["b forfeited"] and row["winner"] == "a"
 
@@ -49,14 +49,16 @@ def test_a_forfeit_on_a_bot_page() -> None:
         ("lost by forfeit", "loss")
     assert bot_game("b-b", m)["forfeited"]
     assert (bot_game("b-a", m)["label"], bot_game("b-a", m)["outcome"]) == \
-        ("shared first (a forfeit)", "draw")
-    assert bot_game("b-a", _forfeit(0))["label"] == "won (a forfeit)"
+        ("won by forfeit, level", "shared")
+    assert bot_game("b-a", _forfeit(0))["label"] == "won by forfeit"
+    assert bot_game("b-c", _forfeit(0))["label"] == "lost (another forfeited)"
 
 
 def test_a_forfeit_on_the_game_page() -> None:
     record = {"players": 3, "seats": ["a", "b", "c"], "hands": [], "final": [5, 0, 5],
               "winner": None, "end": "forfeit", "forfeit": {"seat": 1, "reason": "gone"}}
-    assert transcript_view(record)["headline"] == "b forfeited; a and c share first place"
+    assert transcript_view(record)["headline"] == \
+        "b forfeited; a and c won by forfeit, level (first place shared)"
     record.update(end="hand_limit", forfeit=None, final=[3, 3, 1])
     assert transcript_view(record)["headline"] == "A draw: a and b share first place"
     record.update(winner=2)

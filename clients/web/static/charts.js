@@ -111,11 +111,11 @@
       } else if (g.outcome === "loss") {
         mark = S("rect", { x: cx - w / 2, y: mid, width: w, height: h, "class": "loss" }, link);
       } else {
-        mark = S("rect", { x: cx - w / 2, y: mid - h * 0.15, width: w, height: h * 0.3, "class": "draw" }, link);
+        mark = S("rect", { x: cx - w / 2, y: mid - h * 0.15, width: w, height: h * 0.3, "class": g.outcome }, link);
       }
       S("title", {}, mark).textContent = "game " + (i + 1) + " (" + g.id + "): " + (g.label || g.outcome) +
         (g.score !== null ? ", score " + g.score : "") + (g.place !== null ? ", place " + g.place : "");
-      points += g.outcome === "win" ? 1 : g.outcome === "draw" ? 0.5 : 0;
+      points += g.outcome === "win" ? 1 : g.outcome === "draw" || g.outcome === "shared" ? 0.5 : 0;
       line.push([cx, bottom - (points / (i + 1)) * (bottom - top)]);
     });
     S("polyline", { points: line.map(function (p) { return p[0].toFixed(1) + "," + p[1].toFixed(1); }).join(" "),
