@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -602,10 +603,27 @@ def boards_view(t: tournament_pb2.Tournament, st: tournament_pb2.Standings) -> l
     return out
 
 
+_ROUND = re.compile(r"(?:x(\d+)-)?r(\d+)(?:-t(\d+))?|p(\d+)")
+
+
+def _round_key(board: str) -> tuple[int, int, int] | None:
+    """Where a board comes in its event's schedule, from its unit (`x1-r3`: pass 1, round
+    3; a test's pair `p12`); None for a unit that says nothing of it (a bracket's)."""
+    m = _ROUND.fullmatch(board.rpartition("/")[2])
+    if m is None:
+        return None
+    if m.group(4) is not None:
+        return (0, int(m.group(4)), 0)
+    return (int(m.group(1) or 1), int(m.group(2)), int(m.group(3) or 0))
+
+
 def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row]:
     """Games grouped by the board they are dealt from (the duplicate comparison: each
     table of a board held the same hands): boards in play first, then released boards
-    (newest first), then boards not begun; a single match is a group of its own."""
+    (the latest round first), then boards not begun, each in round order (whenever its
+    games happened to finish: a slow table does not move its round); a single match is a
+    group of its own. Units that name no round (a bracket's) keep the order they were
+    made in."""
     groups: dict[str, Row] = {}
     for g in rows:
         board = g["board"] or g["id"]
@@ -628,10 +646,18 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
         group.update(state=state, done=done, count=len(games),
                      last=max(g["finished_at"] for g in games))
         out.append(group)
+    keys = {g["board"]: _round_key(g["board"]) for g in out}
+    if None in keys.values():  # the listing is newest first: made earlier, later in it
+        keys = {g["board"]: (0, -g["order"], 0) for g in out}
     rank = {"in play": 0, "released": 1, "waiting": 2}
-    # In play and waiting in play order (the listing is newest first); released, newest.
-    out.sort(key=lambda x: (rank[x["state"]], -x["last"] if x["state"] == "released" else 0,
-                            -x["order"]))
+
+    def order(group: Row) -> tuple[int, tuple[int, ...]]:
+        key = keys[group["board"]]
+        assert key is not None
+        sign = -1 if group["state"] == "released" else 1  # released: the latest round first
+        return rank[group["state"]], tuple(sign * k for k in key)
+
+    out.sort(key=order)
     return out
 
 

@@ -77,20 +77,26 @@ def _game(mid: str, board: str, status: int, result: bool = False, at: int = 0
     return match_row(m)
 
 
-def test_games_are_grouped_by_board_in_play_first_then_released_newest_first() -> None:
+def test_games_are_grouped_by_board_in_play_first_then_released_by_round() -> None:
+    """In play first, then released boards the latest round first, then the boards to
+    come: in round order, whatever order their games finished in (round 1's slow table
+    finished after round 10's, and the listing is newest first)."""
     R, F, Q = match_pb2.MATCH_STATUS_RUNNING, FINISHED, match_pb2.MATCH_STATUS_QUEUED
     rows = [  # a listing: newest first
-        _game("x1-r4-t2-g1", "t-1/x1-r4", Q), _game("x1-r4-t1-g1", "t-1/x1-r4", Q),
+        _game("x1-r11-t2-g1", "t-1/x1-r11", Q), _game("x1-r11-t1-g1", "t-1/x1-r11", Q),
         _game("x1-r3-t2-g1", "t-1/x1-r3", R), _game("x1-r3-t1-g1", "t-1/x1-r3", F, at=30),
-        _game("x1-r2-t2-g1", "t-1/x1-r2", F, True, 20), _game("x1-r2-t1-g1", "t-1/x1-r2", F,
-                                                                 True, 25),
-        _game("x1-r1-t2-g1", "t-1/x1-r1", F, True, 10), _game("x1-r1-t1-g1", "t-1/x1-r1", F,
+        _game("x1-r10-t2-g1", "t-1/x1-r10", F, True, 20),
+        _game("x1-r10-t1-g1", "t-1/x1-r10", F, True, 25),
+        _game("x1-r2-t2-g1", "t-1/x1-r2", F, True, 10), _game("x1-r2-t1-g1", "t-1/x1-r2", F,
+                                                                 True, 12),
+        _game("x1-r1-t2-g1", "t-1/x1-r1", F, True, 40), _game("x1-r1-t1-g1", "t-1/x1-r1", F,
                                                                  True, 12),
     ]
     groups = games_by_board(rows, ["t-1/x1-r3"])
     assert [(g["label"], g["state"], g["done"], g["count"]) for g in groups] == [
-        ("round 3", "in play", 1, 2), ("round 2", "released", 2, 2),
-        ("round 1", "released", 2, 2), ("round 4", "waiting", 0, 2)]
+        ("round 3", "in play", 1, 2), ("round 10", "released", 2, 2),
+        ("round 2", "released", 2, 2), ("round 1", "released", 2, 2),
+        ("round 11", "waiting", 0, 2)]
     assert [g["in_board"] for g in groups[0]["games"]] == ["t2-g1", "t1-g1"]
     # A finished game of a board in play shows no result (the API gave it none).
     assert not groups[0]["games"][1]["has_result"] and groups[0]["games"][1]["notes"] == []
