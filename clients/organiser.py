@@ -83,9 +83,19 @@ def _pool(t: tournament_pb2.Tournament) -> str:
     return "3p" if t.spec.players == 3 else "2v2"
 
 
-def _print_standings(st: tournament_pb2.Standings, title: str, pool: str) -> None:
-    ranked = ranking_text(st, title)  # a format's own ranking replaces the common table
-    print(ranked or standings_table(st, title, pool))
+def _rated(admin: Admin, pool: str) -> set[str] | None:
+    """The bots the pool rates now (None if the referee would not say)."""
+    try:
+        return {r.bot_id for r in admin.get_ratings(pool).ratings}
+    except grpc.RpcError:
+        return None
+
+
+def _print_standings(st: tournament_pb2.Standings, title: str, pool: str,
+                     rated: set[str] | None = None) -> None:
+    # A format's own ranking replaces the common table.
+    ranked = ranking_text(st, title, rated)
+    print(ranked or standings_table(st, title, pool, rated))
     rounds = rounds_text(st, 4 if pool == "2v2" else 3)
     if rounds:
         print()
@@ -180,7 +190,7 @@ def _run_create(args: argparse.Namespace) -> int:
         st = watch_tournament(admin, t.tournament_id, quiet=args.quiet, organiser=True)
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
-    _print_standings(st, f"final standings of {args.name}", _pool(t))
+    _print_standings(st, f"final standings of {args.name}", _pool(t), _rated(admin, _pool(t)))
     return 0
 
 
@@ -199,7 +209,8 @@ def _run_watch(args: argparse.Namespace) -> int:
                               organiser=token is not None)
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
-    _print_standings(st, f"final standings of {t.spec.name}", _pool(t))
+    _print_standings(st, f"final standings of {t.spec.name}", _pool(t),
+                     _rated(admin, _pool(t)))
     return 0
 
 
@@ -237,7 +248,7 @@ def _run_show(args: argparse.Namespace) -> int:
     page = web_link(args, f"/t/{t.tournament_id}")
     if page:
         print(f"web page: {page}")
-    _print_standings(st, "", _pool(t))
+    _print_standings(st, "", _pool(t), _rated(admin, _pool(t)))
     return 0
 
 

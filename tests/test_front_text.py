@@ -180,3 +180,13 @@ def test_a_formats_ranking_and_rounds_on_the_terminal() -> None:
     assert rounds_text(st, 4).splitlines() == [
         "round 1 (board t-1/r1):", "  table 1: a & b vs c -> 1, 0", "  bye: c"]
     assert ranking_text(tournament_pb2.Standings()) == ""
+    # An entrant no bot of which the pool rates shows `unrated`, not the 0 it counts as.
+    rated = ranking_text(st, "final", rated={"b-b"}).splitlines()
+    assert rated[2].split()[7] == "218" and rated[3].split()[5] == "unrated"
+
+
+def test_an_unrated_bot_shows_no_rating() -> None:
+    text = standings_table(_standings(own=False), "", "3p", rated={"b-1"})
+    rows = [line.split() for line in text.splitlines()[1:3]]
+    assert rows[0][1] == "alpha" and rows[0][-2] == "13"
+    assert rows[1][1] == "beta" and rows[1][-2] == "unrated"

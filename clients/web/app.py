@@ -160,6 +160,12 @@ class Pages:
         progress = views.progress_view(t, st)
         boards = views.boards_view(t, st)
         rows = [views.match_row(m) for m in games.matches]
+        pool = "3p" if t.spec.players == 3 else "2v2"
+        try:  # who the pool rates: the others show `unrated`, not the 0 they count as
+            rated: set[str] | None = {r.bot_id for r in
+                                      (await self.client.get_ratings(pool)).ratings}
+        except grpc.aio.AioRpcError:
+            rated = None
         return {
             "t": row,
             "progress": progress,
@@ -167,9 +173,9 @@ class Pages:
             "boards_word": ("tables" if t.spec.duplicate == tournament_pb2.DUPLICATE_MODE_BOARDS
                             else "games"),
             "seq": st.sequence,
-            "standings": views.standings_view(st),
+            "standings": views.standings_view(st, rated),
             "forfeit_wins": any(r.forfeit_wins for r in st.rows),  # draw the FW column
-            "ranking": views.ranking_view(st),
+            "ranking": views.ranking_view(st, rated),
             "rounds": views.rounds_view(st, t.spec.players),
             "teams": bool(st.ranking.rows) and len(st.ranking.rows[0].bot_ids) > 1,
             "pool": "3p" if t.spec.players == 3 else "2v2",

@@ -10,13 +10,13 @@ import datetime as dt
 import json
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from clients import format_options
-from clients.render import elo, plural, side_names
+from clients.render import elo, plural, pool_rating, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from tournaments.plan import board_label
@@ -133,8 +133,10 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
     }
 
 
-def standings_view(st: tournament_pb2.Standings) -> list[Row]:
-    """The standings rows, best first."""
+def standings_view(st: tournament_pb2.Standings,
+                   rated: Collection[str] | None = None) -> list[Row]:
+    """The standings rows, best first; a bot not in `rated` (the pool's rated bots, when
+    known) has the pool rating `unrated`, not the 0 it counts as."""
     return [{
         "rank": row.rank,
         "bot_id": row.bot_id,
@@ -145,7 +147,7 @@ def standings_view(st: tournament_pb2.Standings) -> list[Row]:
         "losses": row.losses,
         "points": f"{row.points:g}",
         "score": row.score,
-        "rating": elo(row.rating),
+        "rating": pool_rating(row.rating, [row.bot_id], rated),
         "tournament_rating": (elo(row.tournament_rating)
                               if row.HasField("tournament_rating") else ""),
         "forfeits": row.forfeits,
@@ -162,18 +164,22 @@ def _points(x: float) -> str:
     return sign + (f"{whole}{frac}" if whole or not frac else frac)
 
 
-def _value(key: str, x: float) -> str:
-    """A ranking value for the page: points in quarters, a rating whole, others short."""
+def _value(key: str, x: float, bot_ids: Sequence[str] = (),
+           rated: Collection[str] | None = None) -> str:
+    """A ranking value for the page: points in quarters, a rating whole (`unrated` for an
+    entrant with no rated bot), others short."""
     if key == "rating":
-        return elo(x)
+        return pool_rating(x, bot_ids, rated)
     if abs(x * 4 - round(x * 4)) < 1e-9:
         return _points(x)
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def ranking_view(st: tournament_pb2.Standings) -> Row | None:
+def ranking_view(st: tournament_pb2.Standings,
+                 rated: Collection[str] | None = None) -> Row | None:
     """A format's own ranking (a Swiss's): its measures with their explanations, and each
-    entrant's values and rounds; None when the format has none."""
+    entrant's values and rounds; None when the format has none. `rated`: as for
+    `standings_view`."""
     if not st.HasField("ranking"):
         return None
     names = names_of(st)
@@ -195,7 +201,7 @@ def ranking_view(st: tournament_pb2.Standings) -> Row | None:
         rows.append({
             "rank": row.rank,
             "bots": [{"bot_id": b, "name": names.get(b, b)} for b in row.bot_ids],
-            "cells": [{"key": c["key"], "text": _value(c["key"], v)}
+            "cells": [{"key": c["key"], "text": _value(c["key"], v, row.bot_ids, rated)}
                        for c, v in zip(columns, row.values, strict=False)],
             "games": row.games,
             "byes": row.byes,

@@ -17,6 +17,7 @@ from clients.web.views import (
     progress_view,
     ranking_view,
     rounds_view,
+    standings_view,
     transcript_view,
 )
 from proto.moon.v1 import game_pb2, match_pb2, tournament_pb2
@@ -100,6 +101,23 @@ def test_games_are_grouped_by_board_in_play_first_then_released_by_round() -> No
     assert [g["in_board"] for g in groups[0]["games"]] == ["t2-g1", "t1-g1"]
     # A finished game of a board in play shows no result (the API gave it none).
     assert not groups[0]["games"][1]["has_result"] and groups[0]["games"][1]["notes"] == []
+
+
+def test_an_unrated_bot_shows_no_rating_in_the_standings_or_a_ranking() -> None:
+    """A bot the pool does not rate yet (a house bot new to it) counts as the pool mean, 0,
+    in a tiebreak, but is shown `unrated`, not as a rating of 0."""
+    st = tournament_pb2.Standings()
+    st.rows.add(rank=1, bot_id="b-a", name="a", rating=31.6)
+    st.rows.add(rank=2, bot_id="house:greedy", name="house:greedy", rating=0.0)
+    st.ranking.columns.add(key="points", title="Points")
+    st.ranking.columns.add(key="rating", title="Pool rating")
+    st.ranking.rows.add(rank=1, bot_ids=["b-a"], values=[1.0, 31.6])
+    st.ranking.rows.add(rank=2, bot_ids=["house:greedy"], values=[0.5, 0.0])
+    assert [r["rating"] for r in standings_view(st, {"b-a"})] == ["32", "unrated"]
+    assert [r["rating"] for r in standings_view(st)] == ["32", "0"]  # not known: the number
+    view = ranking_view(st, {"b-a"})
+    assert view is not None
+    assert [r["cells"][1]["text"] for r in view["rows"]] == ["32", "unrated"]
 
 
 def test_progress_and_boards_are_counts_only() -> None:
