@@ -29,6 +29,7 @@ from clients.render import (
     bracket_text,
     crosstable_text,
     elo,
+    interval_text,
     plural,
     ranking_text,
     ratings_table,
@@ -279,8 +280,8 @@ def _history_table(resp: rating_pb2.GetRatingHistoryResponse, title: str) -> str
     lines = [title, f"{'when (UTC)':<19}  {'games':>5}  {'rating':>6}  95% interval"]
     for p in resp.points:
         at = p.as_of.ToDatetime().strftime("%Y-%m-%d %H:%M:%S")
-        interval = (f"[{elo(p.ci_low)}, {elo(p.ci_high)}]" if p.HasField("ci_low")
-                    and p.HasField("ci_high") else "")
+        interval = interval_text(p.ci_low if p.HasField("ci_low") else None,
+                                 p.ci_high if p.HasField("ci_high") else None)
         lines.append(f"{at:<19}  {p.games:>5}  {elo(p.rating):>6}  {interval}")
     return "\n".join(lines)
 

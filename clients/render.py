@@ -8,9 +8,9 @@ from collections.abc import Collection, Iterable, Sequence
 from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
 
-__all__ = ["UNRATED", "bracket_text", "crosstable_text", "elo", "plural", "pool_rating",
-           "ranking_text", "ratings_table", "rounds_text", "side_names", "standings_table",
-           "tournament_list"]
+__all__ = ["MAX_INTERVAL_ELO", "NOT_ENOUGH", "UNRATED", "bracket_text", "crosstable_text", "elo",
+           "interval_text", "plural", "pool_rating", "ranking_text", "ratings_table",
+           "rounds_text", "side_names", "standings_table", "tournament_list"]
 
 
 def side_names(players: int, seats: Sequence[str]) -> list[str]:
@@ -32,6 +32,23 @@ def elo(value: float) -> str:
     """A rating as a whole number of Elo points (`round` gives an int: never `-0`, which
     formatting -0.4 with `.0f` prints)."""
     return str(round(value))
+
+
+# An interval wider than this says nothing yet (±400 Elo: from 10-to-1 odds against to
+# 10-to-1 for, against the pool mean): shown as NOT_ENOUGH instead, by every client.
+MAX_INTERVAL_ELO = 800.0
+NOT_ENOUGH = "not enough games yet"
+
+
+def interval_text(low: float | None, high: float | None, width: int = 0) -> str:
+    """A rating's interval as shown: `[-12, 140]` (each bound right-aligned to `width`),
+    NOT_ENOUGH when it is wider than MAX_INTERVAL_ELO (the first fits of a bot, over a
+    game or two: `[-3006, 2388]`), "" when there is none."""
+    if low is None or high is None:
+        return ""
+    if high - low > MAX_INTERVAL_ELO:
+        return NOT_ENOUGH
+    return f"[{elo(low):>{width}}, {elo(high):>{width}}]"
 
 
 def _width(names: Iterable[str], least: int = 22) -> int:
@@ -220,13 +237,15 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     lines = [title] if title else []
     w = _width(row.name for row in resp.ratings)
     level = f"{resp.level:.0%}" if resp.level else "95%"
-    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>17}"
+    intervals = [interval_text(row.ci_low if row.HasField("ci_low") else None,
+                               row.ci_high if row.HasField("ci_high") else None, 6)
+                 for row in resp.ratings]
+    iw = max([17, *(len(x) for x in intervals)])
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>{iw}}"
                  f"{'games':>7}{'LOS>next':>10}")
-    for i, row in enumerate(resp.ratings, 1):
-        interval = (f"[{elo(row.ci_low):>6}, {elo(row.ci_high):>6}]"
-                    if row.HasField("ci_low") and row.HasField("ci_high") else "")
+    for i, (row, interval) in enumerate(zip(resp.ratings, intervals, strict=True), 1):
         los = f"{row.los_next:.1%}" if row.HasField("los_next") else ""
-        lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>17}"
+        lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>{iw}}"
                      f"{row.games:>7}{los:>10}")
     when = ""
     if resp.HasField("as_of"):
@@ -238,6 +257,9 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     if resp.ratings:
         lines.append("(Elo, pool mean 0; LOS>next: the chance that the bot is stronger "
                      "than the one just below it)")
+    if NOT_ENOUGH in intervals:
+        lines.append(f"({NOT_ENOUGH}: an interval wider than {MAX_INTERVAL_ELO:g} Elo, "
+                     "which says nothing yet)")
     return "\n".join(lines)
 
 

@@ -51,6 +51,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clients.channel import Target, diagnose, not_answered, target_of
+from clients.render import plural
 from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
@@ -85,6 +86,7 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["json_script"] = views.json_script
+    env.filters["plural"] = plural  # {{ n | plural("game") }}: 1 game, 2 games
     return env
 
 

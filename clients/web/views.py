@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from clients import format_options
-from clients.render import elo, plural, pool_rating, side_names
+from clients.render import MAX_INTERVAL_ELO, elo, plural, pool_rating, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from tournaments.plan import board_label
@@ -442,13 +442,15 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
     rows = []
     for i, r in enumerate(resp.ratings, 1):
         has_ci = r.HasField("ci_low") and r.HasField("ci_high")
+        thin = has_ci and r.ci_high - r.ci_low > MAX_INTERVAL_ELO  # says nothing yet
         rows.append({
             "rank": i,
             "bot_id": r.bot_id,
             "name": r.name or r.bot_id,
             "rating": round(r.rating),
-            "low": round(r.ci_low) if has_ci else None,
-            "high": round(r.ci_high) if has_ci else None,
+            "low": round(r.ci_low) if has_ci and not thin else None,
+            "high": round(r.ci_high) if has_ci and not thin else None,
+            "thin": thin,
             "games": r.games,
             "los": f"{r.los_next:.0%}" if r.HasField("los_next") else "",
             "provisional": r.provisional,
@@ -480,11 +482,18 @@ def rating_of(resp: rating_pb2.GetRatingsResponse, bot_id: str) -> Row | None:
 
 
 def history_chart(resp: rating_pb2.GetRatingHistoryResponse) -> list[Row]:
-    """A bot's rating points for the rating-history chart: games, rating, interval, time."""
-    return [{"games": p.games, "rating": round(p.rating),
-             "low": round(p.ci_low) if p.HasField("ci_low") else None,
-             "high": round(p.ci_high) if p.HasField("ci_high") else None,
-             "at": when(p.as_of)} for p in resp.points]
+    """A bot's rating points for the rating-history chart: games, rating, interval, time.
+    An interval wider than MAX_INTERVAL_ELO (a first fit over a game or two) is left out
+    and the point marked `thin`: the chart says "not enough games yet" there."""
+    out = []
+    for p in resp.points:
+        has_ci = p.HasField("ci_low") and p.HasField("ci_high")
+        thin = has_ci and p.ci_high - p.ci_low > MAX_INTERVAL_ELO
+        out.append({"games": p.games, "rating": round(p.rating),
+                    "low": round(p.ci_low) if has_ci and not thin else None,
+                    "high": round(p.ci_high) if has_ci and not thin else None,
+                    "thin": thin, "at": when(p.as_of)})
+    return out
 
 
 def bot_results_chart(games: Sequence[Row]) -> list[Row]:

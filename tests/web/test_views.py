@@ -13,14 +13,16 @@ from clients.web.views import (
     boards_view,
     bot_game,
     games_by_board,
+    history_chart,
     match_row,
     progress_view,
     ranking_view,
+    ratings_view,
     rounds_view,
     standings_view,
     transcript_view,
 )
-from proto.moon.v1 import game_pb2, match_pb2, tournament_pb2
+from proto.moon.v1 import game_pb2, match_pb2, rating_pb2, tournament_pb2
 
 FINISHED = match_pb2.MATCH_STATUS_FINISHED
 
@@ -118,6 +120,19 @@ def test_an_unrated_bot_shows_no_rating_in_the_standings_or_a_ranking() -> None:
     view = ranking_view(st, {"b-a"})
     assert view is not None
     assert [r["cells"][1]["text"] for r in view["rows"]] == ["32", "unrated"]
+
+
+def test_a_first_interval_too_wide_is_not_enough_games_yet() -> None:
+    resp = rating_pb2.GetRatingHistoryResponse()
+    resp.points.add(games=1, rating=-300, ci_low=-3006, ci_high=2388)
+    resp.points.add(games=40, rating=20, ci_low=-150, ci_high=190)
+    points = history_chart(resp)
+    assert [(p["low"], p["high"], p["thin"]) for p in points] == [
+        (None, None, True), (-150, 190, False)]
+    table = rating_pb2.GetRatingsResponse()
+    table.ratings.add(bot_id="b-1", rating=-300, ci_low=-3006, ci_high=2388, games=1)
+    row = ratings_view(table)["rows"][0]
+    assert (row["low"], row["high"], row["thin"]) == (None, None, True)
 
 
 def test_progress_and_boards_are_counts_only() -> None:

@@ -169,7 +169,8 @@
                     "class": "share" }, svg);
     points.forEach(function (p) {
       var dot = S("circle", { cx: x(p.games), cy: y(p.rating), r: Math.max(2.5, font * 0.18), "class": "point" }, svg);
-      S("title", {}, dot).textContent = p.rating + (p.low !== null ? " [" + p.low + ", " + p.high + "]" : "") +
+      S("title", {}, dot).textContent = p.rating + (p.low !== null ? " [" + p.low + ", " + p.high + "]" :
+                                                    p.thin ? " (interval: not enough games yet)" : "") +
         " after " + p.games + (p.games === 1 ? " game" : " games") + (p.at.text ? " (" + p.at.text + ")" : "");
     });
     function games(n) { return n + (n === 1 ? " game" : " games"); }
