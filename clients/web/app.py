@@ -87,6 +87,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters["json_script"] = views.json_script
     env.filters["plural"] = plural  # {{ n | plural("game") }}: 1 game, 2 games
+    env.filters["breakable"] = views.breakable  # a name that breaks at : ? & = / _ . @
     return env
 
 

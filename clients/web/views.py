@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+import markupsafe
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from clients import format_options
@@ -25,6 +26,7 @@ __all__ = [
     "boards_view",
     "bot_game",
     "bracket_view",
+    "breakable",
     "crosstable_view",
     "games_by_board",
     "json_script",
@@ -131,6 +133,16 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "notes": list(t.notes),
         "seed": spec.seed if spec.HasField("seed") else None,
     }
+
+
+_BREAK_AFTER = re.compile(r"([:?&=/_.@])(?=.)")
+
+
+def breakable(name: str) -> markupsafe.Markup:
+    """A name, escaped, with a line-break opportunity (`<wbr>`) after each `:?&=/_.@`:
+    a narrow column breaks `house:greedy` after its colon, not letter by letter."""
+    pieces = _BREAK_AFTER.sub("\\1\0", name).split("\0")  # marked on the raw name
+    return markupsafe.Markup("<wbr>").join(markupsafe.escape(p) for p in pieces)
 
 
 def standings_view(st: tournament_pb2.Standings,

@@ -25,6 +25,19 @@
     return t;
   }
 
+  /* A name too long for its room keeps its beginning and ends with an ellipsis (drawn
+     right-aligned, it would otherwise lose its beginning past the chart's left edge). */
+  function fitLabel(node, name, room) {
+    if (room <= 0 || node.getComputedTextLength() <= room) { return; }
+    var lo = 1, hi = name.length;
+    while (lo < hi) {
+      var mid = Math.ceil((lo + hi) / 2);
+      node.textContent = name.slice(0, mid) + "\u2026";
+      if (node.getComputedTextLength() <= room) { lo = mid; } else { hi = mid - 1; }
+    }
+    node.textContent = name.slice(0, lo) + "\u2026";
+  }
+
   /* Forest plot: one row per bot, the interval as a bar, the rating as a dot. */
   function ratingsChart(holder, rows) {
     var width = Math.max(280, holder.clientWidth);
@@ -56,7 +69,9 @@
       var y = top + i * rowH + rowH / 2;
       if (i % 2 === 0) { S("rect", { x: 0, y: y - rowH / 2, width: width, height: rowH, "class": "band" }, svg); }
       var a = S("a", { href: r.href }, svg);
-      text(a, labelW - 10, y + font * 0.35, r.name, { "class": "label", "text-anchor": "end" });
+      var label = text(a, labelW - 10, y + font * 0.35, r.name, { "class": "label", "text-anchor": "end" });
+      fitLabel(label, r.name, labelW - 12);
+      S("title", {}, a).textContent = r.name;
       if (r.low !== null && r.high !== null) {
         S("line", { x1: x(r.low), x2: x(r.high), y1: y, y2: y, "class": "ci" }, svg);
         S("line", { x1: x(r.low), x2: x(r.low), y1: y - rowH * 0.22, y2: y + rowH * 0.22, "class": "ci" }, svg);
