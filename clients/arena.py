@@ -20,7 +20,7 @@ from clients.commands import (
     web_link,
 )
 from clients.parser import Parser, UsageError
-from clients.render import elo, plural
+from clients.render import elo, interval_text, plural
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, game_pb2, rating_pb2
 
 __all__ = ["add_arena", "arena_text"]
@@ -117,18 +117,18 @@ def arena_text(a: arena_pb2.Arena, ratings: rating_pb2.GetRatingsResponse | None
     if ratings is not None:
         lines.append("")
         w = max([len(r.name) for r in ratings.ratings] + [3])
-        lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {'95% interval':>17}{'games':>7}"
+        lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {'95% interval':>20}{'games':>7}"
                      f"  {'arena':<16}")
         for i, row in enumerate(ratings.ratings, 1):
-            interval = (f"[{elo(row.ci_low):>6}, {elo(row.ci_high):>6}]"
-                        if row.HasField("ci_low") and row.HasField("ci_high") else "")
+            interval = interval_text(row.ci_low if row.HasField("ci_low") else None,
+                                     row.ci_high if row.HasField("ci_high") else None, 6)
             b = bots.get(row.bot_id)
             where = "" if b is None else _presence(b)
-            lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>17}"
+            lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>20}"
                          f"{row.games:>7}  {where:<16}")
         unrated = [b for b in a.bots if b.bot_id not in {r.bot_id for r in ratings.ratings}]
         for b in unrated:
-            lines.append(f"{'-':>3}  {b.name:<{w}}{'':>8}  {'not rated yet':>17}{'':>7}  "
+            lines.append(f"{'-':>3}  {b.name:<{w}}{'':>8}  {'not rated yet':>20}{'':>7}  "
                          f"{_presence(b):<16}")
         lines.append(f"({ratings.method}; {plural(ratings.games, 'game')} in the pool"
                      f"{'; provisional until the next fit' if ratings.provisional else ''})")

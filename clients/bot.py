@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from moon import Action, Observation
 
-__all__ = ["Bot", "BotFactory"]
+__all__ = ["Bot", "BotFactory", "bad_answer"]
 
 
 class Bot:
@@ -42,3 +42,23 @@ class Bot:
 
 
 BotFactory = Callable[[int | None], Bot]
+
+
+def _shown(value: object) -> str:
+    text = value.label if isinstance(value, Action) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def bad_answer(choice: object, legal: Sequence[Action]) -> str:
+    """What is wrong with `choice` as an answer to `legal`, for people: `returned 9999 (a
+    int), not one of the legal actions; legal were: pass, bid 30, ...` (self-play and the
+    SDK say the same)."""
+    allowed = ", ".join(a.label for a in legal)
+    if choice is None:
+        what = "returned None"
+    elif isinstance(choice, Action):
+        what = f"returned {_shown(choice)!r}, which is not legal here"
+    else:
+        what = (f"returned {_shown(choice)} (a {type(choice).__name__}), "
+                "not one of the legal actions")
+    return f"{what}; legal were: {allowed}"

@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 
-__all__ = ["Target", "diagnose", "host_port", "not_answered", "target_of"]
+__all__ = ["Target", "diagnose", "host_port", "not_answered", "rpc_failure", "target_of"]
 
 Options = Sequence[tuple[str, Any]]
 
@@ -145,3 +145,22 @@ def diagnose(target: Target) -> str:
                     "signed it")
     return (f"something listens at {target.address} but did not answer as a referee: "
             f"{other}")
+
+
+def rpc_failure(exc: grpc.RpcError, server: str | Target | None = None) -> str:
+    """A failed call in one line a person can act on: the referee's own message (never
+    gRPC's status code, which says nothing more), or, when no referee answered at
+    `server`, why (`diagnose`)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = (exc.details() if hasattr(exc, "details") else str(exc)) or ""
+    if code == grpc.StatusCode.UNAVAILABLE and not_answered(details):
+        if server is None:
+            return ("no referee answered: start one with `moonshot up`, or point --server "
+                    "or $MOONSHOT_SERVER at yours")
+        return diagnose(target_of(server))
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "the referee did not answer in time; retry (it may be busy)"
+    if not details:
+        name = code.name.lower().replace("_", " ") if code is not None else "unknown error"
+        return f"the call failed: {name}"
+    return details

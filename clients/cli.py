@@ -7,6 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import grpc
+
 from clients import arena, changes, commands, demo, organiser
 from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
@@ -125,6 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         print(f"moonshot: {exc}", file=sys.stderr)
         return exc.code
+    except grpc.RpcError as exc:  # a call no command caught: its message, not a traceback
+        print(f"moonshot: {commands.rpc_error(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("moonshot: interrupted", file=sys.stderr)
         return 130

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import grpc
 
 from clients import flags
-from clients.channel import Target, diagnose, not_answered, target_of
+from clients.channel import Target, rpc_failure, target_of
 from clients.parser import CommandError, Parser, UsageError
 from clients.redisproc import FSYNC
 from moon import MoonError, Rules
@@ -39,6 +39,7 @@ __all__ = [
     "newest_named",
     "optional_admin_token",
     "parse_duration_ms",
+    "rpc_error",
     "rules_options",
     "save_web_address",
     "server_address",
@@ -104,13 +105,22 @@ def server_target(args: argparse.Namespace) -> Target:
                          ) from None
 
 
+_admin_source = ""  # where this command's admin token came from, for a refusal's message
+
+
+def _data_token_path() -> Path:
+    return Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "admin-token"
+
+
 def admin_token(args: argparse.Namespace) -> str:
     """--admin-token, else $MOONSHOT_ADMIN_TOKEN, else the token `moonshot up` saved."""
-    token = given_token(getattr(args, "admin_token", None), "--admin-token",
-                        "MOONSHOT_ADMIN_TOKEN")
+    global _admin_source
+    flag = getattr(args, "admin_token", None)
+    token = given_token(flag, "--admin-token", "MOONSHOT_ADMIN_TOKEN")
     if token:
+        _admin_source = "--admin-token" if flag is not None else "$MOONSHOT_ADMIN_TOKEN"
         return token
-    saved = Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / "admin-token"
+    saved = _data_token_path()
     if saved.exists():
         try:
             text = saved.read_text()
@@ -118,11 +128,31 @@ def admin_token(args: argparse.Namespace) -> str:
             reason = exc.strerror if isinstance(exc, OSError) else "not text"
             raise UsageError(f"moonshot: cannot read the admin token from {saved}: "
                              f"{reason}") from None
+        _admin_source = str(saved)
         return check_token(text.strip(), f"the admin token in {saved}")
     raise UsageError(
         "moonshot: this command needs the admin token: pass --admin-token, "
         "set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` saved moonshot-data/admin-token"
     )
+
+
+def _token_refused(details: str) -> str:
+    """A refused admin token (or none sent), said with where this command's token came
+    from and where the right one is."""
+    where = ("`moonshot up` prints it and saves it in <data folder>/admin-token; a referee "
+             "started alone takes its --admin-token or $MOONSHOT_ADMIN_TOKEN, or prints the "
+             "one it makes at its first start")
+    if not _admin_source:
+        return (f"{details.rstrip('.')}: this command sent no admin token: pass "
+                "--admin-token, set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` "
+                f"saved moonshot-data/admin-token ({where})")
+    if _admin_source.startswith(("--", "$")):
+        source = f"given by {_admin_source}" if _admin_source.startswith("--") \
+            else f"in {_admin_source}"
+    else:
+        source = f"saved in {_admin_source} (by a `moonshot up`, perhaps of another stack)"
+    return (f"the referee rejected the admin token {source}: it is not this stack's admin "
+            f"token ({where})")
 
 
 def optional_admin_token(args: argparse.Namespace) -> str | None:
@@ -261,16 +291,17 @@ def rules_options(players: int, assignments: list[str], prog: str) -> dict[str, 
 
 
 def _rpc_error(exc: grpc.RpcError, target: Target | None = None) -> CommandError:
-    """One line for a failed call: the referee's own message, or, when no referee
-    answered, why (`clients.channel.diagnose`: nothing there, TLS against plaintext)."""
+    """One line for a failed call (`clients.channel.rpc_failure`: the referee's own
+    message, never gRPC's status code, or why no referee answered); a refused admin token
+    says where this command's came from."""
     code = exc.code() if hasattr(exc, "code") else None
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    name = code.name if code is not None else "ERROR"
-    if code == grpc.StatusCode.UNAVAILABLE and not_answered(details or ""):
-        return CommandError(diagnose(target) if target is not None else
-                            "no referee answered: start one with `moonshot up`, or point "
-                            "--server or $MOONSHOT_SERVER at yours")
-    return CommandError(f"{name}: {details}")
+    details = (exc.details() if hasattr(exc, "details") else "") or ""
+    if code == grpc.StatusCode.UNAUTHENTICATED and "admin token" in details:
+        return CommandError(_token_refused(details))
+    return CommandError(rpc_failure(exc, target))
+
+
+rpc_error = _rpc_error
 
 
 def _server_flag(p: argparse.ArgumentParser) -> None:
@@ -506,11 +537,13 @@ def _run_bot_run(args: argparse.Namespace) -> int:
     runner = BotRunner(cls, server_target(args), token, threads=args.threads,
                        wait=args.wait, arenas=arenas)
     try:
-        asyncio.run(runner.run())
+        # Ctrl-C finishes the games under way (a second one leaves at once) and leaves
+        # the arenas: a clean stop; a crash is a disconnect (the grace, then forfeits).
+        asyncio.run(runner.run_interruptible())
     except FatalStreamError as exc:
         raise CommandError(str(exc)) from None
-    except KeyboardInterrupt:
-        if arenas:  # a clean stop leaves the arena; a crash is a disconnect (no games then)
+    except KeyboardInterrupt:  # before the runner could handle it
+        if arenas:
             with contextlib.suppress(Exception):
                 asyncio.run(runner.leave_arenas())
     return 0
@@ -577,12 +610,17 @@ def _print_match(match: Any, out: str | None) -> int:
         seat = res.forfeit.seat
         print(f"  forfeit: seat {seat} ({match.seat_names[seat]}) lost by forfeit: "
               f"{res.forfeit.reason}")
+    forfeited = res.HasField("forfeit") and res.end == "forfeit"
     if res.HasField("winner") and 0 <= res.winner < len(sides):
-        print(f"  winner: {sides[res.winner]}")
+        print(f"  winner: {sides[res.winner]}{' (won by forfeit)' if forfeited else ''}")
     else:
         level = dict.fromkeys(sides[s % len(sides)] for s, p in enumerate(res.placement)
                               if p == 1)
-        print(f"  no single winner: {' and '.join(level)} share first place")
+        if forfeited:  # never a draw: both won by the forfeit, level with each other
+            print(f"  won by forfeit: {' and '.join(level)}, level: they share first place "
+                  "(half a win each)")
+        else:
+            print(f"  a draw: {' and '.join(level)} share first place")
     if match.transcript_json:
         path = transcript_path(match.match_id, out)
         try:
@@ -703,6 +741,9 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="join the arena of this pool (3p or 2v2; repeat for both): the bot "
                         "plays its matchmaking whenever it is connected, and leaves it on "
                         "Ctrl-C")
+    p.epilog = ("Ctrl-C takes no new arena games and finishes the games under way, naming "
+                "them; a second Ctrl-C leaves at once, naming the games it forfeits (after "
+                "their disconnect grace, unless the bot comes back).")
     _server_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_bot_run)

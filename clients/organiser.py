@@ -29,6 +29,7 @@ from clients.render import (
     bracket_text,
     crosstable_text,
     elo,
+    interval_text,
     methods_table,
     plural,
     ranking_text,
@@ -51,8 +52,21 @@ def _dashed(name: str) -> str:
 
 # Every registered format as a flag value (`round-robin`), plus short aliases.
 _FORMATS = {_dashed(name): name for name in formats.names()}
-_FORMATS.update({"rr": "round_robin", "single": "single_elimination",
-                 "double": "double_elimination"})
+_ALIASES = {"rr": "round_robin", "single": "single_elimination",
+            "double": "double_elimination"}
+_FORMATS.update(_ALIASES)
+
+
+def format_of(text: str) -> str:
+    """The registered format a --format value names (any case, `_` or `-`, an alias);
+    UsageError listing every format otherwise."""
+    fmt = _FORMATS.get(text.strip().casefold().replace("_", "-"))
+    if fmt is None:
+        every = ", ".join(_dashed(n) for n in formats.names())
+        short = ", ".join(f"{a} ({_dashed(n)})" for a, n in _ALIASES.items())
+        raise UsageError(f"moonshot tournament create: --format {text!r} is not a format: "
+                         f"use one of {every}, or for short {short}")
+    return fmt
 _FORMAT_BY_PB = {tournament_pb2.TournamentFormat.Value(f"TOURNAMENT_FORMAT_{n.upper()}"): n
                  for n in formats.names()}
 
@@ -71,9 +85,19 @@ def _pool(t: tournament_pb2.Tournament) -> str:
     return "3p" if t.spec.players == 3 else "2v2"
 
 
-def _print_standings(st: tournament_pb2.Standings, title: str, pool: str) -> None:
-    ranked = ranking_text(st, title)  # a format's own ranking replaces the common table
-    print(ranked or standings_table(st, title, pool))
+def _rated(admin: Admin, pool: str) -> set[str] | None:
+    """The bots the pool rates now (None if the referee would not say)."""
+    try:
+        return {r.bot_id for r in admin.get_ratings(pool).ratings}
+    except grpc.RpcError:
+        return None
+
+
+def _print_standings(st: tournament_pb2.Standings, title: str, pool: str,
+                     rated: set[str] | None = None) -> None:
+    # A format's own ranking replaces the common table.
+    ranked = ranking_text(st, title, rated)
+    print(ranked or standings_table(st, title, pool, rated))
     rounds = rounds_text(st, 4 if pool == "2v2" else 3)
     if rounds:
         print()
@@ -122,10 +146,7 @@ def _offline(admin: Admin, bots: list[str]) -> list[str]:
 
 
 def _run_create(args: argparse.Namespace) -> int:
-    fmt = _FORMATS.get(args.format)
-    if fmt is None:
-        raise UsageError(f"moonshot tournament create: --format must be one of "
-                         f"{', '.join(sorted(k for k in _FORMATS if '-' in k))}")
+    fmt = format_of(args.format)
     prog = "moonshot tournament create"
     options = rules_options(args.players, args.rule, prog)
     own = format_options.collect(args, fmt, prog)
@@ -171,7 +192,7 @@ def _run_create(args: argparse.Namespace) -> int:
         st = watch_tournament(admin, t.tournament_id, quiet=args.quiet, organiser=True)
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
-    _print_standings(st, f"final standings of {args.name}", _pool(t))
+    _print_standings(st, f"final standings of {args.name}", _pool(t), _rated(admin, _pool(t)))
     return 0
 
 
@@ -190,7 +211,8 @@ def _run_watch(args: argparse.Namespace) -> int:
                               organiser=token is not None)
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
-    _print_standings(st, f"final standings of {t.spec.name}", _pool(t))
+    _print_standings(st, f"final standings of {t.spec.name}", _pool(t),
+                     _rated(admin, _pool(t)))
     return 0
 
 
@@ -228,7 +250,7 @@ def _run_show(args: argparse.Namespace) -> int:
     page = web_link(args, f"/t/{t.tournament_id}")
     if page:
         print(f"web page: {page}")
-    _print_standings(st, "", _pool(t))
+    _print_standings(st, "", _pool(t), _rated(admin, _pool(t)))
     return 0
 
 
@@ -259,8 +281,8 @@ def _history_table(resp: rating_pb2.GetRatingHistoryResponse, title: str) -> str
     lines = [title, f"{'when (UTC)':<19}  {'games':>5}  {'rating':>6}  95% interval"]
     for p in resp.points:
         at = p.as_of.ToDatetime().strftime("%Y-%m-%d %H:%M:%S")
-        interval = (f"[{elo(p.ci_low)}, {elo(p.ci_high)}]" if p.HasField("ci_low")
-                    and p.HasField("ci_high") else "")
+        interval = interval_text(p.ci_low if p.HasField("ci_low") else None,
+                                 p.ci_high if p.HasField("ci_high") else None)
         lines.append(f"{at:<19}  {p.games:>5}  {elo(p.rating):>6}  {interval}")
     return "\n".join(lines)
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from clients.format_options import format_title
 from proto.moon.v1 import rating_pb2, tournament_pb2
 from store.rating_tables import OFFICIAL
 
-__all__ = ["bracket_text", "crosstable_text", "elo", "methods_table", "plural", "ranking_text",
+__all__ = ["MAX_INTERVAL_ELO", "NOT_ENOUGH", "UNRATED", "bracket_text", "crosstable_text", "elo",
+           "interval_text", "methods_table", "plural", "pool_rating", "ranking_text",
            "ratings_table", "rounds_text", "side_names", "standings_table", "tournament_list"]
 
 
@@ -34,30 +35,70 @@ def elo(value: float) -> str:
     return str(round(value))
 
 
+# An interval wider than this says nothing yet (±400 Elo: from 10-to-1 odds against to
+# 10-to-1 for, against the pool mean): shown as NOT_ENOUGH instead, by every client.
+MAX_INTERVAL_ELO = 800.0
+NOT_ENOUGH = "not enough games yet"
+
+
+def interval_text(low: float | None, high: float | None, width: int = 0) -> str:
+    """A rating's interval as shown: `[-12, 140]` (each bound right-aligned to `width`),
+    NOT_ENOUGH when it is wider than MAX_INTERVAL_ELO (the first fits of a bot, over a
+    game or two: `[-3006, 2388]`), "" when there is none."""
+    if low is None or high is None:
+        return ""
+    if high - low > MAX_INTERVAL_ELO:
+        return NOT_ENOUGH
+    return f"[{elo(low):>{width}}, {elo(high):>{width}}]"
+
+
 def _width(names: Iterable[str], least: int = 22) -> int:
     """A name column wide enough for every name, and a gap."""
     return max([least, *(len(n) + 2 for n in names)])
 
 
-def standings_table(st: tournament_pb2.Standings, title: str = "", pool: str = "") -> str:
-    """The standings as an aligned table, with a line saying which rating is which."""
+UNRATED = "unrated"  # a bot with no rating in the pool yet: not a rating of 0
+
+
+def pool_rating(rating: float, bot_ids: Sequence[str], rated: Collection[str] | None) -> str:
+    """A pool rating as shown: whole Elo, or `unrated` for an entrant none of whose bots
+    has a rating yet (`rated`: the bots the pool rates; None: not known, the number)."""
+    if rated is not None and not any(b in rated for b in bot_ids):
+        return UNRATED
+    return elo(rating)
+
+
+def standings_table(st: tournament_pb2.Standings, title: str = "", pool: str = "",
+                    rated: Collection[str] | None = None) -> str:
+    """The standings as an aligned table, with a line saying which rating is which (and a
+    column of wins by forfeit shared, when there are any: never counted as draws); a bot
+    not in `rated` (the pool's rated bots, when known) shows `unrated`."""
     lines = [title] if title else []
     w = _width(row.name + " (out)" for row in st.rows)
     own = any(row.HasField("tournament_rating") for row in st.rows)
-    lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'D':>4}{'L':>5}"
-                 f"{'pts':>7}{'score':>8}{'pool':>7}{'event' if own else '':>7}{'ff':>4}")
+    fw = any(row.forfeit_wins for row in st.rows)
+    pw = 8 if rated is not None and any(row.bot_id not in rated for row in st.rows) else 7
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'games':>6}{'W':>5}{'FW' if fw else '':>4}{'D':>4}"
+                 f"{'L':>5}{'pts':>7}{'score':>8}{'pool':>{pw}}{'event' if own else '':>7}"
+                 f"{'ff':>4}")
     for row in st.rows:
         out = " (out)" if row.eliminated else ""
         event = elo(row.tournament_rating) if row.HasField("tournament_rating") else ""
         lines.append(f"{row.rank:>3}  {row.name + out:<{w}}{row.games:>6}{row.wins:>5}"
+                     f"{row.forfeit_wins if fw else '':>4}"
                      f"{row.draws:>4}{row.losses:>5}{row.points:>7.1f}{row.score:>8}"
-                     f"{elo(row.rating):>7}{event:>7}{row.forfeits:>4}")
+                     f"{pool_rating(row.rating, [row.bot_id], rated):>{pw}}{event:>7}"
+                     f"{row.forfeits:>4}")
     where = f"the {pool} pool" if pool else "its pool"
     legend = f"pool: each bot's rating in {where} now"
     if own:
         legend += "; event: its rating over this tournament's games alone (final once it ends)"
-    lines.append(f"({legend}; D: first place shared, a draw or after another's forfeit; "
-                 "pts: 1 a win, 1/2 a D; ff: games lost by forfeit)")
+    if fw:
+        legend += ("; FW: won by forfeit, level with another (a bot forfeited and two shared "
+                   "first place)")
+    lines.append(f"({legend}; D: a draw, first place shared with nobody forfeiting; "
+                 f"pts: 1 a win, 1/2 a D{' or an FW' if fw else ''}; ff: games lost by "
+                 "forfeit)")
     return "\n".join(lines)
 
 
@@ -87,11 +128,13 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _measure(key: str, x: float) -> str:
+def _measure(key: str, x: float, bot_ids: Sequence[str] = (),
+             rated: Collection[str] | None = None) -> str:
     """A ranking value: exact when it is a multiple of a quarter (points: 3.25), a rating
-    whole, anything else (a mean) to two decimals, so that a column reads evenly."""
+    whole (`unrated` for an entrant with no rated bot), anything else (a mean) to two
+    decimals, so that a column reads evenly."""
     if key == "rating":
-        return str(round(x))  # an int: -0.4 shows as 0, not -0
+        return pool_rating(x, bot_ids, rated)
     if abs(x * 4 - round(x * 4)) < 1e-9:
         return _num(x)
     return f"{x:.2f}"
@@ -101,9 +144,11 @@ def _entrant(names: dict[str, str], bot_ids: Sequence[str]) -> str:
     return " & ".join(names.get(b, b) for b in bot_ids)
 
 
-def ranking_text(st: tournament_pb2.Standings, title: str = "") -> str:
+def ranking_text(st: tournament_pb2.Standings, title: str = "",
+                 rated: Collection[str] | None = None) -> str:
     """A format's own ranking (a Swiss's), with every measure explained and each
-    entrant's rounds (`t2 1`: table 2, 1 point; `?` while the result is not public)."""
+    entrant's rounds (`t2 1`: table 2, 1 point; `?` while the result is not public); an
+    entrant with no bot in `rated` (when known) has the pool rating `unrated`."""
     if not st.HasField("ranking"):
         return ""
     names = {row.bot_id: row.name for row in st.rows}
@@ -117,7 +162,7 @@ def ranking_text(st: tournament_pb2.Standings, title: str = "") -> str:
         heads, cw, strict=True)) + f"{'games':>7}{'byes':>6}  "
         + "  ".join(f"{'R' + str(r + 1):<7}" for r in range(rounds)).rstrip())
     for row in rk.rows:
-        cells = "".join(f"{_measure(col.key, v):>{c}}"
+        cells = "".join(f"{_measure(col.key, v, row.bot_ids, rated):>{c}}"
                         for v, col, c in zip(row.values, rk.columns, cw, strict=False))
         played = "  ".join(f"{_round_cell(e):<7}" for e in row.rounds)
         lines.append(f"{row.rank:>3}  {_entrant(names, row.bot_ids):<{w}}{cells}"
@@ -193,13 +238,15 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     lines = [title] if title else []
     w = _width(row.name for row in resp.ratings)
     level = f"{resp.level:.0%}" if resp.level else "95%"
-    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>17}"
+    intervals = [interval_text(row.ci_low if row.HasField("ci_low") else None,
+                               row.ci_high if row.HasField("ci_high") else None, 6)
+                 for row in resp.ratings]
+    iw = max([17, *(len(x) for x in intervals)])
+    lines.append(f"{'#':>3}  {'bot':<{w}}{'rating':>8}  {level + ' interval':>{iw}}"
                  f"{'games':>7}{'LOS>next':>10}")
-    for i, row in enumerate(resp.ratings, 1):
-        interval = (f"[{elo(row.ci_low):>6}, {elo(row.ci_high):>6}]"
-                    if row.HasField("ci_low") and row.HasField("ci_high") else "")
+    for i, (row, interval) in enumerate(zip(resp.ratings, intervals, strict=True), 1):
         los = f"{row.los_next:.1%}" if row.HasField("los_next") else ""
-        lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>17}"
+        lines.append(f"{i:>3}  {row.name:<{w}}{elo(row.rating):>8}  {interval:>{iw}}"
                      f"{row.games:>7}{los:>10}")
     when = ""
     if resp.HasField("as_of"):
@@ -211,6 +258,9 @@ def ratings_table(resp: rating_pb2.GetRatingsResponse, title: str = "") -> str:
     if resp.ratings:
         lines.append("(Elo, pool mean 0; LOS>next: the chance that the bot is stronger "
                      "than the one just below it)")
+    if NOT_ENOUGH in intervals:
+        lines.append(f"({NOT_ENOUGH}: an interval wider than {MAX_INTERVAL_ELO:g} Elo, "
+                     "which says nothing yet)")
     return "\n".join(lines)
 
 

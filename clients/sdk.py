@@ -27,21 +27,24 @@ import contextlib
 import hashlib
 import logging
 import random
+import signal
 import time
+import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
 
 from clients import wire
-from clients.bot import Bot
-from clients.channel import Target, diagnose, not_answered, target_of
+from clients.bot import Bot, bad_answer
+from clients.channel import Target, diagnose, not_answered, rpc_failure, target_of
 from moon import Action, Observation
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc, rating_pb2
 
-__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "run_bot"]
+__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "rpc_failure",
+           "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -71,7 +74,9 @@ class NoReferee(FatalStreamError):
 def register(server: str | Target, name: str, admin_token: str | None = None,
              timeout: float = 10.0) -> tuple[str, str]:
     """Register a bot named `name`; return (bot_id, token). The token is shown only once.
-    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS)."""
+    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS). A refusal (a name
+    taken, no referee there) raises grpc.RpcError: `rpc_failure(exc, server)` says it in
+    one line."""
     metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token else ()
     with target_of(server).channel() as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)
@@ -103,11 +108,94 @@ class BotRunner:
     _stop: asyncio.Event | None = None
     _arena_stub: arena_pb2_grpc.ArenaServiceAsyncStub | None = None
     _pool: ThreadPoolExecutor | None = None
+    _tracebacks: set[tuple[object, ...]] = field(default_factory=set)  # places the bot raised from
+    # Matches under way with the bot in a seat: match id -> its disconnect grace in ms
+    # (None when unknown: under way at a welcome, its MatchStarted not seen).
+    under_way: dict[str, int | None] = field(default_factory=dict)
+    _finishing: set[str] | None = None  # set by finish_then_stop: the games it waits for
 
     def stop(self) -> None:
         """Ask `run` to return after the current stream ends."""
         if self._stop is not None:
             self._stop.set()
+
+    def finish_then_stop(self) -> list[str]:
+        """Take no new arena games and stop once the matches under way now have ended;
+        return those (stopped at once when there are none). Matches that start meanwhile
+        (a tournament's next game) are played while the runner waits, and left when it
+        stops."""
+        self._finishing = set(self.under_way)
+        if not self._finishing:
+            self.stop()
+        return sorted(self._finishing)
+
+    def _check_finished(self) -> None:
+        if self._finishing is not None and not self._finishing & set(self.under_way) and (
+                self._stop is None or not self._stop.is_set()):
+            later = self.forfeits("started since Ctrl-C")
+            log.warning("the games under way at Ctrl-C are over: stopping%s",
+                        f"; {later}" if later else "")
+            self.stop()
+
+    def forfeits(self, which: str = "under way") -> str:
+        """What leaving now costs, for people: the matches under way, which forfeit after
+        their disconnect grace unless the bot comes back ("" when there are none)."""
+        if not self.under_way:
+            return ""
+        n = len(self.under_way)
+        graces = set(self.under_way.values())
+        grace = f"{'its' if n == 1 else 'their'} disconnect grace"
+        if len(graces) == 1 and (g := next(iter(graces))) is not None:
+            grace += f" ({_seconds(g)})"
+        games = f"the game {which}" if n == 1 else f"the {n} games {which}"
+        return (f"{games} ({', '.join(sorted(self.under_way))}) "
+                f"{'is' if n == 1 else 'are'} forfeited after {grace} unless the bot "
+                "comes back")
+
+    async def run_interruptible(self) -> None:
+        """`run`, with Ctrl-C handled: the first takes no new arena games and finishes the
+        matches under way (saying which), a second leaves at once (saying what that
+        forfeits); either way the runner leaves its arenas. Outside the main thread, where
+        signals cannot be handled, it is `run`."""
+        loop = asyncio.get_running_loop()
+        presses = 0
+
+        def on_interrupt() -> None:
+            nonlocal presses
+            presses += 1
+            if presses == 1:
+                games = self.finish_then_stop()
+                if not games:
+                    log.warning("Ctrl-C: no game under way: stopping")
+                else:
+                    n = len(games)
+                    log.warning(
+                        "Ctrl-C: finishing %s under way (%s) and taking no new arena games; "
+                        "Ctrl-C again to leave now (%s)", "the game" if n == 1 else
+                        f"the {n} games", ", ".join(games),
+                        "it would be forfeited" if n == 1 else "they would be forfeited")
+                    if self.arenas:
+                        leaving.append(loop.create_task(self.leave_arenas()))
+                return
+            said = self.forfeits()
+            log.warning("Ctrl-C again: leaving now%s", f"; {said}" if said else "")
+            self.stop()
+
+        leaving: list[asyncio.Task[None]] = []
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):
+            await self.run()
+            return
+        try:
+            await self.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if presses and self.arenas:
+            for task in leaving:
+                with contextlib.suppress(Exception):
+                    await task
+            await self.leave_arenas()
 
     async def run(self) -> None:
         """Connect, play, reconnect on failure; return when stopped or refused for good."""
@@ -195,7 +283,7 @@ class BotRunner:
                     pong=bot_pb2.PlayRequest.Pong(nonce=msg.ping.nonce)))
             elif kind != "decision_request":
                 self._note(kind, msg)
-                if kind == "welcome" and self.arenas:
+                if kind == "welcome" and self.arenas and self._finishing is None:
                     await self._join_arenas()
                 if msg.event_id:
                     self.last_event_id = msg.event_id
@@ -255,10 +343,15 @@ class BotRunner:
             log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
                      w.bot_id)
             if w.HasField("live_matches"):
-                self._forget_ended(set(w.live_matches.match_ids))
+                live = set(w.live_matches.match_ids)
+                self._forget_ended(live)
+                self.under_way = {m: self.under_way.get(m) for m in live}
+                self._check_finished()
         elif kind == "match_started":
             ms = msg.match_started
             log.info("match %s started: seat %d of %s", ms.match_id, ms.seat, list(ms.seat_names))
+            self.under_way[ms.match_id] = (ms.faults.disconnect_grace_ms
+                                           if ms.HasField("faults") else None)
         elif kind == "match_ended":
             me = msg.match_ended
             key = (me.match_id, me.seat)
@@ -268,6 +361,8 @@ class BotRunner:
             if bot is not None:
                 with contextlib.suppress(Exception):
                     bot.game_over(wire.result_from_pb(me.result))
+            self.under_way.pop(me.match_id, None)
+            self._check_finished()
         elif kind == "decision_rejected":
             d = msg.decision_rejected
             log.warning("decision %s rejected: %s", d.request_id, d.message)
@@ -290,34 +385,84 @@ class BotRunner:
         return bot, wire.observation_from_pb(req.observation), wire.actions_from_pb(
             req.legal_actions)
 
-    def _answer(self, req: bot_pb2.PlayResponse.DecisionRequest,
-                action: Action) -> bot_pb2.PlayRequest:
+    def _answer(self, req: bot_pb2.PlayResponse.DecisionRequest, choice: object,
+                legal: Sequence[Action]) -> bot_pb2.PlayRequest | None:
+        """The answer to send, or None (said once in the log) when the bot's choice is not
+        an action: nothing is sent, so the referee's clock runs out and the strike says
+        "no answer". An action that is not legal here is sent: the referee judges it."""
+        if not isinstance(choice, Action):
+            log.error("%s seat %d: the bot %s; not answering %s (the referee's clock will "
+                      "run out: a strike)", req.match_id, req.seat, bad_answer(choice, legal),
+                      req.request_id)
+            return None
         self.decisions += 1
-        log.debug("%s seat %d: %s", req.match_id, req.seat, action.label)
-        return wire.decision_pb(req.request_id, action)
+        log.debug("%s seat %d: %s", req.match_id, req.seat, choice.label)
+        return wire.decision_pb(req.request_id, choice)
+
+    def _raised(self, req: bot_pb2.PlayResponse.DecisionRequest, exc: BaseException,
+                skip: int = 0) -> None:
+        """Say once, in one record, that the bot raised on `req` and that nothing is sent;
+        its traceback (the bot's own frames: `skip` of the SDK's are dropped) the first time
+        it raises from that place, a line after that."""
+        tb = exc.__traceback__
+        for _ in range(skip):
+            tb = tb.tb_next if tb is not None else None
+        frames = traceback.extract_tb(tb) if tb is not None else []
+        where = (type(exc), frames[-1].filename, frames[-1].lineno) if frames else (type(exc),)
+        first = str(exc).strip().splitlines()
+        detail = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+        said = f"{req.match_id} seat {req.seat}: the bot raised {detail}; not answering " \
+               f"{req.request_id} (the referee's clock will run out: a strike)"
+        if where in self._tracebacks:
+            log.error("%s (traceback above)", said)
+            return
+        if len(self._tracebacks) < 64:
+            self._tracebacks.add(where)
+        text = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+        log.error("%s\n%s", said, text)
 
     def _decide(self, req: bot_pb2.PlayResponse.DecisionRequest) -> bot_pb2.PlayRequest | None:
         """Decide on the event loop; None when the bot failed (the clock will run out)."""
         try:
             bot, obs, legal = self._inputs(req)
-            return self._answer(req, bot.act(obs, legal))
-        except Exception:
-            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
-                          req.request_id)
+        except Exception as exc:
+            self._raised(req, exc, skip=1)
             return None
+        choice, failure = _act(bot, obs, legal)
+        if failure is not None:
+            self._raised(req, failure, skip=1)
+            return None
+        return self._answer(req, choice, legal)
 
     async def _decide_in_pool(self, req: bot_pb2.PlayResponse.DecisionRequest,
                               outbox: asyncio.Queue[bot_pb2.PlayRequest]) -> None:
         assert self._pool is not None
         try:
             bot, obs, legal = self._inputs(req)
-            action = await asyncio.get_running_loop().run_in_executor(
-                self._pool, bot.act, obs, legal)
-        except Exception:
-            log.exception("bot raised on %s; not answering (the referee's clock will run out)",
-                          req.request_id)
+        except Exception as exc:
+            self._raised(req, exc, skip=1)
             return
-        outbox.put_nowait(self._answer(req, action))
+        choice, failure = await asyncio.get_running_loop().run_in_executor(
+            self._pool, _act, bot, obs, legal)
+        if failure is not None:
+            self._raised(req, failure, skip=1)
+            return
+        answer = self._answer(req, choice, legal)
+        if answer is not None:
+            outbox.put_nowait(answer)
+
+
+def _act(bot: Bot, obs: Observation, legal: tuple[Action, ...]
+         ) -> tuple[object, BaseException | None]:
+    """The bot's choice, or what it raised (its traceback starts at this frame)."""
+    try:
+        return bot.act(obs, legal), None
+    except Exception as exc:
+        return None, exc
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:g} s"
 
 
 def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
@@ -326,4 +471,4 @@ def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: s
     NoReferee if no referee answers at the start (unless `wait`: then it keeps trying)."""
     runner = BotRunner(factory, server, token, threads=threads, wait=wait)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(runner.run())
+        asyncio.run(runner.run_interruptible())

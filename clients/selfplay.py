@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.bot import Bot
+from clients.bot import Bot, bad_answer
 from moon import Action, GameState, IllegalActionError, Rules
 from moon.deal import mix64
 from moon.transcript import transcript
@@ -37,21 +37,8 @@ def _raised(where: str, exc: Exception) -> BotFailure:
     return BotFailure(f"{where} raised {detail}", text)
 
 
-def _shown(value: object) -> str:
-    text = value.label if isinstance(value, Action) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _bad_answer(where: str, choice: object, legal: Sequence[Action]) -> BotFailure:
-    allowed = ", ".join(a.label for a in legal)
-    if choice is None:
-        what = "returned None"
-    elif isinstance(choice, Action):
-        what = f"returned {_shown(choice)!r}, which is not legal here"
-    else:
-        what = (f"returned {_shown(choice)} (a {type(choice).__name__}), "
-                "not one of the legal actions")
-    return BotFailure(f"{where} {what}; legal were: {allowed}")
+    return BotFailure(f"{where} {bad_answer(choice, legal)}")
 
 
 def bot_seed(game_seed: int, seat: int) -> int:

@@ -772,6 +772,7 @@ def standings_to_pb(view: StandingsView) -> tournament_pb2.Standings:
             score=row["score"], rating=row.get("rating", 0.0), forfeits=row["forfeits"],
             eliminated=row.get("eliminated", False),
             tournament_rating=row.get("tournament_rating"),
+            forfeit_wins=row.get("forfeit_wins", 0),
         ))
     for bot, cells in view.crosstable.items():
         pb.crosstable.append(tournament_pb2.CrosstableRow(bot_id=bot, cells=[

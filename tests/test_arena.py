@@ -459,13 +459,14 @@ def test_a_covariance_that_does_not_fit_is_refused() -> None:
         step(_request(bots, covariance=Covariance(ids[:11] + ids[:1], np.eye(12))))
 
 
-@pytest.mark.parametrize(("pool", "online"), [("3p", 5), ("2v2", 7)])
+@pytest.mark.parametrize(("pool", "online"), [("3p", 5), ("2v2", 7), ("3p", 1)])
 def test_too_few_bots_online_is_a_clear_error(pool: str, online: int) -> None:
     bots = _bots(online)
     need = arena.least_online(pool)
+    verb = "is" if online == 1 else "are"
     with pytest.raises(FailedPrecondition,
                        match=f"needs at least {need} bots online to deal a board to two "
-                             f"tables; {online} are online"):
+                             f"tables; {online} {verb} online$"):
         step(_request(bots, pool, online=online))
 
 

@@ -118,6 +118,13 @@ CASES: dict[str, Case] = {
     "tour series even": ([*TC, *SE, "--series", "4"], {}, "", 2, ("--series", "odd")),
     "tour series rr": ([*TC, "--series", "3"], {}, "", 2,
                        ("--series", "not an option of --format round-robin")),
+    # every format is named, in any case: the error lists them all, swiss too
+    "tour format typo": ([*TC, "--format", "swis"], {}, "", 2,
+                         ("--format 'swis' is not a format", "round-robin, single-elimination, "
+                          "double-elimination, swiss", "rr (round-robin)")),
+    "tour format Swiss": ([*TC, "--format", " Swiss"], {}, "", 2, ("needs the admin token",)),
+    "tour format SINGLE": ([*TC, "--format", "Single_Elimination", "--series", "3"], {}, "", 2,
+                           ("needs the admin token",)),
     "tour strikes -1": ([*TC, "--max-strikes", "-1"], {}, "", 2, ("--max-strikes",)),
     "tour move huge": ([*TC, "--time-per-move", "999999999999999999999999"], {}, "", 2,
                        ("--time-per-move",)),
@@ -413,6 +420,33 @@ def test_a_timeout_says_the_match_runs_on(referee: tuple[str, list[str]], tmp_pa
     line = _check_one_line(result, 1, "is still running after --timeout 0.5 s")
     match_id = result[1].split()[1]
     assert line.endswith(f"follow it with: moonshot match show {match_id} --server {address}")
+
+
+def test_a_refusal_by_the_referee_is_its_message_not_a_status_code(
+        referee: tuple[str, list[str]], tmp_path: Path) -> None:
+    """What the referee refuses is said in its words, without gRPC's code; a rejected admin
+    token says where this command's token came from (flag, variable, the file `moonshot up`
+    saved) and where the right one is."""
+    address, names = referee
+    server = ["--server", address]
+    taken = _check_one_line(_run(["bot", "register", names[0].upper(), *server], tmp_path), 1)
+    assert "ALREADY_EXISTS" not in taken and names[0].upper() in taken, taken
+    bad = _check_one_line(_run(["tournament", "create", "--name", "x", "--format", "swiss",
+                                "--rounds", "50", "--bots", ",".join(names), *server],
+                               tmp_path, MOONSHOT_ADMIN_TOKEN=TOKEN), 1)
+    assert bad.startswith("moonshot: swiss.rounds"), bad  # not INVALID_ARGUMENT: ...
+    play = ["match", "play", "--bots", ",".join(names), "--timeout", "0.5", *server]
+    line = _check_one_line(_run([*play, "--admin-token", "adm.wrong"], tmp_path), 1)
+    assert "UNAUTHENTICATED" not in line
+    assert "the referee rejected the admin token given by --admin-token" in line, line
+    assert "moonshot up` prints it and saves it in <data folder>/admin-token" in line, line
+    line = _check_one_line(_run(play, tmp_path, MOONSHOT_ADMIN_TOKEN="adm.wrong"), 1)
+    assert "rejected the admin token in $MOONSHOT_ADMIN_TOKEN" in line, line
+    (tmp_path / "moonshot-data").mkdir()
+    (tmp_path / "moonshot-data" / "admin-token").write_text("adm.old-stack\n")
+    line = _check_one_line(_run(play, tmp_path), 1)
+    assert "rejected the admin token saved in moonshot-data/admin-token (by a `moonshot " \
+           "up`, perhaps of another stack)" in line, line
 
 
 @pytest.mark.parametrize("command", ["worker", "referee", "up"])

@@ -16,6 +16,7 @@ from clients.parser import UsageError
 from clients.progress import Progress
 from clients.render import (
     elo,
+    interval_text,
     plural,
     ranking_text,
     ratings_table,
@@ -50,6 +51,22 @@ def test_standings_say_which_rating_is_which_and_never_minus_zero() -> None:
     # Before the tournament's own fit there is no event column, and the legend says less.
     plain = standings_table(_standings(own=False), "", "2v2")
     assert "event" not in plain and "2v2 pool" in plain
+
+
+def test_an_interval_too_wide_to_say_anything_is_not_enough_games_yet() -> None:
+    """The first fits of a bot, over a game or two, give intervals like [-3006, 2388]:
+    wider than MAX_INTERVAL_ELO (800), they are shown as "not enough games yet"."""
+    assert interval_text(-3006.2, 2388.4) == "not enough games yet"
+    assert interval_text(-400.0, 400.0) == "[-400, 400]"  # 800 wide: shown
+    assert interval_text(-12.4, 140.6, 5) == "[  -12,   141]"
+    assert interval_text(None, None) == ""
+    resp = rating_pb2.GetRatingsResponse(method="batch", games=3, boards=3)
+    resp.ratings.add(bot_id="b-1", name="old", rating=50, ci_low=-100, ci_high=200, games=90)
+    resp.ratings.add(bot_id="b-2", name="new", rating=-50, ci_low=-3006, ci_high=2388, games=1)
+    lines = ratings_table(resp).splitlines()
+    assert lines[1].split()[2:7] == ["50", "[", "-100,", "200]", "90"]
+    assert lines[2].split()[2:7] == ["-50", "not", "enough", "games", "yet"]
+    assert "(not enough games yet: an interval wider than 800 Elo" in lines[-1]
 
 
 def test_elo_and_plural() -> None:
@@ -180,3 +197,13 @@ def test_a_formats_ranking_and_rounds_on_the_terminal() -> None:
     assert rounds_text(st, 4).splitlines() == [
         "round 1 (board t-1/r1):", "  table 1: a & b vs c -> 1, 0", "  bye: c"]
     assert ranking_text(tournament_pb2.Standings()) == ""
+    # An entrant no bot of which the pool rates shows `unrated`, not the 0 it counts as.
+    rated = ranking_text(st, "final", rated={"b-b"}).splitlines()
+    assert rated[2].split()[7] == "218" and rated[3].split()[5] == "unrated"
+
+
+def test_an_unrated_bot_shows_no_rating() -> None:
+    text = standings_table(_standings(own=False), "", "3p", rated={"b-1"})
+    rows = [line.split() for line in text.splitlines()[1:3]]
+    assert rows[0][1] == "alpha" and rows[0][-2] == "13"
+    assert rows[1][1] == "beta" and rows[1][-2] == "unrated"

@@ -65,6 +65,25 @@ def test_a_drawn_2v2_game_is_a_draw_for_all() -> None:
     assert all(s.draws == 1 and s.wins == 0 for s in standings(res))
 
 
+def test_a_forfeit_that_leaves_two_level_is_a_win_by_forfeit_for_both_never_a_draw() -> None:
+    """3p: b forfeits at 0-0-0; a and c share first place: each a win by forfeit, shared
+    (half a win, as a shared first place scores), no draw; b lost by forfeit. A forfeit
+    that leaves one bot ahead is that bot's win."""
+    early = {"match_id": "f1", "bot_ids": ["a", "b", "c"], "players": 3, "final": [0, 0, 0],
+             "winner": None, "placement": [1, 3, 1], "end": "forfeit",
+             "forfeit": {"seat": 1, "reason": "disconnected"}}
+    table = {s.bot_id: s for s in standings([early])}
+    for bot in ("a", "c"):
+        assert table[bot] == Standing(bot, 1, 0, 0, 0, 0, forfeit_wins=1)
+        assert table[bot].score == 0.5
+    assert table["b"] == Standing("b", 1, 0, 0, 1, 0)
+    late = {**early, "match_id": "f2", "final": [9, 3, 4], "winner": 0,
+            "placement": [1, 3, 2]}
+    table = {s.bot_id: s for s in standings([late])}
+    assert table["a"].wins == 1 and table["a"].forfeit_wins == 0
+    assert table["c"].losses == 1 and table["c"].draws == 0
+
+
 def test_crosstable_counts_who_finished_ahead() -> None:
     table = crosstable(RESULTS)
     assert table[("a", "b")] == HeadToHead(3, 2, 1)

@@ -451,7 +451,7 @@ def step(req: Request) -> Step:
     if req.online < 2 * k:
         raise FailedPrecondition(
             f"the {req.pool} arena needs at least {2 * k} bots online to deal a board to two "
-            f"tables; {req.online} are online")
+            f"tables; {req.online} {'is' if req.online == 1 else 'are'} online")
     order = _priority(bots, req.settings.placement)
     held = _held(req, bots, order, k)
     if held is not None:

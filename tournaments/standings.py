@@ -13,7 +13,11 @@ recorded once per game id); two different results under one id are an error.
 
 Definitions: a bot *wins* a game when its seat (3p) or team (4p) is the
 game's winner; it *draws* when the game has no winner and it shares first
-place; otherwise it loses. Its *points* are its seat's or team's final score.
+place, nobody having forfeited; it *wins by forfeit, shared* when another bot
+forfeited and it shares first place with a third (3p: a forfeit leaves the two
+others level, at 0-0 early in a game): never a draw, and half a win, as any
+shared first place; otherwise it loses. Its *points* are its seat's or team's
+final score.
 """
 
 from __future__ import annotations
@@ -137,11 +141,13 @@ class Standing:
     draws: int
     losses: int
     points: int
+    forfeit_wins: int = 0  # won by another's forfeit, first place shared (not in draws)
 
     @property
     def score(self) -> float:
-        """Wins plus half the draws: what the table is ordered by first."""
-        return self.wins + self.draws / 2
+        """Wins plus half of each shared first place (the draws and the wins by forfeit
+        shared): what the table is ordered by first."""
+        return self.wins + (self.draws + self.forfeit_wins) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +166,7 @@ def _outcome(res: GameResult, bot: str) -> int:
     return 1 if res.sides[bot] == res.winner else -1
 
 
-STATS = ("games", "wins", "draws", "losses", "points", "forfeits")
+STATS = ("games", "wins", "draws", "losses", "points", "forfeits", "forfeit_wins")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +189,9 @@ def tally(raw: GameResult | Mapping[str, Any]) -> Tally:
     bots: dict[str, tuple[int, ...]] = {}
     for bot in res.sides:
         outcome = _outcome(res, bot)
-        bots[bot] = (1, int(outcome == 1), int(outcome == 0), int(outcome == -1),
-                     res.points(bot), int(bot == forfeiter))
+        shared = outcome == 0 and forfeiter is not None  # level at the top after a forfeit
+        bots[bot] = (1, int(outcome == 1), int(outcome == 0 and not shared),
+                     int(outcome == -1), res.points(bot), int(bot == forfeiter), int(shared))
     pairs: dict[tuple[str, str], tuple[int, int, int]] = {}
     sides = res.sides
     for a, b in itertools.combinations(sorted(sides), 2):
@@ -218,14 +225,18 @@ def totals(results: Iterable[GameResult | Mapping[str, Any]]) -> Tally:
 
 
 def standings_of(total: Tally) -> tuple[Standing, ...]:
-    """Per-bot totals, best first: by score (wins + draws/2), then points, then bot id."""
-    rows = [Standing(bot, *row[:5]) for bot, row in total.bots.items()]
-    rows.sort(key=lambda s: (-(2 * s.wins + s.draws), -s.points, s.bot_id))
+    """Per-bot totals, best first: by score (wins + shared firsts/2), then points, then
+    bot id."""
+    fw = STATS.index("forfeit_wins")
+    rows = [Standing(bot, row[0], row[1], row[2], row[3], row[4], forfeit_wins=row[fw])
+            for bot, row in total.bots.items()]
+    rows.sort(key=lambda s: (-(2 * s.wins + s.draws + s.forfeit_wins), -s.points, s.bot_id))
     return tuple(rows)
 
 
 def standings(results: Iterable[GameResult | Mapping[str, Any]]) -> tuple[Standing, ...]:
-    """Per-bot totals, best first: by score (wins + draws/2), then points, then bot id."""
+    """Per-bot totals, best first: by score (wins + shared firsts/2), then points, then
+    bot id."""
     return standings_of(totals(results))
 
 

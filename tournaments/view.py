@@ -38,6 +38,7 @@ def standings_rows(spec: TournamentSpec, total: Tally) -> list[dict[str, Any]]:
             "draws": s.draws if s else 0, "losses": s.losses if s else 0,
             "points": s.score if s else 0.0, "score": s.points if s else 0,
             "forfeits": total.bots[bot][STATS.index("forfeits")] if s else 0,
+            "forfeit_wins": s.forfeit_wins if s else 0,
         })
     return out
 

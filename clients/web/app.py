@@ -53,6 +53,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clients.channel import Target, diagnose, not_answered, target_of
+from clients.render import plural
 from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
@@ -87,6 +88,8 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["json_script"] = views.json_script
+    env.filters["plural"] = plural  # {{ n | plural("game") }}: 1 game, 2 games
+    env.filters["breakable"] = views.breakable  # a name that breaks at : ? & = / _ . @
     return env
 
 
@@ -162,6 +165,12 @@ class Pages:
         progress = views.progress_view(t, st)
         boards = views.boards_view(t, st)
         rows = [views.match_row(m) for m in games.matches]
+        pool = "3p" if t.spec.players == 3 else "2v2"
+        try:  # who the pool rates: the others show `unrated`, not the 0 they count as
+            rated: set[str] | None = {r.bot_id for r in
+                                      (await self.client.get_ratings(pool)).ratings}
+        except grpc.aio.AioRpcError:
+            rated = None
         return {
             "t": row,
             "progress": progress,
@@ -169,8 +178,9 @@ class Pages:
             "boards_word": ("tables" if t.spec.duplicate == tournament_pb2.DUPLICATE_MODE_BOARDS
                             else "games"),
             "seq": st.sequence,
-            "standings": views.standings_view(st),
-            "ranking": views.ranking_view(st),
+            "standings": views.standings_view(st, rated),
+            "forfeit_wins": any(r.forfeit_wins for r in st.rows),  # draw the FW column
+            "ranking": views.ranking_view(st, rated),
             "rounds": views.rounds_view(st, t.spec.players),
             "teams": bool(st.ranking.rows) and len(st.ranking.rows[0].bot_ids) > 1,
             "pool": "3p" if t.spec.players == 3 else "2v2",
@@ -279,7 +289,8 @@ class Pages:
                 break
         games.reverse()  # oldest first: results over time
         await self.name_tournaments(games)
-        tally = {k: sum(1 for g in games if g["outcome"] == k) for k in ("win", "draw", "loss")}
+        tally = {k: sum(1 for g in games if g["outcome"] == k)
+                 for k in ("win", "draw", "shared", "loss")}
         tally["forfeit"] = sum(1 for g in games if g["forfeited"])
         return self.page("bot.html", bot={"id": b.bot_id, "name": b.name,
                                           "connected": b.connected, "house": b.house,

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+import markupsafe
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from clients import format_options
-from clients.render import elo, plural, side_names
+from clients.render import MAX_INTERVAL_ELO, elo, plural, pool_rating, side_names
 from moon import Rules
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from tournaments.plan import board_label
@@ -24,6 +26,7 @@ __all__ = [
     "boards_view",
     "bot_game",
     "bracket_view",
+    "breakable",
     "crosstable_view",
     "games_by_board",
     "json_script",
@@ -132,8 +135,20 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
     }
 
 
-def standings_view(st: tournament_pb2.Standings) -> list[Row]:
-    """The standings rows, best first."""
+_BREAK_AFTER = re.compile(r"([:?&=/_.@])(?=.)")
+
+
+def breakable(name: str) -> markupsafe.Markup:
+    """A name, escaped, with a line-break opportunity (`<wbr>`) after each `:?&=/_.@`:
+    a narrow column breaks `house:greedy` after its colon, not letter by letter."""
+    pieces = _BREAK_AFTER.sub("\\1\0", name).split("\0")  # marked on the raw name
+    return markupsafe.Markup("<wbr>").join(markupsafe.escape(p) for p in pieces)
+
+
+def standings_view(st: tournament_pb2.Standings,
+                   rated: Collection[str] | None = None) -> list[Row]:
+    """The standings rows, best first; a bot not in `rated` (the pool's rated bots, when
+    known) has the pool rating `unrated`, not the 0 it counts as."""
     return [{
         "rank": row.rank,
         "bot_id": row.bot_id,
@@ -144,10 +159,11 @@ def standings_view(st: tournament_pb2.Standings) -> list[Row]:
         "losses": row.losses,
         "points": f"{row.points:g}",
         "score": row.score,
-        "rating": elo(row.rating),
+        "rating": pool_rating(row.rating, [row.bot_id], rated),
         "tournament_rating": (elo(row.tournament_rating)
                               if row.HasField("tournament_rating") else ""),
         "forfeits": row.forfeits,
+        "forfeit_wins": row.forfeit_wins,
         "eliminated": row.eliminated,
     } for row in st.rows]
 
@@ -160,18 +176,22 @@ def _points(x: float) -> str:
     return sign + (f"{whole}{frac}" if whole or not frac else frac)
 
 
-def _value(key: str, x: float) -> str:
-    """A ranking value for the page: points in quarters, a rating whole, others short."""
+def _value(key: str, x: float, bot_ids: Sequence[str] = (),
+           rated: Collection[str] | None = None) -> str:
+    """A ranking value for the page: points in quarters, a rating whole (`unrated` for an
+    entrant with no rated bot), others short."""
     if key == "rating":
-        return elo(x)
+        return pool_rating(x, bot_ids, rated)
     if abs(x * 4 - round(x * 4)) < 1e-9:
         return _points(x)
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def ranking_view(st: tournament_pb2.Standings) -> Row | None:
+def ranking_view(st: tournament_pb2.Standings,
+                 rated: Collection[str] | None = None) -> Row | None:
     """A format's own ranking (a Swiss's): its measures with their explanations, and each
-    entrant's values and rounds; None when the format has none."""
+    entrant's values and rounds; None when the format has none. `rated`: as for
+    `standings_view`."""
     if not st.HasField("ranking"):
         return None
     names = names_of(st)
@@ -193,7 +213,7 @@ def ranking_view(st: tournament_pb2.Standings) -> Row | None:
         rows.append({
             "rank": row.rank,
             "bots": [{"bot_id": b, "name": names.get(b, b)} for b in row.bot_ids],
-            "cells": [{"key": c["key"], "text": _value(c["key"], v)}
+            "cells": [{"key": c["key"], "text": _value(c["key"], v, row.bot_ids, rated)}
                        for c, v in zip(columns, row.values, strict=False)],
             "games": row.games,
             "byes": row.byes,
@@ -341,10 +361,10 @@ def match_row(m: match_pb2.Match) -> Row:
         if res.HasField("winner") and 0 <= res.winner < len(sides):
             sides[res.winner]["won"] = True
             winner = names[res.winner]
-        else:  # no single winner: a draw, or first place shared after a forfeit
+        else:  # no single winner: a draw, or both others won by a forfeit, level
             level = [names[s % len(names)] for s, p in enumerate(res.placement) if p == 1]
-            winner = "shared" if forfeit is not None else "draw"
-            notes.append(f"{' and '.join(dict.fromkeys(level))} share first place"
+            winner = "won by forfeit, shared" if forfeit is not None else "draw"
+            notes.append(f"{' and '.join(dict.fromkeys(level))} won by forfeit, level"
                          if forfeit is not None else "draw")
         end = {"forfeit": "forfeit", "hand_limit": "hand limit"}.get(res.end, "")
     short = m.match_id
@@ -397,7 +417,7 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
     row = match_row(m)
     seats = [i for i, b in enumerate(m.bot_ids) if b == bot_id]
     side = (seats[0] if m.players == 3 else seats[0] % 2) if seats else -1
-    outcome = ""  # win, draw, loss; empty while unknown
+    outcome = ""  # win, draw, shared (won by forfeit, level), loss; empty while unknown
     label = ""  # for people: a forfeit is named, never a draw
     score: int | None = None
     place: int | None = None
@@ -407,14 +427,14 @@ def bot_game(bot_id: str, m: match_pb2.Match) -> Row:
             score = res.final_scores[side]
         if seats and seats[0] < len(res.placement):
             place = res.placement[seats[0]]
-        outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
-                   else "draw" if place == 1 else "loss")
         forfeiter = res.forfeit.seat if res.HasField("forfeit") and res.end == "forfeit" else -1
+        outcome = (("win" if res.winner == side else "loss") if res.HasField("winner")
+                   else ("shared" if forfeiter >= 0 else "draw") if place == 1 else "loss")
         if forfeiter in seats:
             label = "lost by forfeit"
-        elif forfeiter >= 0:
-            label = {"win": "won (a forfeit)", "loss": "lost (a forfeit)",
-                     "draw": "shared first (a forfeit)"}[outcome]
+        elif forfeiter >= 0:  # never a draw: both others won by the forfeit, level
+            label = {"win": "won by forfeit", "loss": "lost (another forfeited)",
+                     "shared": "won by forfeit, level"}[outcome]
         else:
             label = {"win": "won", "loss": "lost", "draw": "draw"}[outcome]
     opponents = [n for i, n in enumerate(row["seats"])
@@ -434,13 +454,15 @@ def ratings_view(resp: rating_pb2.GetRatingsResponse) -> Row:
     rows = []
     for i, r in enumerate(resp.ratings, 1):
         has_ci = r.HasField("ci_low") and r.HasField("ci_high")
+        thin = has_ci and r.ci_high - r.ci_low > MAX_INTERVAL_ELO  # says nothing yet
         rows.append({
             "rank": i,
             "bot_id": r.bot_id,
             "name": r.name or r.bot_id,
             "rating": round(r.rating),
-            "low": round(r.ci_low) if has_ci else None,
-            "high": round(r.ci_high) if has_ci else None,
+            "low": round(r.ci_low) if has_ci and not thin else None,
+            "high": round(r.ci_high) if has_ci and not thin else None,
+            "thin": thin,
             "games": r.games,
             "los": f"{r.los_next:.0%}" if r.HasField("los_next") else "",
             "provisional": r.provisional,
@@ -476,11 +498,18 @@ def rating_of(resp: rating_pb2.GetRatingsResponse, bot_id: str) -> Row | None:
 
 
 def history_chart(resp: rating_pb2.GetRatingHistoryResponse) -> list[Row]:
-    """A bot's rating points for the rating-history chart: games, rating, interval, time."""
-    return [{"games": p.games, "rating": round(p.rating),
-             "low": round(p.ci_low) if p.HasField("ci_low") else None,
-             "high": round(p.ci_high) if p.HasField("ci_high") else None,
-             "at": when(p.as_of)} for p in resp.points]
+    """A bot's rating points for the rating-history chart: games, rating, interval, time.
+    An interval wider than MAX_INTERVAL_ELO (a first fit over a game or two) is left out
+    and the point marked `thin`: the chart says "not enough games yet" there."""
+    out = []
+    for p in resp.points:
+        has_ci = p.HasField("ci_low") and p.HasField("ci_high")
+        thin = has_ci and p.ci_high - p.ci_low > MAX_INTERVAL_ELO
+        out.append({"games": p.games, "rating": round(p.rating),
+                    "low": round(p.ci_low) if has_ci and not thin else None,
+                    "high": round(p.ci_high) if has_ci and not thin else None,
+                    "thin": thin, "at": when(p.as_of)})
+    return out
 
 
 def bot_results_chart(games: Sequence[Row]) -> list[Row]:
@@ -539,13 +568,14 @@ def transcript_view(record: dict[str, Any]) -> Row:
                  else "")
     if isinstance(winner, int) and 0 <= winner < len(sides):
         headline = f"{sides[winner]} won"
-    else:  # first place shared: among the others after a forfeit, else a draw
+    else:  # first place shared: won by forfeit by the others, level, else a draw
         out = forfeit["seat"] % len(sides) if forfeiter and isinstance(forfeit, dict) else -1
         best = max((v for i, v in enumerate(final) if i != out), default=0)
         level = [sides[i] for i, v in enumerate(final) if v == best and i != out
                  and i < len(sides)]
-        headline = (f"{forfeiter} forfeited; {' and '.join(level)} share first place"
-                    if forfeiter else f"A draw: {' and '.join(level)} share first place")
+        headline = (f"{forfeiter} forfeited; {' and '.join(level)} won by forfeit, level "
+                    "(first place shared)" if forfeiter
+                    else f"A draw: {' and '.join(level)} share first place")
     return {
         "headline": headline,
         "players": players,
@@ -604,10 +634,27 @@ def boards_view(t: tournament_pb2.Tournament, st: tournament_pb2.Standings) -> l
     return out
 
 
+_ROUND = re.compile(r"(?:x(\d+)-)?r(\d+)(?:-t(\d+))?|p(\d+)")
+
+
+def _round_key(board: str) -> tuple[int, int, int] | None:
+    """Where a board comes in its event's schedule, from its unit (`x1-r3`: pass 1, round
+    3; a test's pair `p12`); None for a unit that says nothing of it (a bracket's)."""
+    m = _ROUND.fullmatch(board.rpartition("/")[2])
+    if m is None:
+        return None
+    if m.group(4) is not None:
+        return (0, int(m.group(4)), 0)
+    return (int(m.group(1) or 1), int(m.group(2)), int(m.group(3) or 0))
+
+
 def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row]:
     """Games grouped by the board they are dealt from (the duplicate comparison: each
     table of a board held the same hands): boards in play first, then released boards
-    (newest first), then boards not begun; a single match is a group of its own."""
+    (the latest round first), then boards not begun, each in round order (whenever its
+    games happened to finish: a slow table does not move its round); a single match is a
+    group of its own. Units that name no round (a bracket's) keep the order they were
+    made in."""
     groups: dict[str, Row] = {}
     for g in rows:
         board = g["board"] or g["id"]
@@ -630,10 +677,18 @@ def games_by_board(rows: Sequence[Row], in_play: Sequence[str] = ()) -> list[Row
         group.update(state=state, done=done, count=len(games),
                      last=max(g["finished_at"] for g in games))
         out.append(group)
+    keys = {g["board"]: _round_key(g["board"]) for g in out}
+    if None in keys.values():  # the listing is newest first: made earlier, later in it
+        keys = {g["board"]: (0, -g["order"], 0) for g in out}
     rank = {"in play": 0, "released": 1, "waiting": 2}
-    # In play and waiting in play order (the listing is newest first); released, newest.
-    out.sort(key=lambda x: (rank[x["state"]], -x["last"] if x["state"] == "released" else 0,
-                            -x["order"]))
+
+    def order(group: Row) -> tuple[int, tuple[int, ...]]:
+        key = keys[group["board"]]
+        assert key is not None
+        sign = -1 if group["state"] == "released" else 1  # released: the latest round first
+        return rank[group["state"]], tuple(sign * k for k in key)
+
+    out.sort(key=order)
     return out
 
 

@@ -29,6 +29,26 @@ class IllegalBot(Bot):
         return next(a for i, a in sorted(ACTIONS.items()) if i not in ok)
 
 
+class NonActionBot(Bot):
+    """Answers with the integer 9999, not an action (a bug a bot author makes)."""
+
+    name = "non-action"
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """9999, whatever is legal."""
+        return 9999  # type: ignore[return-value]
+
+
+class RaisingBot(Bot):
+    """Raises on every decision."""
+
+    name = "raising"
+
+    def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
+        """Never an answer."""
+        raise ValueError(f"no idea what to do with {len(legal)} actions")
+
+
 class SlowBot(Bot):
     """Answers legally, but only after `DELAY_S`, longer than the tests' per-move limit."""
 

@@ -75,6 +75,45 @@ def test_illegal_answers_strike_then_forfeit(stack: Stack, pool: dict[str, PoolB
         assert rejected == ["1", "2", "3"]
 
 
+def test_a_bot_that_returns_no_action_or_raises_is_told_once_a_decision(
+        stack: Stack, pool: dict[str, PoolBot], admin: Admin, name: str) -> None:
+    """A bot whose act returns 9999, and one whose act raises: the SDK says so once a
+    decision in the bot's log (9999: what self-play says; a raise: its traceback once) and
+    answers nothing, so each strike is an honest "no answer" and the third forfeits. No
+    unretrieved-task noise, on the thread pool or deciding inline."""
+    g1, g2 = pool["greedy1"], pool["greedy2"]
+    procs: list[Proc] = []
+    matches = []
+    for spec, extra in (("netbots:NonActionBot", ()), ("netbots:RaisingBot", ("--threads", "0"))):
+        bot_id, token = register(stack.address, f"{name}-{spec[8:].lower()}")
+        procs.append(stack.bot(spec, stack.address, token, *extra))
+        matches.append(admin.create_match(3, [g1.bot_id, bot_id, g2.bot_id], seed=23,
+                                          move_time_ms=500, time_bank_ms=0, max_strikes=3))
+    for proc, created in zip(procs, matches, strict=True):
+        m = finished(admin, created.match_id)
+        record = transcript_of(m)
+        assert record["end"] == "forfeit" and record["forfeit"]["seat"] == 1
+        faults = _strike_faults(record, 1, "late")
+        assert [f["reason"] for f in faults] == ["no answer within 500 ms"] * 3
+        wait_until("the end in the bot's log",
+                   lambda proc=proc, mid=m.match_id: f"match {mid} ended" in proc.text())
+    non_action, raising = (p.text() for p in procs)
+    for text in (non_action, raising):
+        assert "Task exception was never retrieved" not in text, text
+        assert "AttributeError" not in text, text
+    said = re.findall(r"seat 1: the bot returned 9999 \(a int\), not one of the legal "
+                      r"actions; legal were: (.+); not answering (\S+) \(the referee's clock "
+                      r"will run out: a strike\)", non_action)
+    assert len(said) == 3 and len({rid for _, rid in said}) == 3, non_action
+    assert said[0][0].startswith("pass, bid "), said  # the labels, as self-play lists them
+    said = re.findall(r"seat 1: the bot raised ValueError: no idea what to do with \d+ "
+                      r"actions; not answering (\S+)", raising)
+    assert len(said) == 3 and len(set(said)) == 3, raising
+    assert raising.count("Traceback (most recent call last)") == 1, raising
+    assert 'netbots.py", line' in raising and "in act" in raising
+    assert raising.count("(traceback above)") == 2, raising
+
+
 def test_late_answers_strike_and_draw_on_the_bank(stack: Stack, pool: dict[str, PoolBot],
                                                   admin: Admin, r: redis.Redis,
                                                   name: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -221,8 +222,8 @@ def test_a_forfeit_is_named_never_a_draw_and_the_transcript_goes_to_the_data_fol
     mid = re.search(r"match (m-\w+) queued", out).group(1)  # type: ignore[union-attr]
     assert f"web page: {web}/game/{mid}" in out
     assert f"forfeit: seat 1 ({absent}) lost by forfeit: disconnected" in out
-    assert (f"no single winner: {pool['greedy1'].name} and {pool['greedy2'].name} share "
-            "first place") in out
+    assert (f"won by forfeit: {pool['greedy1'].name} and {pool['greedy2'].name}, level: they "
+            "share first place (half a win each)") in out
     assert "draw" not in out
     path = cli.folder / "moonshot-data" / "transcripts" / f"{mid}.jsonl"
     assert f"transcript: {path.relative_to(cli.folder)}" in out or f"transcript: {path}" in out
@@ -232,6 +233,24 @@ def test_a_forfeit_is_named_never_a_draw_and_the_transcript_goes_to_the_data_fol
     ignored = subprocess.run(["git", "check-ignore", "-q",
                               f"moonshot-data/transcripts/{mid}.jsonl"], cwd=ROOT, check=False)
     assert ignored.returncode == 0
+
+    # In a tournament's standings the two level after the forfeit won by it (FW), not D.
+    res = cli.run("tournament", "create", "--name", f"{name} ff", "--bots",
+                  f"{pool['greedy1'].name},{absent},{pool['greedy2'].name}",
+                  "--disconnect-grace", "1s", "--rule", "max_hands=1", "--duplicate", "fresh",
+                  "--watch", "--quiet", admin=True)
+    table = _ok(res)
+    head = next(line for line in table.splitlines() if line.lstrip().startswith("#"))
+    assert head.split()[:9] == ["#", "bot", "games", "W", "FW", "D", "L", "pts", "score"], head
+    rows = {line.split()[1]: line.split()[2:9] for line in table.splitlines()
+            if line.lstrip()[:1].isdigit() and len(line.split()) > 9}
+    assert len(rows) == 3, table
+    for bot in (pool["greedy1"].name, pool["greedy2"].name):
+        games, _, fw, draws, _, points, _ = rows[bot]
+        assert fw == games != "0" and draws == "0", table
+        assert float(points) == int(games) / 2, table
+    assert rows[absent][4] == rows[absent][0], table  # every game lost
+    assert "FW: won by forfeit, level with another" in table
 
 
 def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(
@@ -260,3 +279,73 @@ def test_a_bracket_seeded_by_rating_with_no_rated_bot_says_so(
     words = " ".join(help_text.split())  # whatever the width the help was wrapped at
     assert "for single elimination, double elimination, Swiss: seeds" in words
     assert "a round robin always seats its bots in --bots order" in words
+
+
+def _example(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "examples.register_and_run", *args], cwd=ROOT,
+                          env=env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def test_the_register_and_run_example_says_a_refusal_in_one_line(
+        stack: Stack, pool: dict[str, PoolBot], name: str) -> None:
+    """A name taken, no referee there: one line each, as the CLI says them; a new name
+    registers and plays until Ctrl-C."""
+    taken = _example(stack.address, pool["greedy1"].name.upper())
+    assert taken.returncode == 1 and "Traceback" not in taken.stderr, taken.stderr
+    assert taken.stderr.splitlines() == [
+        f"register_and_run: cannot register {pool['greedy1'].name.upper()!r}: name: a bot "
+        f"named {pool['greedy1'].name.upper()!r} exists already (names ignore case)"], \
+        taken.stderr
+    nobody = _example("127.0.0.1:1", f"{name}-x")
+    assert nobody.returncode == 1 and len(nobody.stderr.splitlines()) == 1, nobody.stderr
+    assert "no referee at 127.0.0.1:1" in nobody.stderr and "moonshot up" in nobody.stderr
+    stack.counter += 1
+    log = stack.workdir / f"{stack.counter:03d}-example.log"
+    with open(log, "wb") as fh:
+        popen = subprocess.Popen([sys.executable, "-m", "examples.register_and_run",
+                                  stack.address, f"{name}-example"], cwd=ROOT, env=env(),
+                                 stdout=fh, stderr=subprocess.STDOUT)
+    proc = Proc("example", popen, log)
+    stack.procs.append(proc)
+    proc.wait_for(rf"registered {name}-example as b-\w+; token \(keep it\): \S+")
+    proc.wait_for("connected to ")
+    assert proc.stop(signal.SIGINT) == 0 and "Traceback" not in proc.text(), proc.text()
+
+
+def test_ctrl_c_of_a_bot_finishes_its_games_and_a_second_leaves_naming_the_forfeit(
+        stack: Stack, pool: dict[str, PoolBot], admin: Admin, name: str) -> None:
+    """Ctrl-C in the middle of a game: the bot says which game it finishes, plays it to its
+    end (no forfeit), then stops. Twice: it leaves at once and says what it forfeits, and
+    the game is forfeited after the grace."""
+    g1, g2 = pool["greedy1"], pool["greedy2"]
+    for presses in (1, 2):
+        bot_id, token = register(stack.address, f"{name}-ctrlc{presses}")
+        proc = stack.bot("netbots:ThinkingBot", stack.address, token)
+        mid = admin.create_match(3, [g1.bot_id, bot_id, g2.bot_id], seed=40 + presses,
+                                 rules={"max_hands": "2"}, grace_ms=2000).match_id
+        proc.wait_for(rf"match {mid} started")
+        time.sleep(0.5)  # a decision or two into the game
+        proc.popen.send_signal(signal.SIGINT)
+        proc.wait_for(rf"Ctrl-C: finishing the game under way \({mid}\) and taking no new "
+                      r"arena games; Ctrl-C again to leave now \(it would be forfeited\)")
+        if presses == 1:
+            assert proc.alive()
+            assert proc.popen.wait(120) == 0, proc.text()
+            text = proc.text()
+            assert f"match {mid} ended" in text and "the games under way at Ctrl-C are " \
+                "over: stopping" in text, text
+            m = admin.wait_match(mid, timeout=30)
+            assert m.result.end != "forfeit", m.result
+        else:
+            started = time.monotonic()
+            proc.popen.send_signal(signal.SIGINT)
+            assert proc.popen.wait(30) == 0, proc.text()
+            assert time.monotonic() - started < 10
+            assert (f"Ctrl-C again: leaving now; the game under way ({mid}) is forfeited "
+                    "after its disconnect grace (2 s) unless the bot comes back") \
+                in proc.text(), proc.text()
+            m = admin.wait_match(mid, timeout=60)
+            assert m.result.end == "forfeit" and m.result.forfeit.seat == 1, m.result
+            assert "disconnected" in m.result.forfeit.reason
+        assert "Traceback" not in proc.text(), proc.text()

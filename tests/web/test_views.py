@@ -13,13 +13,16 @@ from clients.web.views import (
     boards_view,
     bot_game,
     games_by_board,
+    history_chart,
     match_row,
     progress_view,
     ranking_view,
+    ratings_view,
     rounds_view,
+    standings_view,
     transcript_view,
 )
-from proto.moon.v1 import game_pb2, match_pb2, tournament_pb2
+from proto.moon.v1 import game_pb2, match_pb2, rating_pb2, tournament_pb2
 
 FINISHED = match_pb2.MATCH_STATUS_FINISHED
 
@@ -37,8 +40,8 @@ def _forfeit(winner: int | None) -> match_pb2.Match:
 
 def test_a_forfeit_is_named_in_a_games_list_never_a_draw() -> None:
     row = match_row(_forfeit(None))
-    assert row["notes"] == ["b forfeited", "a and c share first place"]
-    assert "draw" not in " ".join(row["notes"]) and row["winner"] == "shared"
+    assert row["notes"] == ["b forfeited", "a and c won by forfeit, level"]
+    assert "draw" not in " ".join(row["notes"]) and row["winner"] == "won by forfeit, shared"
     row = match_row(_forfeit(0))
     assert row["notes"] == ["b forfeited"] and row["winner"] == "a"
 
@@ -49,14 +52,16 @@ def test_a_forfeit_on_a_bot_page() -> None:
         ("lost by forfeit", "loss")
     assert bot_game("b-b", m)["forfeited"]
     assert (bot_game("b-a", m)["label"], bot_game("b-a", m)["outcome"]) == \
-        ("shared first (a forfeit)", "draw")
-    assert bot_game("b-a", _forfeit(0))["label"] == "won (a forfeit)"
+        ("won by forfeit, level", "shared")
+    assert bot_game("b-a", _forfeit(0))["label"] == "won by forfeit"
+    assert bot_game("b-c", _forfeit(0))["label"] == "lost (another forfeited)"
 
 
 def test_a_forfeit_on_the_game_page() -> None:
     record = {"players": 3, "seats": ["a", "b", "c"], "hands": [], "final": [5, 0, 5],
               "winner": None, "end": "forfeit", "forfeit": {"seat": 1, "reason": "gone"}}
-    assert transcript_view(record)["headline"] == "b forfeited; a and c share first place"
+    assert transcript_view(record)["headline"] == \
+        "b forfeited; a and c won by forfeit, level (first place shared)"
     record.update(end="hand_limit", forfeit=None, final=[3, 3, 1])
     assert transcript_view(record)["headline"] == "A draw: a and b share first place"
     record.update(winner=2)
@@ -75,23 +80,59 @@ def _game(mid: str, board: str, status: int, result: bool = False, at: int = 0
     return match_row(m)
 
 
-def test_games_are_grouped_by_board_in_play_first_then_released_newest_first() -> None:
+def test_games_are_grouped_by_board_in_play_first_then_released_by_round() -> None:
+    """In play first, then released boards the latest round first, then the boards to
+    come: in round order, whatever order their games finished in (round 1's slow table
+    finished after round 10's, and the listing is newest first)."""
     R, F, Q = match_pb2.MATCH_STATUS_RUNNING, FINISHED, match_pb2.MATCH_STATUS_QUEUED
     rows = [  # a listing: newest first
-        _game("x1-r4-t2-g1", "t-1/x1-r4", Q), _game("x1-r4-t1-g1", "t-1/x1-r4", Q),
+        _game("x1-r11-t2-g1", "t-1/x1-r11", Q), _game("x1-r11-t1-g1", "t-1/x1-r11", Q),
         _game("x1-r3-t2-g1", "t-1/x1-r3", R), _game("x1-r3-t1-g1", "t-1/x1-r3", F, at=30),
-        _game("x1-r2-t2-g1", "t-1/x1-r2", F, True, 20), _game("x1-r2-t1-g1", "t-1/x1-r2", F,
-                                                                 True, 25),
-        _game("x1-r1-t2-g1", "t-1/x1-r1", F, True, 10), _game("x1-r1-t1-g1", "t-1/x1-r1", F,
+        _game("x1-r10-t2-g1", "t-1/x1-r10", F, True, 20),
+        _game("x1-r10-t1-g1", "t-1/x1-r10", F, True, 25),
+        _game("x1-r2-t2-g1", "t-1/x1-r2", F, True, 10), _game("x1-r2-t1-g1", "t-1/x1-r2", F,
+                                                                 True, 12),
+        _game("x1-r1-t2-g1", "t-1/x1-r1", F, True, 40), _game("x1-r1-t1-g1", "t-1/x1-r1", F,
                                                                  True, 12),
     ]
     groups = games_by_board(rows, ["t-1/x1-r3"])
     assert [(g["label"], g["state"], g["done"], g["count"]) for g in groups] == [
-        ("round 3", "in play", 1, 2), ("round 2", "released", 2, 2),
-        ("round 1", "released", 2, 2), ("round 4", "waiting", 0, 2)]
+        ("round 3", "in play", 1, 2), ("round 10", "released", 2, 2),
+        ("round 2", "released", 2, 2), ("round 1", "released", 2, 2),
+        ("round 11", "waiting", 0, 2)]
     assert [g["in_board"] for g in groups[0]["games"]] == ["t2-g1", "t1-g1"]
     # A finished game of a board in play shows no result (the API gave it none).
     assert not groups[0]["games"][1]["has_result"] and groups[0]["games"][1]["notes"] == []
+
+
+def test_an_unrated_bot_shows_no_rating_in_the_standings_or_a_ranking() -> None:
+    """A bot the pool does not rate yet (a house bot new to it) counts as the pool mean, 0,
+    in a tiebreak, but is shown `unrated`, not as a rating of 0."""
+    st = tournament_pb2.Standings()
+    st.rows.add(rank=1, bot_id="b-a", name="a", rating=31.6)
+    st.rows.add(rank=2, bot_id="house:greedy", name="house:greedy", rating=0.0)
+    st.ranking.columns.add(key="points", title="Points")
+    st.ranking.columns.add(key="rating", title="Pool rating")
+    st.ranking.rows.add(rank=1, bot_ids=["b-a"], values=[1.0, 31.6])
+    st.ranking.rows.add(rank=2, bot_ids=["house:greedy"], values=[0.5, 0.0])
+    assert [r["rating"] for r in standings_view(st, {"b-a"})] == ["32", "unrated"]
+    assert [r["rating"] for r in standings_view(st)] == ["32", "0"]  # not known: the number
+    view = ranking_view(st, {"b-a"})
+    assert view is not None
+    assert [r["cells"][1]["text"] for r in view["rows"]] == ["32", "unrated"]
+
+
+def test_a_first_interval_too_wide_is_not_enough_games_yet() -> None:
+    resp = rating_pb2.GetRatingHistoryResponse()
+    resp.points.add(games=1, rating=-300, ci_low=-3006, ci_high=2388)
+    resp.points.add(games=40, rating=20, ci_low=-150, ci_high=190)
+    points = history_chart(resp)
+    assert [(p["low"], p["high"], p["thin"]) for p in points] == [
+        (None, None, True), (-150, 190, False)]
+    table = rating_pb2.GetRatingsResponse()
+    table.ratings.add(bot_id="b-1", rating=-300, ci_low=-3006, ci_high=2388, games=1)
+    row = ratings_view(table)["rows"][0]
+    assert (row["low"], row["high"], row["thin"]) == (None, None, True)
 
 
 def test_progress_and_boards_are_counts_only() -> None:

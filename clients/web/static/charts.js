@@ -25,6 +25,19 @@
     return t;
   }
 
+  /* A name too long for its room keeps its beginning and ends with an ellipsis (drawn
+     right-aligned, it would otherwise lose its beginning past the chart's left edge). */
+  function fitLabel(node, name, room) {
+    if (room <= 0 || node.getComputedTextLength() <= room) { return; }
+    var lo = 1, hi = name.length;
+    while (lo < hi) {
+      var mid = Math.ceil((lo + hi) / 2);
+      node.textContent = name.slice(0, mid) + "\u2026";
+      if (node.getComputedTextLength() <= room) { lo = mid; } else { hi = mid - 1; }
+    }
+    node.textContent = name.slice(0, lo) + "\u2026";
+  }
+
   /* Forest plot: one row per bot, the interval as a bar, the rating as a dot. */
   function ratingsChart(holder, rows) {
     var width = Math.max(280, holder.clientWidth);
@@ -56,7 +69,9 @@
       var y = top + i * rowH + rowH / 2;
       if (i % 2 === 0) { S("rect", { x: 0, y: y - rowH / 2, width: width, height: rowH, "class": "band" }, svg); }
       var a = S("a", { href: r.href }, svg);
-      text(a, labelW - 10, y + font * 0.35, r.name, { "class": "label", "text-anchor": "end" });
+      var label = text(a, labelW - 10, y + font * 0.35, r.name, { "class": "label", "text-anchor": "end" });
+      fitLabel(label, r.name, labelW - 12);
+      S("title", {}, a).textContent = r.name;
       if (r.low !== null && r.high !== null) {
         S("line", { x1: x(r.low), x2: x(r.high), y1: y, y2: y, "class": "ci" }, svg);
         S("line", { x1: x(r.low), x2: x(r.low), y1: y - rowH * 0.22, y2: y + rowH * 0.22, "class": "ci" }, svg);
@@ -111,11 +126,11 @@
       } else if (g.outcome === "loss") {
         mark = S("rect", { x: cx - w / 2, y: mid, width: w, height: h, "class": "loss" }, link);
       } else {
-        mark = S("rect", { x: cx - w / 2, y: mid - h * 0.15, width: w, height: h * 0.3, "class": "draw" }, link);
+        mark = S("rect", { x: cx - w / 2, y: mid - h * 0.15, width: w, height: h * 0.3, "class": g.outcome }, link);
       }
       S("title", {}, mark).textContent = "game " + (i + 1) + " (" + g.id + "): " + (g.label || g.outcome) +
         (g.score !== null ? ", score " + g.score : "") + (g.place !== null ? ", place " + g.place : "");
-      points += g.outcome === "win" ? 1 : g.outcome === "draw" ? 0.5 : 0;
+      points += g.outcome === "win" ? 1 : g.outcome === "draw" || g.outcome === "shared" ? 0.5 : 0;
       line.push([cx, bottom - (points / (i + 1)) * (bottom - top)]);
     });
     S("polyline", { points: line.map(function (p) { return p[0].toFixed(1) + "," + p[1].toFixed(1); }).join(" "),
@@ -169,7 +184,8 @@
                     "class": "share" }, svg);
     points.forEach(function (p) {
       var dot = S("circle", { cx: x(p.games), cy: y(p.rating), r: Math.max(2.5, font * 0.18), "class": "point" }, svg);
-      S("title", {}, dot).textContent = p.rating + (p.low !== null ? " [" + p.low + ", " + p.high + "]" : "") +
+      S("title", {}, dot).textContent = p.rating + (p.low !== null ? " [" + p.low + ", " + p.high + "]" :
+                                                    p.thin ? " (interval: not enough games yet)" : "") +
         " after " + p.games + (p.games === 1 ? " game" : " games") + (p.at.text ? " (" + p.at.text + ")" : "");
     });
     function games(n) { return n + (n === 1 ? " game" : " games"); }

@@ -119,17 +119,19 @@
   function outcomeText(game, sides) {
     var won = game.winner !== null && game.winner !== undefined;
     var text = won ? sides[game.winner] + " won" : "";
+    var level = [];
     if (!won) {
       var best = Math.max.apply(null, (game.final || []).filter(function (v, i) {
         return !game.forfeit || sideOf(game, game.forfeit.seat) !== i;
       }));
-      var level = sides.filter(function (name, i) {
+      level = sides.filter(function (name, i) {
         return (game.final || [])[i] === best && !(game.forfeit && sideOf(game, game.forfeit.seat) === i);
       });
       text = level.join(" and ") + " share first place";
     }
     if (game.end === "forfeit" && game.forfeit) {
-      text = game.seats[game.forfeit.seat] + " forfeited; " + text;
+      text = game.seats[game.forfeit.seat] + " forfeited; " +
+        (won ? text + " by forfeit" : level.join(" and ") + " won by forfeit, level (first place shared)");
     } else if (!won) {
       text = "a draw: " + text;
     }

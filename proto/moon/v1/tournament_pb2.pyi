@@ -627,6 +627,7 @@ class StandingRow(_message.Message):
     FORFEITS_FIELD_NUMBER: _builtins.int
     ELIMINATED_FIELD_NUMBER: _builtins.int
     TOURNAMENT_RATING_FIELD_NUMBER: _builtins.int
+    FORFEIT_WINS_FIELD_NUMBER: _builtins.int
     rank: _builtins.int
     """1 is best; tied bots share a rank."""
     bot_id: _builtins.str
@@ -638,11 +639,13 @@ class StandingRow(_message.Message):
     wins: _builtins.int
     """Games won (a 2v2 game won by the bot's team counts as won)."""
     draws: _builtins.int
-    """Games drawn (a shared top score at the hand limit)."""
+    """Games drawn: first place shared, nobody having forfeited."""
     losses: _builtins.int
     """Games lost."""
     points: _builtins.float
-    """Ranking points: 1 per game won, 1/2 per game drawn."""
+    """Ranking points: 1 per game won, 1/2 per first place shared (a draw, or a
+    win by forfeit shared).
+    """
     score: _builtins.int
     """Sum of the bot's side's final scores over its games; the first tie-break."""
     rating: _builtins.float
@@ -658,6 +661,12 @@ class StandingRow(_message.Message):
     """The same fit over this tournament's released games alone: how the bots
     did here, on the pool's scale (0 is this field's mean); unset before the
     first fit.
+    """
+    forfeit_wins: _builtins.int
+    """Games won by another bot's forfeit with first place shared (3 players: a
+    forfeit leaves the two others level, at 0-0 early in a game). Not draws,
+    not in `wins`; each counts 1/2 point, as a shared first place. A forfeit
+    that leaves one bot ahead is a win (`wins`).
     """
     def __init__(
         self,
@@ -675,10 +684,11 @@ class StandingRow(_message.Message):
         forfeits: _builtins.int = ...,
         eliminated: _builtins.bool = ...,
         tournament_rating: _builtins.float | None = ...,
+        forfeit_wins: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating", "tournament_rating", b"tournament_rating"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating", "bot_id", b"bot_id", "draws", b"draws", "eliminated", b"eliminated", "forfeits", b"forfeits", "games", b"games", "losses", b"losses", "name", b"name", "points", b"points", "rank", b"rank", "rating", b"rating", "score", b"score", "tournament_rating", b"tournament_rating", "wins", b"wins"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating", "bot_id", b"bot_id", "draws", b"draws", "eliminated", b"eliminated", "forfeit_wins", b"forfeit_wins", "forfeits", b"forfeits", "games", b"games", "losses", b"losses", "name", b"name", "points", b"points", "rank", b"rank", "rating", b"rating", "score", b"score", "tournament_rating", b"tournament_rating", "wins", b"wins"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__tournament_rating: _TypeAlias = _typing.Literal["tournament_rating"]  # noqa: Y015
     _WhichOneofArgType__tournament_rating: _TypeAlias = _typing.Literal["_tournament_rating", b"_tournament_rating"]  # noqa: Y015
