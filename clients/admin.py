@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from google.protobuf import json_format
 
 from clients.channel import Target, target_of
+from clients.wire import pool_to_pb
 from proto.moon.v1 import (
     bot_pb2,
     bot_pb2_grpc,
@@ -211,5 +212,4 @@ def _format_pb(name: str) -> tournament_pb2.TournamentFormat.ValueType:
 
 def _pool(name: str) -> rating_pb2.RatingPool.ValueType:
     """A pool's name (`3p`, `2v2`) as the wire's enum."""
-    return (rating_pb2.RATING_POOL_TWO_VS_TWO if name == "2v2"
-            else rating_pb2.RATING_POOL_THREE_PLAYER)
+    return pool_to_pb(name)

@@ -21,11 +21,13 @@ from clients.commands import (
 )
 from clients.parser import Parser, UsageError
 from clients.render import elo, interval_text, plural
+from clients.wire import POOL_CHOICES, pool_from_pb, pool_to_pb
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, game_pb2, rating_pb2
+from store.pools import Pool
 
 __all__ = ["add_arena", "arena_text"]
 
-_POOLS = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+_POOLS = {p: pool_to_pb(p) for p in POOL_CHOICES}
 _STATUS = {arena_pb2.ARENA_STATUS_RUNNING: "running", arena_pb2.ARENA_STATUS_STOPPED: "stopped"}
 WATCH_EVERY_S = 2.0
 
@@ -57,7 +59,7 @@ def _run_start(args: argparse.Namespace) -> int:
     _pool(args)
     admin = Admin(server_target(args), admin_token(args))
     settings = arena_pb2.ArenaSettings(
-        rules=rules_options(3 if args.pool == "3p" else 4, args.rule, "moonshot arena start"),
+        rules=rules_options(Pool.parse(args.pool).players, args.rule, "moonshot arena start"),
         clock=game_pb2.ClockPolicy(move_time_ms=args.time_per_move,
                                    time_bank_ms=args.time_bank),
         faults=game_pb2.FaultPolicy(max_strikes=args.max_strikes,
@@ -101,7 +103,7 @@ def _fetch(admin: Admin, pool: str
 def arena_text(a: arena_pb2.Arena, ratings: rating_pb2.GetRatingsResponse | None) -> str:
     """An arena as text: status and settings, the leaderboard with intervals (and who is
     online and playing), the boards in play."""
-    pool = "3p" if a.pool == rating_pb2.RATING_POOL_THREE_PLAYER else "2v2"
+    pool = str(pool_from_pb(a.pool))
     s = a.settings
     lines = [f"{pool} arena: {_STATUS.get(a.status, '?')}; {a.online} online, "
              f"{a.playing} playing, {a.waiting} waiting; {plural(a.games, 'game')} on "

@@ -32,8 +32,10 @@ from clients.commands import (
 )
 from clients.parser import Parser
 from clients.render import plural
+from clients.wire import POOL_CHOICES, pool_from_pb
 from proto.moon.v1 import change_pb2, change_pb2_grpc, game_pb2, rating_pb2
 from store import ids
+from store.pools import Pool
 
 __all__ = ["add_test", "live_line", "summary"]
 
@@ -97,7 +99,7 @@ def _elo(value: float) -> str:
 
 
 def _pool(t: change_pb2.Test) -> str:
-    return "2v2" if t.spec.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p"
+    return str(pool_from_pb(t.spec.pool))
 
 
 _SIDE = {change_pb2.TEST_SIDE_CANDIDATE: "candidate", change_pb2.TEST_SIDE_BASELINE: "baseline",
@@ -320,7 +322,7 @@ def follow(client: _Client, test_id: str, quiet: bool = False) -> change_pb2.Tes
 
 
 def _run_start(args: argparse.Namespace) -> int:
-    players = 4 if args.pool == "2v2" else 3
+    players = Pool.parse(args.pool).players
     prog = "moonshot test start"
     options = rules_options(players, args.rule, prog)
     opponents = [b.strip() for b in (args.opponents or "").split(",") if b.strip()]
@@ -495,7 +497,7 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
     p = test.add_parser("start", help="start a test (admin)", epilog=_EPILOG)
     p.add_argument("candidate", help="the new version: a bot id or name, or a house bot")
     p.add_argument("baseline", help="the version to beat: a bot id or name, or a house bot")
-    p.add_argument("--pool", choices=("3p", "2v2"), default="3p",
+    p.add_argument("--pool", choices=POOL_CHOICES, default="3p",
                    help="3-player tables or 2v2 (default 3p)")
     p.add_argument("--opponents", default=None, metavar="A,B[,C]",
                    help="3p: the two opponents; 2v2: the partner, then the other team's two "

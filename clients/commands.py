@@ -26,6 +26,7 @@ from clients import flags
 from clients.channel import Target, rpc_failure, target_of
 from clients.parser import CommandError, Parser, UsageError
 from clients.redisproc import FSYNC
+from clients.wire import POOL_CHOICES
 from moon import MoonError, Rules
 from store.bots import shown
 
@@ -737,7 +738,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="keep trying until a referee answers (without it, the bot stops at "
                         "once when none answers at the start, saying why; once connected, "
                         "it always reconnects)")
-    p.add_argument("--arena", action="append", default=[], choices=("3p", "2v2"),
+    p.add_argument("--arena", action="append", default=[], choices=POOL_CHOICES,
                    help="join the arena of this pool (3p or 2v2; repeat for both): the bot "
                         "plays its matchmaking whenever it is connected, and leaves it on "
                         "Ctrl-C")

@@ -38,8 +38,10 @@ from clients.render import (
     standings_table,
     tournament_list,
 )
+from clients.wire import POOL_CHOICES
 from proto.moon.v1 import rating_pb2, tournament_pb2
 from store import ids
+from store.pools import Pool
 from store.records import DUPLICATE_MODES
 from tournaments import formats
 from tournaments.plan import board_label
@@ -82,7 +84,7 @@ CROSSTABLE_MAX_BOTS = 16  # wider than that, a terminal table stops being readab
 
 
 def _pool(t: tournament_pb2.Tournament) -> str:
-    return "3p" if t.spec.players == 3 else "2v2"
+    return str(Pool.of(t.spec.players))
 
 
 def _rated(admin: Admin, pool: str) -> set[str] | None:
@@ -98,7 +100,7 @@ def _print_standings(st: tournament_pb2.Standings, title: str, pool: str,
     # A format's own ranking replaces the common table.
     ranked = ranking_text(st, title, rated)
     print(ranked or standings_table(st, title, pool, rated))
-    rounds = rounds_text(st, 4 if pool == "2v2" else 3)
+    rounds = rounds_text(st, Pool.parse(pool).players)
     if rounds:
         print()
         print(rounds)
@@ -294,7 +296,7 @@ def _run_ratings(args: argparse.Namespace) -> int:
                          "--method and --methods do not go with it")
     if args.bot:
         blocks = []
-        for pool in [args.pool] if args.pool else ["3p", "2v2"]:
+        for pool in [args.pool] if args.pool else list(POOL_CHOICES):
             try:
                 hist = admin.rating_history(args.bot, pool)
             except grpc.RpcError as exc:
@@ -397,7 +399,7 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.set_defaults(run=_run_show)
 
     p = sub.add_parser("ratings", help="print the ratings of a pool")
-    p.add_argument("--pool", choices=("3p", "2v2"), default=None,
+    p.add_argument("--pool", choices=POOL_CHOICES, default=None,
                    help="3p or 2v2 (default 3p; with --bot, both)")
     p.add_argument("--chart", default=None, metavar="FILE.png",
                    help="also draw the ratings with their intervals to this PNG file")

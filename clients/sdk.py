@@ -40,8 +40,9 @@ import grpc
 from clients import wire
 from clients.bot import Bot, bad_answer
 from clients.channel import Target, diagnose, not_answered, rpc_failure, target_of
+from clients.wire import POOL_CHOICES, pool_to_pb
 from moon import Action, Observation
-from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc, rating_pb2
+from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc
 
 __all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "rpc_failure",
            "run_bot"]
@@ -57,8 +58,7 @@ _CHANNEL_OPTIONS = [
 
 _Call = grpc.aio.StreamStreamCall[bot_pb2.PlayRequest, bot_pb2.PlayResponse]
 LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: resume the events after this one
-_ARENA_POOLS = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER,
-                "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+_ARENA_POOLS = {p: pool_to_pb(p) for p in POOL_CHOICES}
 ARENA_POOLS = tuple(_ARENA_POOLS)
 _ENDED = 64  # bots of matches found over at a welcome, kept for a MatchEnded replayed next
 

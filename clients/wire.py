@@ -20,13 +20,17 @@ from moon import Action, Observation, ParseError, Rules, RulesError, Tile
 from moon.actions import ACTIONS
 from moon.observation import BidMade, Phase, Play, Trick
 from moon.tiles import TILE_BY_INDEX
-from proto.moon.v1 import bot_pb2, game_pb2
+from proto.moon.v1 import bot_pb2, game_pb2, rating_pb2
+from store.pools import Pool
 
 __all__ = [
+    "POOL_CHOICES",
     "action_from_pb",
     "actions_from_pb",
     "decision_pb",
     "observation_from_pb",
+    "pool_from_pb",
+    "pool_to_pb",
     "result_from_pb",
     "rules_from_pb",
     "tile_from_pb",
@@ -35,6 +39,19 @@ __all__ = [
 _ALL_PASS: dict[int, str] = {game_pb2.ALL_PASS_REDEAL: "redeal", game_pb2.ALL_PASS_FORCED: "forced"}
 _SCORING: dict[int, str] = {game_pb2.SCORING_POINTS: "points", game_pb2.SCORING_MARKS: "marks"}
 _PHASES = tuple(Phase)
+_POOL_PB = {Pool.THREE: rating_pb2.RATING_POOL_THREE_PLAYER,
+            Pool.TEAMS: rating_pb2.RATING_POOL_TWO_VS_TWO}
+POOL_CHOICES = tuple(str(p) for p in Pool)  # what a --pool flag takes
+
+
+def pool_to_pb(pool: str) -> rating_pb2.RatingPool.ValueType:
+    """A pool (`3p`, `2v2`) as the wire names it."""
+    return _POOL_PB[Pool.parse(pool)]
+
+
+def pool_from_pb(value: int) -> Pool:
+    """The pool a wire value names (unset reads as the 3-player pool)."""
+    return Pool.TEAMS if value == rating_pb2.RATING_POOL_TWO_VS_TWO else Pool.THREE
 
 
 def tile_from_pb(pb: game_pb2.Tile) -> Tile:

@@ -68,8 +68,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from moon.deal import MAX_SEED
-from store import ids
 from store.errors import InvalidArgument
+from store.ids import is_house_bot
 from store.pools import Pool
 from store.results import game_quarters
 from tournaments.plan import Game, board_id, derive_seed
@@ -115,7 +115,7 @@ BoardSeeds = Callable[[str], int]
 
 def is_house(bot_id: str) -> bool:
     """True for a house bot (`store.ids.is_house_bot`): the stack's own players."""
-    return ids.is_house_bot(bot_id)
+    return is_house_bot(bot_id)
 
 
 class EloRange(Protocol):

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterable
 import grpc
 
 from clients.channel import Target, target_of
+from clients.wire import POOL_CHOICES, pool_to_pb
 from proto.moon.v1 import (
     arena_pb2,
     arena_pb2_grpc,
@@ -34,7 +35,7 @@ from proto.moon.v1 import (
 __all__ = ["CALL_TIMEOUT_S", "POOLS", "PublicApi", "is_gone", "is_unreachable"]
 
 CALL_TIMEOUT_S = 10.0  # seconds for a unary call: a page waits no longer for the referee
-POOLS = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
+POOLS = {p: pool_to_pb(p) for p in POOL_CHOICES}
 HISTORY_POINTS = 1000  # all a bot keeps per pool: a chart of its whole rated life
 _CHANNEL_OPTIONS = [
     ("grpc.keepalive_time_ms", 20_000),

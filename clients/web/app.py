@@ -59,6 +59,7 @@ from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.live import Feed, Hub, sse
 from proto.moon.v1 import change_pb2, tournament_pb2
+from store.pools import Pool
 
 __all__ = ["create_app"]
 
@@ -165,7 +166,7 @@ class Pages:
         progress = views.progress_view(t, st)
         boards = views.boards_view(t, st)
         rows = [views.match_row(m) for m in games.matches]
-        pool = "3p" if t.spec.players == 3 else "2v2"
+        pool = str(Pool.of(t.spec.players))
         try:  # who the pool rates: the others show `unrated`, not the 0 they count as
             rated: set[str] | None = {r.bot_id for r in
                                       (await self.client.get_ratings(pool)).ratings}
@@ -183,7 +184,7 @@ class Pages:
             "ranking": views.ranking_view(st, rated),
             "rounds": views.rounds_view(st, t.spec.players),
             "teams": bool(st.ranking.rows) and len(st.ranking.rows[0].bot_ids) > 1,
-            "pool": "3p" if t.spec.players == 3 else "2v2",
+            "pool": str(Pool.of(t.spec.players)),
             "crosstable": views.crosstable_view(st),
             "bracket": views.bracket_view(st),
             "notes": list(st.notes) or list(t.notes),

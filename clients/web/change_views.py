@@ -16,6 +16,7 @@ from typing import Any
 
 from clients.changes import verdict_note, verdict_text, void_text
 from clients.web.views import Row, changed_rules, when
+from clients.wire import pool_from_pb
 from proto.moon.v1 import change_pb2, rating_pb2
 from tournaments.change import ChangeSpec, roles
 
@@ -80,7 +81,7 @@ def change_row(t: change_pb2.Test) -> Row:
     total = max(t.games_total, p.games)
     return {
         "id": t.test_id, "name": s.name or t.test_id, "status": status, "shown": _status(t),
-        "pool": "2v2" if s.pool == rating_pb2.RATING_POOL_TWO_VS_TWO else "3p",
+        "pool": str(pool_from_pb(s.pool)),
         "candidate": {"id": s.candidate, "name": names[0] if names else s.candidate},
         "baseline": {"id": s.baseline, "name": names[1] if len(names) > 1 else s.baseline},
         "opponents": [{"id": b, "name": n} for b, n in zip(s.opponents, names[2:],

@@ -17,6 +17,10 @@ got, and a feed whose upstream drops resumes after its own last sequence.
   polls GetMatch for it and says `ready` once the transcript is public.
 - `TestFeed`: WatchTest of a test of a change, from the sequence of GetTest; like a
   tournament's, a rendered snapshot of the page's parts and its charts' data.
+
+The three that follow a Watch* stream do it through one loop, `Feed.follow`: a snapshot
+to start from, the stream resumed after the last sequence, backoff, a fresh start on
+OUT_OF_RANGE, and one `gone` for a thing that no longer exists.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +156,39 @@ class Feed:
                         self.key, exc.code().name, exc.details())
         await asyncio.sleep(min(0.25 * 2 ** failures, _BACKOFF_MAX_S))
 
+    async def follow(self, what: str, start: Callable[[], Awaitable[bool]],
+                     stream: Callable[[], AsyncIterable[Any]], apply: Callable[[Any], None],
+                     end: Callable[[], Awaitable[None]], after: Callable[[], int]) -> None:
+        """The one loop of every feed that follows a Watch* stream (as the referee's
+        `server.follow` is the one loop that serves them): `start` from a snapshot (False:
+        over already, nothing to follow), read `stream` (resuming after the sequence
+        `after` gives), `apply` each event, `end` once the stream ends after the last;
+        back off and resume on errors, start again from the present when the referee no
+        longer has what came after (OUT_OF_RANGE), and say `gone`, once, for a `what`
+        that no longer exists."""
+        failures = 0
+        fresh = True
+        while True:
+            try:
+                if fresh:
+                    fresh = False
+                    if not await start():
+                        return
+                async for ev in stream():
+                    failures = 0
+                    apply(ev)
+                await end()
+                return
+            except grpc.aio.AioRpcError as exc:
+                if is_gone(exc):
+                    self.publish(Item(after() + 1, "gone", json.dumps(
+                        {"message": exc.details() or f"no such {what}"})))
+                    return
+                if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
+                    fresh = True  # start again from the present
+                failures += 1
+                await self.retry_pause(failures, exc)
+
 
 @dataclass(eq=False)
 class TournamentFeed(Feed):
@@ -199,35 +236,26 @@ class TournamentFeed(Feed):
             self._soon()
 
     async def _follow_events(self) -> None:
-        failures = 0
-        while True:
-            try:
-                if self.standings is None:
-                    self.tournament = await self.api.tournament(self.tournament_id)
-                    self.standings = await self.api.standings(self.tournament_id)
-                    self.seq = self.standings.sequence
-                    await self._render()
-                    if self.tournament.status != tournament_pb2.TOURNAMENT_STATUS_RUNNING:
-                        return
-                async for ev in self.api.watch_tournament(self.tournament_id, self.seq):
-                    failures = 0
-                    self._apply(ev)
-                    self._soon()
-                # The stream ends after TournamentFinished: the last render, at once.
-                if self._pending is not None:
-                    self._pending.cancel()
-                self.tournament = await self.api.tournament(self.tournament_id)
-                await self._render()
-                return
-            except grpc.aio.AioRpcError as exc:
-                if is_gone(exc):
-                    self.publish(Item(self.seq + 1, "gone", json.dumps(
-                        {"message": exc.details() or "no such tournament"})))
-                    return
-                if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
-                    self.standings = None  # start again from the present
-                failures += 1
-                await self.retry_pause(failures, exc)
+        async def start() -> bool:
+            self.tournament = await self.api.tournament(self.tournament_id)
+            self.standings = await self.api.standings(self.tournament_id)
+            self.seq = self.standings.sequence
+            await self._render()
+            return self.tournament.status == tournament_pb2.TOURNAMENT_STATUS_RUNNING
+
+        def apply(ev: tournament_pb2.WatchTournamentResponse) -> None:
+            self._apply(ev)
+            self._soon()
+
+        async def end() -> None:  # the stream ends after TournamentFinished: render at once
+            if self._pending is not None:
+                self._pending.cancel()
+            self.tournament = await self.api.tournament(self.tournament_id)
+            await self._render()
+
+        await self.follow("tournament", start,
+                          lambda: self.api.watch_tournament(self.tournament_id, self.seq),
+                          apply, end, lambda: self.seq)
 
     def _apply(self, ev: tournament_pb2.WatchTournamentResponse) -> None:
         self.seq = ev.sequence
@@ -350,25 +378,22 @@ class MatchFeed(Feed):
         """WatchMatch from the start, resuming after the last sequence, to the end."""
         game = PublicGame()
         seq = 0
-        failures = 0
-        while True:
-            try:
-                async for ev in self.api.watch_match(self.match_id, seq):
-                    failures = 0
-                    seq = ev.sequence
-                    step = game.step(ev)
-                    if step is not None:
-                        self.publish(Item(seq, "step", json.dumps(step, separators=(",", ":"))))
-                    if ev.WhichOneof("event") == "match_finished":
-                        return
-                return
-            except grpc.aio.AioRpcError as exc:
-                if is_gone(exc):
-                    self.publish(Item(seq + 1, "gone", json.dumps(
-                        {"message": exc.details() or "no such match"})))
-                    return
-                failures += 1
-                await self.retry_pause(failures, exc)
+
+        async def start() -> bool:
+            return True  # from the first event: nothing to show before it
+
+        def apply(ev: match_pb2.WatchMatchResponse) -> None:
+            nonlocal seq
+            seq = ev.sequence
+            step = game.step(ev)
+            if step is not None:
+                self.publish(Item(seq, "step", json.dumps(step, separators=(",", ":"))))
+
+        async def end() -> None:
+            """The stream ended after MatchFinished: nothing more to draw."""
+
+        await self.follow("match", start, lambda: self.api.watch_match(self.match_id, seq),
+                          apply, end, lambda: seq)
 
 
 @dataclass(eq=False)
@@ -423,34 +448,24 @@ class TestFeed(Feed):
 
     async def run(self) -> None:
         """GetTest, then WatchTest after its sequence, until the end."""
-        failures = 0
-        started = False
-        while True:
-            try:
-                if not started:
-                    t = (await self.api.test(self.test_id)).test
-                    self.seq, self.status, started = t.sequence, t.status, True
-                    await self._render()
-                    if t.status != change_pb2.TEST_STATUS_RUNNING:
-                        return
-                async for ev in self.api.watch_test(self.test_id, self.seq):
-                    failures = 0
-                    self.seq = ev.sequence
-                    if self._pending is None or self._pending.done():
-                        self._pending = asyncio.create_task(self._render_later())
-                if self._pending is not None:
-                    self._pending.cancel()
-                await self._render()  # the stream ends after TestFinished: the last render
-                return
-            except grpc.aio.AioRpcError as exc:
-                if is_gone(exc):
-                    self.publish(Item(self.seq + 1, "gone", json.dumps(
-                        {"message": exc.details() or "no such test"})))
-                    return
-                if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
-                    started = False  # start again from the present
-                failures += 1
-                await self.retry_pause(failures, exc)
+        async def start() -> bool:
+            t = (await self.api.test(self.test_id)).test
+            self.seq, self.status = t.sequence, t.status
+            await self._render()
+            return t.status == change_pb2.TEST_STATUS_RUNNING
+
+        def apply(ev: change_pb2.WatchTestResponse) -> None:
+            self.seq = ev.sequence
+            if self._pending is None or self._pending.done():
+                self._pending = asyncio.create_task(self._render_later())
+
+        async def end() -> None:  # the stream ends after the test's end: the last render
+            if self._pending is not None:
+                self._pending.cancel()
+            await self._render()
+
+        await self.follow("test", start, lambda: self.api.watch_test(self.test_id, self.seq),
+                          apply, end, lambda: self.seq)
 
     async def _render_later(self) -> None:
         await asyncio.sleep(_RENDER_DELAY_S)

@@ -641,10 +641,12 @@ def test_names_headings_and_boards_read_well_on_a_phone(
         for tid in (rr, cup):
             wait_until("the tournament to finish", lambda tid=tid: admin.get_tournament(
                 tid).status != tournament_pb2.TOURNAMENT_STATUS_RUNNING, timeout=90, every=0.2)
+        wait_until("the test's pair to count", lambda: "Pairs: 1" in _cli(
+            stack, "test", "show", test_id), timeout=90, every=0.5)
         single = admin.create_match(3, [thinker.bot_id, g1.bot_id, g3.bot_id],
                                     rules={"max_hands": "4"}).match_id
         paths = ["/", "/arena/3p", f"/t/{rr}", f"/t/{cup}", "/ratings/3p", "/bots",
-                 "/games", "/bot/house:greedy", f"/bot/{g1.name}"]
+                 "/games", "/bot/house:greedy", f"/bot/{g1.name}", f"/test/{test_id}"]
         phone = Tab(browser, web, phone=True, phone_width=375)
         try:
             phone.open("/")
