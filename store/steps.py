@@ -34,7 +34,9 @@ __all__ = [
     "asks",
     "create",
     "failed_errors",
+    "free_lock",
     "live_events",
+    "lock_holder",
     "mark_failed",
     "mark_released",
     "note_redealt",
@@ -55,9 +57,25 @@ def asks(ref: EventRef) -> Asks:
     return Asks(keys.event_dirty(ref), keys.event_queued(ref), keys.event_lock(ref), QUEUED_S)
 
 
-def step_lock(ref: EventRef, ttl_ms: int) -> Lock:
-    """A new run's lock on the event's step (one run at a time)."""
-    return Lock.fresh(keys.event_lock(ref), ttl_ms)
+def step_lock(ref: EventRef, ttl_ms: int, owner: str = "") -> Lock:
+    """A new run's lock on the event's step (one run at a time), naming the worker instance
+    that runs it (`owner`), so that recovery can free a dead worker's lock at once."""
+    return Lock.fresh(keys.event_lock(ref), ttl_ms, owner)
+
+
+def lock_holder(r: redis.Redis, ref: EventRef) -> tuple[str, str] | None:
+    """(the token, its owner) of the lock a step of the event holds now; None when free."""
+    token = r.get(keys.event_lock(ref))
+    return None if token is None else (str(token), Lock.owner_of(str(token)))
+
+
+def free_lock(r: redis.Redis, ref: EventRef, token: str) -> bool:
+    """Drop a dead run's lock (only while `token` still holds it) and ask for a step again:
+    the dead run may have taken the ask. True when the lock was dropped."""
+    if not Lock(keys.event_lock(ref), token, 0).release(r):
+        return False
+    asks(ref).ask_again(r)
+    return True
 
 
 # ------------------------------------------------------------ recording

@@ -128,8 +128,10 @@ def advance_tournament(event: str) -> dict[str, Any]:
     jobs queued before events had kinds named them)."""
     r, rq_conn, _ = job_redis()
     ref = EventRef.parse(event)
+    job = get_current_job()
     with logs.context(event=str(ref)):
-        return advance(r, rq_conn, ref)
+        return advance(r, rq_conn, ref,
+                       instance=str(job.meta.get("instance", "")) if job else "")
 
 
 def fit_ratings(pool: str) -> dict[str, Any]:

@@ -194,11 +194,20 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
 def wake(r: redis.Redis, rq_conn: redis.Redis, now: float) -> list[str]:
     """Queue a step job of each live event that is owed one with no job queued or running
     to take it: asked for and its job lost (its worker died between taking it and starting
-    it, or it found the lock held as the holder let go), or its last pass asked to be
-    looked at again by `now` (an arena holding for a batch). The events woken."""
+    it, or it found the lock held as the holder let go; a lock held by a dead worker is
+    freed first), or its last pass asked to be looked at again by `now` (an arena holding
+    for a batch). The events woken."""
     woken = []
     for ref in steps.live_events(r):
         s = steps.scheduling(r, ref)
+        if s.stepping:
+            # A run whose worker died holds the lock until it lapses (LOCK_MS): free it now
+            # and ask again (the dead run may have taken the ask).
+            holder = steps.lock_holder(r, ref)
+            if holder and holder[1] and not store_recovery.is_alive(r, holder[1]) \
+                    and steps.free_lock(r, ref, holder[0]):
+                log.warning("%s: the step of dead worker %s asked again", ref, holder[1])
+                s = steps.scheduling(r, ref)
         lost = s.asked and not s.queued and not s.stepping
         if (lost or steps.wake_due(s, now)) and steps.asks(ref).claim(r):
             steps.asks(ref).ask_again(r)

@@ -187,16 +187,18 @@ def planner_of(r: redis.Redis, ref: EventRef) -> Planner:
 
 
 def advance(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef,
-            lock_ms: int = LOCK_MS) -> dict[str, Any]:
+            lock_ms: int = LOCK_MS, instance: str = "") -> dict[str, Any]:
     """The job: passes of the event's step while asks keep coming (at least one).
 
     A run that finds its lock lost after a pass (it stalled past `lock_ms` and another
     run may hold the lock now) stops there: the pass it made is safe (the state moves by
-    compare-and-set), and what is left is the holder's to do."""
+    compare-and-set), and what is left is the holder's to do. The lock names the worker
+    `instance` running the job: when that worker dies, recovery frees the lock at once
+    (`workers.recovery.wake`) rather than after `lock_ms`."""
     asks = steps.asks(ref)
     asks.started(r)  # asks from now on queue another job
     asks.ask_again(r)  # this job makes a pass, whoever queued it
-    lock = steps.step_lock(ref, lock_ms)
+    lock = steps.step_lock(ref, lock_ms, instance)
     if not lock.acquire(r):
         return {"event": str(ref), "skipped": "another run is advancing it"}
     summary: dict[str, Any] = {"event": str(ref)}
