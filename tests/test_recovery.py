@@ -103,6 +103,26 @@ def test_recovery_nudges_a_tournament_whose_step_died(
     assert tid in _nudged(r, rq_conn)
 
 
+def test_recovery_frees_the_step_lock_of_a_dead_worker_at_once(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """A step run killed with its worker holds the event's lock until it lapses (LOCK_MS):
+    recovery frees a lock whose worker's liveness key is gone, and queues the step; a lock
+    of a live worker, or one that names no worker, is left to lapse."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    ref = EventRef.tournament(tid)
+    r.set(keys.tournament_lock(tid), "w1:1:aa~dead-run", px=60_000)  # its worker is gone
+    woken = recover(r, rq_conn)["woken"]
+    assert not r.exists(keys.tournament_lock(tid)) and woken == [str(ref)]
+    r.set(keys.tournament_lock(tid), "w2:2:bb~live-run", px=60_000)
+    r.set(keys.worker_alive("w2:2:bb"), "1", px=60_000)
+    r.set(keys.tournament_dirty(tid), 1)
+    r.delete(keys.event_queued(ref))
+    assert recover(r, rq_conn)["woken"] == [] and r.exists(keys.tournament_lock(tid))
+    r.set(keys.tournament_lock(tid), "no-owner", px=60_000)
+    assert recover(r, rq_conn)["woken"] == [] and r.exists(keys.tournament_lock(tid))
+
+
 def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Redis]) -> None:
     r, rq_conn = rr
     tid = _tournament(r, rq_conn)
