@@ -359,6 +359,8 @@ def migrate(r: redis.Redis, batch: int = 2000,
         hashes += 1
         if progress is not None:
             progress(hashes, read)
+        elif hashes % 1000 == 0:
+            log.info("deals: %d older record(s) moved so far, %d deal(s)", hashes, read)
     r.hset(keys.DEALS, "migrated", "1")
     if read:
         log.info("deals: %d deal(s) of %d older record(s) moved into %s", read, hashes,

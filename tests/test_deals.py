@@ -20,6 +20,7 @@ from store.refs import EventRef
 from tournaments.plan import derive_seed
 from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
+from workers.recovery import nudge
 from workers.scheduler import advance
 
 
@@ -340,3 +341,11 @@ def test_the_record_costs_a_few_bytes_a_deal_flat_and_stays_exact(r: redis.Redis
     assert not any(deals.was_dealt(r, s) for s in fresh)
     assert all(deals.claim(r, s, f"t-m/{s}") == f"board t-m/{p}"
                for s, p in zip(dealt[:50], seeds[::97], strict=False))
+
+
+def test_recovery_moves_older_records_as_a_worker_starts(r: redis.Redis) -> None:
+    """Recovery's first look (as every worker starts) moves them, before any claim."""
+    r.hset(keys.bot_deals("b-1"), "99", "m-1")
+    nudge(r, _rq(r))
+    assert r.hget(keys.DEALS, "migrated") == "1" and not r.exists(keys.bot_deals("b-1"))
+    assert deals.was_dealt(r, 99)
