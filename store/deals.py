@@ -20,7 +20,8 @@ Two promises rest here (DESIGN.md, "Threat model"):
   habitual `--seed 1`, from dealing a released board again to new bots, who may have
   read its transcripts.) A board's own games share its deal (its tables, and under
   `duplicate=replay` its seatings); a single match's seed is the organiser's, noted on
-  the record as the match is created (`record`) so that no later board is dealt it.
+  the record as the match is created (`record`) so that no later board is dealt it
+  (the organiser may repeat a deal in a single match: that is their choice, as before).
   Bots' own records are not needed, so there are none; house bots are not special.
 
 The record is two structures, so that it no longer grows by a board id per deal
@@ -31,13 +32,14 @@ The record is two structures, so that it no longer grows by a board id per deal
   organiser's small seeds spread like the HMAC outputs), grouped by linear hashing into
   buckets of about 256 keys (the hash's fields `0` .. `buckets - 1`, each a packed
   string). A claim reads one bucket (one `HGET` of at most about 4 KB, a search in it);
-  a new deal appends to it, and every 256 deals one bucket splits in two, so memory is
-  8 bytes a deal plus about 0.3 for the buckets, flat at every size (bench/deals.py),
-  and no step does more than a bucket's work. Why not a Bloom filter: at a 1e-6 false
-  positive rate one costs 3.6 bytes a deal at best, 5 to 7 as a series of filters that
-  doubles, each doubling a step up in memory; its false positives redeal boards for no
-  reason (counted as redealt); it cannot be read back, moved or checked. This costs
-  less than twice that, refuses nothing it should not, and can be listed.
+  a new deal appends to it, and every 256 deals one bucket splits in two, so memory
+  grows a bucket at a time: 8.3 bytes a deal (8.9 on jemalloc), flat from 10k to 1M
+  deals (bench/deals.py), and no claim does more than a bucket's work. Why not a Bloom
+  filter: at a 1e-6 false positive rate one costs 3.6 bytes a deal at best, 5.5 to 6.5
+  as a series of filters that doubles (each doubling a step up in memory); its false
+  positives redeal boards for no reason (counted as redealt); it can never be read
+  back, resized or moved (to the archive, say). This costs about a third more and has
+  none of that.
 - **Which board holds a recent deal** (`keys.DEALS_RECENT`, then `keys.DEALS_OLD`:
   deal -> board, kept an hour at least, two at most, rotated by the claims on Redis's
   clock): a claim by the same board again (a step redone after its run died before its
