@@ -14,8 +14,14 @@
 | ms:bot:{id}:live            | set    | matches under way with the bot in a seat            |
 | ms:bot:{id}:presence        | zset   | live stream ids, scored by expiry on Redis's clock  |
 | ms:bot:{id}:matches         | zset   | the bot's match ids by creation time                |
-| ms:bot:{id}:deals           | hash   | every deal seed the bot was dealt -> its board id   |
 | ms:admin:deals              | string | the secret that turns planned boards into deals     |
+| ms:deals:dealt              | hash   | every deal the stack dealt, exactly: buckets `0`..  |
+|                             |        | of packed 8-byte keys (linear hashing, ~256 each),  |
+|                             |        | and `buckets`, `deals`, `since`, `migrated`         |
+| ms:deals:recent             | hash   | deal seed -> its board, claimed this window (1 h)   |
+| ms:deals:recent:old         | hash   | ... and the window before (then dropped)            |
+| ms:deals:boards             | hash   | (older stacks) deal seed -> board: moved into       |
+| ms:bot:{id}:deals           | hash   | ms:deals:dealt once, then deleted (store.deals)     |
 | ms:matches                  | zset   | match ids by creation time                          |
 | ms:matches:open             | set    | match ids without a result yet (for recovery)       |
 | ms:match:{id}               | hash   | the match spec and status                           |
@@ -44,7 +50,7 @@
 | ms:{kind}:{id}:state        | string | the step's state: cursor, boards open, the planner's|
 |                             |        | state, games decided not yet known created          |
 | ms:{kind}:{id}:failed       | set    | its games that cannot be hosted (RQ gave up)        |
-| ms:{kind}:{id}:redealt      | set    | its units dealt afresh (a bot had had the deal)     |
+| ms:{kind}:{id}:redealt      | set    | its units dealt afresh (another board had the deal)|
 | ms:events:live              | set    | events the step still drives (`<kind>:<id>`)        |
 | ms:events:live:listed       | string | set once the running events of an older stack were |
 |                             |        | listed in ms:events:live                            |
@@ -83,7 +89,10 @@ P = "ms:"
 ADMIN_TOKEN = P + "admin:token"
 WATCH_PASS = P + "admin:watch"
 DEAL_SECRET = P + "admin:deals"
-DEALT_BOARDS = P + "deals:boards"  # every deal seed dealt, with the one board it was for
+DEALS = P + "deals:dealt"  # every deal dealt (store.deals: exact, 8 bytes a deal)
+DEALS_RECENT = P + "deals:recent"  # deal seed -> board, for the deals claimed this window
+DEALS_OLD = P + "deals:recent:old"  # ... and those of the window before
+DEALT_BOARDS = P + "deals:boards"  # an older stack's deal seed -> board (migrated, deleted)
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
 MATCHES = P + "matches"
@@ -133,7 +142,7 @@ def bot_matches(bot_id: str) -> str:
 
 
 def bot_deals(bot_id: str) -> str:
-    """Every deal seed the bot was dealt, with the board each was dealt for."""
+    """An older stack's record of the deals a bot was dealt (migrated, then deleted)."""
     return f"{P}bot:{bot_id}:deals"
 
 
@@ -227,7 +236,7 @@ def event_failed(ref: EventRef) -> str:
 
 
 def event_redealt(ref: EventRef) -> str:
-    """Units of the event dealt afresh: a bot had been dealt the planned deal."""
+    """Units of the event dealt afresh: another board had been dealt the planned deal."""
     return f"{event(ref)}:redealt"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 
-from store import ids, keys
+from store import deals, ids, keys
 from store.errors import InvalidArgument, NotFound
 from store.locks import Lock
 from store.lua import AFTER_LUA, Command
@@ -78,6 +78,11 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     which orders the games of one step): a reader never meets an id in an index whose
     record is not there yet.
     """
+    if spec.event is None:
+        # Every deal the stack deals is on its record (store.deals): an event's game's was
+        # claimed by the step already; a single match's seed is the organiser's, noted
+        # first, so that no later board is dealt it, whoever sits there.
+        deals.record(r, spec.seed, spec.match_id)
     now = time.time()
     key = keys.match(spec.match_id)
     pipe = r.pipeline(transaction=True)
@@ -88,14 +93,8 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
     at = now if listed_at is None else listed_at
     if spec.event is not None:
         pipe.zadd(keys.event_games(spec.event), {spec.match_id: at}, nx=True)
-    board = str(spec.meta.get("board", "")) or spec.match_id
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
-        if not ids.is_house_bot(bot_id):
-            # Every deal a bot is dealt is on its record (store.deals): a tournament game's
-            # was claimed already; a single match's seed is the organiser's, noted here so
-            # that no later board deals it to the bot again.
-            pipe.hsetnx(keys.bot_deals(bot_id), str(spec.seed), board)
     pipe.exists(keys.result(spec.match_id))
     created, *_, finished = pipe.execute()
     if not finished:

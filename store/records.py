@@ -338,4 +338,4 @@ class StandingsInputs:
     ratings: Mapping[str, float]
     own_ratings: Mapping[str, float] | None
     boards: Sequence[tuple[str, int, int, int]] = ()
-    redealt: int = 0  # boards dealt afresh (a bot had been dealt the planned deal)
+    redealt: int = 0  # boards dealt afresh (another board had the planned deal)

@@ -122,7 +122,7 @@ def mark_released(r: redis.Redis, ref: EventRef, match_ids: Sequence[str], first
 
 
 def note_redealt(r: redis.Redis, ref: EventRef, unit: str) -> None:
-    """Unit `unit` was dealt afresh: one of its bots had been dealt the planned deal."""
+    """Unit `unit` was dealt afresh: another board had been dealt the planned deal."""
     r.sadd(keys.event_redealt(ref), unit)
 
 

@@ -60,7 +60,7 @@ class TournamentInfo:
     done: int  # games recorded
     total: int  # games the format plans so far (0 before the first step)
     error: str
-    redealt: int = 0  # boards dealt afresh: a bot had been dealt the planned deal
+    redealt: int = 0  # boards dealt afresh: another board had the planned deal
 
     @staticmethod
     def from_hash(d: dict[str, str], redealt: int = 0) -> TournamentInfo:

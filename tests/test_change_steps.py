@@ -124,10 +124,9 @@ def test_each_board_is_two_games_on_one_deal_dealt_through_the_secret(
             [x for i, x in enumerate(b.bot_ids) if i != hero]
         assert c.meta["board"] == b.meta["board"] == f"{spec.test_id}/p{k}"
         assert c.event == EventRef.test(spec.test_id)  # the event that owns it: the test
-        # Both C and B hold the deal on their record, for this board (house bots none).
-        for bot in (spec.candidate, spec.baseline):
-            assert deals.dealt(r, bot)[c.seed] == f"{spec.test_id}/p{k}"
-        assert deals.dealt(r, "house:greedy") == {}
+        # The stack's record holds the deal, for this board: C's and B's game alike.
+        assert deals.board_of(r, c.seed) == f"{spec.test_id}/p{k}"
+    assert deals.count(r) == 2
 
 
 def test_a_pair_counts_once_both_games_are_recorded_and_only_once(r: redis.Redis) -> None:
@@ -280,7 +279,7 @@ def test_a_redone_step_counts_the_lost_runs_games_that_finished_before_it(
 
 def test_c_and_b_are_never_dealt_a_board_twice(r: redis.Redis) -> None:
     """The same C and B in two tests with one seed share no deal (a test's boards are
-    planned from its own id too). And a board whose deal C had for another board is
+    planned from its own id too). And a board whose planned deal another board had is
     dealt afresh, for both C and B."""
     c = bots.register_bot(r, "cand")[0].bot_id
     b = bots.register_bot(r, "base")[0].bot_id
@@ -292,14 +291,14 @@ def test_c_and_b_are_never_dealt_a_board_twice(r: redis.Redis) -> None:
 
     assert len(dealt(first)) == len(dealt(second)) == 3
     assert not dealt(first) & dealt(second)
-    for bot in (c, b):  # each deal on the bot's record once, for its own board
-        record = deals.dealt(r, bot)
-        assert len(record) == 6 and sorted(set(record.values())) == sorted(
-            [f"{t.test_id}/p{k}" for t in (first, second) for k in (1, 2, 3)])
-    # A third test whose first board's planned deal C alone had before (planted).
+    for t in (first, second):  # each deal on the stack's record, for its own board
+        for m in _games(r, t):
+            game = store_matches.load_spec(r, m)
+            assert deals.board_of(r, game.seed) == game.meta["board"]
+    # A third test whose first board's planned deal an earlier board had (planted).
     third_id = ids.new_test_id()
     planned = derive_seed(9, f"{third_id}/p1")
-    deals.claim(r, [c], deals.deal_seed(deals.board_secret(r), planned), "t-old/x1-r1")
+    deals.claim(r, deals.deal_seed(deals.board_secret(r), planned), "t-old/x1-r1")
     spec = ChangeSpec(test_id=third_id, players=3, candidate=c, baseline=b,
                       opponents=("house:greedy", "house:greedy"), seed=9, in_flight=1)
     create_test(r, rq_connection(_URLS[0]), ChangeTestSpec(

@@ -145,8 +145,8 @@ def redeal_notes(redealt: int) -> list[str]:
     """What the tournament's notes say of boards dealt afresh (none: nothing)."""
     if not redealt:
         return []
-    return [f"{redealt} board(s) dealt afresh: the planned deal had been dealt before, to "
-            "one of its bots or for another board of the stack (no deal is ever dealt twice)"]
+    return [f"{redealt} board(s) dealt afresh: the planned deal had been dealt before, for "
+            "another board of the stack (no deal is ever dealt twice)"]
 
 
 def board_id(tournament_id: str, unit: str) -> str:

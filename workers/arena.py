@@ -25,8 +25,9 @@ release by board and recovery's nudges. What is the arena's own:
   goes to the arena's hash for GetArena and the metrics.
 
 Board numbers only grow (the counter moves with the state, by compare-and-set), and the
-deal record refuses any deal a bot had before, which is the cheaper equivalent of
-handing the step every board each bot was dealt (`Candidate.dealt` stays empty).
+stack's record of deals refuses any deal another board had (so any a bot had), which
+is the cheaper equivalent of handing the step every board each bot was dealt
+(`Candidate.dealt` stays empty).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The step (`workers.scheduler`) does for a test what it does for a tournament:
 one run at a time, a cursor over the recorded games, the state saved by
 compare-and-set, games created once and dealt through the stack's secret and
-each remote bot's record of deals, both games of a board released together, events
+its record of deals, both games of a board released together, events
 once each, recovery's nudges. This planner adds only the test's own parts:
 
 - planning by `tournaments.change` (`start`, `feed`; `stop` once StopTest asked),
@@ -22,9 +22,9 @@ once each, recovery's nudges. This planner adds only the test's own parts:
 
 Board seeds: the planner's default (`tournaments.change.spec_seeds`: the test's seed
 and the board id) is the board's *planned* seed, and the step deals it the way it
-deals every event's boards (`store.deals.deal`: through the stack's secret, claimed on
-the record of C, B and any remote opponent; C's and B's games of a board claim the
-same board id, which is allowed). So no released fact predicts a board not played,
+deals every event's boards (`store.deals.deal_boards`: through the stack's secret,
+claimed on the stack's record, where a deal serves one board only; C's and B's games of
+a board are one unit, one claim). So no released fact predicts a board not played,
 and neither C nor B is ever dealt a deal it had before, in this test or any event.
 """
 

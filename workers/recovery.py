@@ -34,7 +34,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
-from store import ids, steps
+from store import deals, ids, steps
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
@@ -221,6 +221,7 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
     asked for one with no job to do it; what was nudged."""
     nudged: list[str] = []
     store_recovery.list_live_once(r)
+    deals.migrate(r)  # an older stack's records of deals, once (claims wait for it)
     for ref in steps.live_events(r):
         # Games in flight ask for a step as each one ends. Nudge the event when nothing is
         # in flight (a step lost in a full restart), when a step was asked for but no run

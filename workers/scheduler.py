@@ -18,18 +18,18 @@ One pass (`_advance_once`):
 4. releases the boards the recorded games complete (their games become public, join
    the pool's ratings if the planner's games are rated, and go out on the public
    stream) before anything paired from them exists;
-5. deals each new unit through the stack's secret, claimed on every remote bot's
-   record of deals (`store.deals`), and builds the games' match specs;
+5. deals each new unit through the stack's secret, claimed on the stack's record of
+   deals (`store.deals`, one round trip for all), and builds the games' match specs;
 6. saves the new state, with the games decided, the progress, when to look again and,
    the first time, the event's end (status and end event together), in one atomic
    compare-and-set (`store.steps.save`);
 7. only then creates and queues the games.
 
 So a pass killed anywhere is simply redone: before the save nothing it decided
-exists (a deal it claimed stays claimed by the same board, which the redo deals
-again), after it the games are created by this pass or the next; events are written
-once each (by key), and the end of an event is never half written. A pass costs what
-changed, never the size of the event.
+exists (a deal it claimed stays claimed by the same board, which a redo within the
+hour deals again, and a later one deals afresh), after it the games are created by
+this pass or the next; events are written once each (by key), and the end of an event
+is never half written. A pass costs what changed, never the size of the event.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 
 import redis
 
-from store import deals, events, ids, messages, steps
+from store import deals, events, messages, steps
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.records import MatchSpec, TournamentSpec
@@ -369,21 +369,21 @@ def _finished_event(mid: str, row: dict[str, Any], done: int,
 
 def _decide(r: redis.Redis, planner: Planner, games: list[Game]) -> list[str]:
     """The match specs (JSON) of new games, each unit dealt its deal: its planned seed
-    through the stack's secret, claimed for every remote bot of the unit, or a fresh deal
-    of the board where one of them was dealt that one before (noted on the event). See
-    store.deals."""
-    units: dict[str, set[str]] = {}
+    through the stack's secret, claimed on the stack's record of deals, or a fresh deal of
+    the board where another board had that one (noted on the event). Every unit of the
+    pass is claimed in one round trip. See store.deals."""
     planned: dict[str, int] = {}
     for g in games:
-        units.setdefault(g.unit, set()).update(b for b in g.bot_ids if not ids.is_house_bot(b))
         planned[g.unit] = g.seed
+    units = list(planned)
     dealt = {}
-    for unit, bots in units.items():
-        dealt[unit], refused = deals.deal(r, planned[unit], planner.board_of(unit), bots)
+    for unit, (seed, refused) in zip(units, deals.deal_boards(
+            r, [(planned[u], planner.board_of(u)) for u in units]), strict=True):
+        dealt[unit] = seed
         if refused:
             steps.note_redealt(r, planner.ref, unit)
-            log.info("%s: board %s dealt afresh (%d deal(s) refused: a bot had been dealt "
-                     "them)", planner.ref, unit, refused)
+            log.info("%s: board %s dealt afresh (%d deal(s) refused: another board had "
+                     "been dealt them)", planner.ref, unit, refused)
     return [planner.match_spec(g, dealt[g.unit]).to_json() for g in games]
 
 

@@ -30,7 +30,7 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, match_pb2, match_pb2_grpc, rating_pb2
-from store import keys, steps
+from store import deals, keys, steps
 from store.refs import EventRef
 from workers.arena import game_id
 
@@ -304,8 +304,7 @@ def _check_games(r: redis.Redis, a: arena_pb2.Arena, remote: list[str], cut: lis
         assert mine, bot
         assert len({b for b, _ in mine}) == len(mine), f"{bot} was dealt a board twice"
         assert len({s for _, s in mine}) == len(mine), f"{bot} was dealt a deal twice"
-        dealt = r.hgetall(keys.bot_deals(bot))
-        assert {str(s) for _, s in mine} <= set(dealt)
+        assert all(deals.was_dealt(r, s) for _, s in mine)
     # The bot that disconnected hard forfeited what it was playing (after the grace).
     ends = {t["id"]: t["result"]["result"]["end"] for ts in boards.values() for t in ts}
     assert any(ends[m] == "forfeit" for m in cut), {m: ends[m] for m in cut}

@@ -309,10 +309,9 @@ def test_two_registrations_of_one_program_fixed_games(
             assert {pair.candidate_match_id, pair.baseline_match_id} <= released
     # Each bot was dealt each deal once, and only for its own board.
     for bot in (c_id, b_id):
-        dealt = deals.dealt(r, bot)
         mine = [m for m in games.values() if bot in m.bot_ids]
         assert len(mine) == 10 and len({m.seed for m in mine}) == 10
-        assert all(dealt[m.seed] == m.board for m in mine)
+        assert all(deals.board_of(r, m.seed) == m.board for m in mine)
     status, page = _http(f"{base}/test/{test_id}")
     assert status == 200 and "side by side" in page and "No pair counted yet" not in page
     status, page = _http(f"{base}/test/{test_id}/board/1")
@@ -359,7 +358,7 @@ def test_bad_input_is_refused_and_nothing_is_created(
     ]
     tests_before = r.zcard(keys.TESTS)
     matches_before = r.zcard(keys.MATCHES)
-    deals_before = {b: r.hlen(keys.bot_deals(b)) for b in (remote, other)}
+    deals_before = deals.count(r)
     for change, phrase in cases:
         with pytest.raises(grpc.RpcError) as err:
             organiser.create(**{**good, **change})
@@ -382,7 +381,7 @@ def test_bad_input_is_refused_and_nothing_is_created(
     assert same.returncode == 1 and "the same bot" in same.stderr
     assert r.zcard(keys.TESTS) == tests_before
     assert r.zcard(keys.MATCHES) == matches_before
-    assert {b: r.hlen(keys.bot_deals(b)) for b in (remote, other)} == deals_before
+    assert deals.count(r) == deals_before
     # StopTest of a test that is over, or of none.
     with pytest.raises(grpc.RpcError) as err:
         organiser.stub.StopTest(change_pb2.StopTestRequest(test_id="c-none"),
