@@ -25,7 +25,9 @@ every `name: value unit` line they printed, by benchmark:
 - fsync: what `appendfsync always` costs in decisions/s (bench/fsync.py);
 - chaos: faults injected, games lost and doubled, the longest stall (bench/chaos.py);
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
-  decision time, the search curve (bench/bots.py).
+  decision time, the search curve (bench/bots.py);
+- codec: bytes of an archived game against its JSON and the entropy bound, encode and
+  decode speed (bench/codec.py).
 
 `--quick` runs each in its small mode (minutes, not an hour) for a smoke check; the
 figures in docs/PERFORMANCE.md are from a full run. The exit status is the number of
@@ -59,6 +61,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "fsync": ("fsync.py", [], ["--matches", "20", "--runs", "1"]),
     "chaos": ("chaos.py", [], []),
     "bots": ("bots.py", [], ["--quick"]),
+    "codec": ("codec.py", [], ["--games", "30"]),
 }
 
 
