@@ -2,7 +2,8 @@
 transcripts, finished events, rating snapshots), while Redis keeps only what is live.
 
 Modules: `schema` (the tables, as SQLAlchemy Core `MetaData`), `db` (opening an archive
-by URL, its migrations, the small write helpers), `errors`; `migrations/` holds the
+by URL, its migrations, the small write helpers), `errors`, `codec` (a finished game in
+a few dozen bytes, back to its transcript byte for byte); `migrations/` holds the
 Alembic revisions a starting stack applies itself.
 
 Where it lives: `sqlite:///PATH` (the embedded default, a file beside the stack's data:

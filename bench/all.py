@@ -28,6 +28,8 @@ every `name: value unit` line they printed, by benchmark:
   decision time, the search curve (bench/bots.py);
 - deals: Redis bytes per deal of the record of every deal dealt at 10k, 100k and 1M
   deals, false positives, claims/s (bench/deals.py).
+- codec: bytes of an archived game against its JSON and the entropy bound, encode and
+  decode speed (bench/codec.py).
 
 `--quick` runs each in its small mode (minutes, not an hour) for a smoke check; the
 figures in docs/PERFORMANCE.md are from a full run. The exit status is the number of
@@ -62,6 +64,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "chaos": ("chaos.py", [], []),
     "bots": ("bots.py", [], ["--quick"]),
     "deals": ("deals.py", [], ["--quick"]),
+    "codec": ("codec.py", [], ["--games", "30"]),
 }
 
 
