@@ -172,7 +172,8 @@ games = Table(
     Column("match_id", Text, nullable=False),
     Column("board", Text, nullable=False, server_default=""),
     Column("unit", Text, nullable=False, server_default=""),
-    Column("final", Text, nullable=False),  # scores by seat: "21,10,3"
+    Column("final", Text, nullable=False),  # scores by seat (3p) or team (2v2): "21,10,3"
+    Column("forfeit_reason", Text),  # a forfeit's reason, as the referee gave it
     Column("blob", LargeBinary, nullable=False),  # the compact transcript (archive.codec)
     UniqueConstraint("match_id"),
     Index(None, "event", "id"),  # an event's games, in order
@@ -182,9 +183,8 @@ games = Table(
 plays = Table(
     "plays", metadata,
     Column("bot", Integer, nullable=False),  # bots.id
-    Column("at", Double, nullable=False),  # the game's finished_at
-    Column("game", Integer, nullable=False),  # games.id
-    PrimaryKeyConstraint("bot", "at", "game"),
+    Column("game", Integer, nullable=False),  # games.id: archive order, newest last
+    PrimaryKeyConstraint("bot", "game"),
     sqlite_with_rowid=False,  # the key is the row: a bot's games are one range scan
 )
 

@@ -111,7 +111,7 @@ def fill(archive: Archive, games: int, blob: int) -> float:
                 schema.games.c.id, schema.games.c.match_id), rows).all()
             by_match = {m: i for i, m in ids}
             conn.execute(sa.insert(schema.plays), [
-                {"bot": r[f"seat{s}"], "at": r["finished_at"], "game": by_match[r["match_id"]]}
+                {"bot": r[f"seat{s}"], "game": by_match[r["match_id"]]}
                 for r in rows for s in range(3)])
     return time.perf_counter() - start
 

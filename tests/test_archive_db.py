@@ -51,7 +51,8 @@ def _game(template: int, seats: list[int], match_id: str = "m-abc", **extra: Any
            "board": "arena-3p/b17", "unit": "", "seed": 2**64 - 5, "created_at": 100.5,
            "finished_at": 130.25, "released_at": None, "end_code": schema.EndCode.NORMAL,
            "winner": 0, "forfeit_seat": None, "places": schema.pack_places([1, 3, 2]),
-           "final": "21,10,3", "actions": 57, "rated": True, "template": template,
+           "final": "21,10,3", "forfeit_reason": None, "actions": 57, "rated": True,
+           "template": template,
            "blob": bytes(range(60))}
     return row | extra
 
@@ -171,7 +172,7 @@ def test_every_table_round_trips(archive: Archive) -> None:
         ids = conn.execute(sa.insert(schema.games).returning(schema.games.c.id),
                            [three, four]).scalars().all()
         conn.execute(sa.insert(schema.plays), [
-            {"bot": b, "at": 130.25, "game": ids[0]} for b in bots[:3]])
+            {"bot": b, "game": ids[0]} for b in bots[:3]])
         conn.execute(sa.insert(schema.rating_snapshots), [snapshot])
         conn.execute(sa.update(schema.events).values(
             name="Cup", spec='{"format":"rr"}', status="finished", created_at=1.0,
@@ -183,7 +184,7 @@ def test_every_table_round_trips(archive: Archive) -> None:
         assert games[0]["seed"] == 2**64 - 5 and games[0]["seat3"] is None
         assert schema.unpack_places(games[1]["places"], 4) == [1, 2, 1, 2]
         newest = conn.execute(sa.select(schema.plays.c.game).where(
-            schema.plays.c.bot == bots[1]).order_by(schema.plays.c.at.desc())).scalars().all()
+            schema.plays.c.bot == bots[1]).order_by(schema.plays.c.game.desc())).scalars().all()
         assert newest == [ids[0]]
         assert conn.execute(sa.select(schema.rating_snapshots)).one()._asdict() == snapshot
         ev = conn.execute(sa.select(schema.events)).one()._asdict()
@@ -210,7 +211,7 @@ def test_unique_keys_hold_and_insert_ignore_skips_what_is_there(archive: Archive
             schema.bots: {"bot_id": "b-1", "name": "other"},
             schema.events: {"kind": "tournament", "event_id": "t-1"},
             schema.templates: {"hash": "h1", "body": "other"},
-            schema.plays: {"bot": bots[0], "at": 1.0, "game": 1},
+            schema.plays: {"bot": bots[0], "game": 1},
             schema.rating_snapshots: {"pool": "3p", "method": "pl", "at": 1.0, "body": b""},
             schema.meta: {"key": "k", "value": "v"},
         }

@@ -72,6 +72,7 @@ def upgrade() -> None:
         sa.Column("board", sa.Text, nullable=False, server_default=""),
         sa.Column("unit", sa.Text, nullable=False, server_default=""),
         sa.Column("final", sa.Text, nullable=False),
+        sa.Column("forfeit_reason", sa.Text),
         sa.Column("blob", sa.LargeBinary, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_games"),
         sa.UniqueConstraint("match_id", name="uq_games_match_id"),
@@ -86,9 +87,8 @@ def upgrade() -> None:
     op.create_table(
         "plays",
         sa.Column("bot", sa.Integer, nullable=False),
-        sa.Column("at", sa.Double, nullable=False),
         sa.Column("game", sa.Integer, nullable=False),
-        sa.PrimaryKeyConstraint("bot", "at", "game", name="pk_plays"),
+        sa.PrimaryKeyConstraint("bot", "game", name="pk_plays"),
         sqlite_with_rowid=False,
     )
     op.create_table(
