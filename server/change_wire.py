@@ -175,12 +175,13 @@ def _side(name: str) -> change_pb2.TestSide.ValueType:
 
 def pair_to_pb(pair: Mapping[str, Any]) -> change_pb2.TestPair:
     """A stored pair (`store.changes.pairs`) as a message; boards count from 1; a void
-    pair with its `voids` and `eighths` 0."""
+    pair with its `voids` and no `eighths`."""
+    eighths = pair.get("eighths")
     return change_pb2.TestPair(
         board=int(pair["board"]) + 1, board_id=str(pair["board_id"]),
         candidate_match_id=str(pair["candidate_match_id"]),
         baseline_match_id=str(pair["baseline_match_id"]),
-        eighths=int(pair.get("eighths") or 0), llr=float(pair["llr"]),
+        eighths=None if eighths is None else int(eighths), llr=float(pair["llr"]),
         voids=_voids_to_pb(pair.get("voids")))
 
 

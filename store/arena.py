@@ -354,14 +354,13 @@ def upgrade(r: redis.Redis, pool: str) -> None:
            "open": {board.removeprefix(prefix): g for board, g in old["open"].items()},
            "released": int(old["released"]),
            "creating": [text for text, _ in old.get("creating", [])]}
-    pipe = r.pipeline(transaction=True)
+    legacy = f"{keys.arena(pool)}:games"
+    pipe = r.pipeline(transaction=True)  # all of it or none: a crash leaves the old form
     pipe.set(keys.arena_state(pool), json.dumps(new, separators=(",", ":")))
     pipe.hset(keys.arena(pool), "step_seq", int(old.get("seq", 0)))
+    pipe.zunionstore(keys.arena_games(pool), [keys.arena_games(pool), legacy])
+    pipe.delete(legacy)
     pipe.execute()
-    legacy = f"{keys.arena(pool)}:games"
-    if r.exists(legacy):
-        r.zunionstore(keys.arena_games(pool), [keys.arena_games(pool), legacy])
-        r.delete(legacy)
 
 
 # ------------------------------------------------------------ what GetArena shows

@@ -71,7 +71,6 @@ end
 local live = ARGV[12] == '1'
 if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'status') == 'running' then
   redis.call('HSET', KEYS[1], 'status', ARGV[5], 'finished_at', ARGV[6], 'error', ARGV[7])
-  live = false
   if ARGV[10] ~= '' then
     emit(KEYS[6], KEYS[7], ARGV[9], ARGV[10])
     emit(KEYS[4], KEYS[5], ARGV[9], ARGV[10])

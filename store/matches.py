@@ -184,9 +184,10 @@ def close(r: Redis, match_id: str) -> None:
 
 
 def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
-    """Mark a match that no run can host failed, with why, and close it: only if no run
-    holds its lease (this takes the lease for the write). Its spec, or None when a run
-    holds the lease (nothing is written then)."""
+    """Mark a match that no run can host failed, with why: only if no run holds its lease
+    (this takes the lease for the write). Its spec, or None when a run holds the lease
+    (nothing is written then). The match stays open: the caller closes it (`close`) once
+    its event has recorded it, so a crash in between leaves it for recovery to finish."""
     spec = load_spec(r, match_id)
     lease = Lock.fresh(keys.lease(match_id), 5000)
     if not lease.acquire(r):
@@ -195,7 +196,6 @@ def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
         key = keys.match(match_id)
         done = lease.batch(r, [
             Command("HSET", key, ("status", MatchStatus.FAILED, "error", error)),
-            Command("SREM", keys.OPEN_MATCHES, (match_id,)),
             *(Command("SREM", keys.bot_live(b), (match_id,)) for b in sorted(set(spec.bot_ids))),
         ])
     finally:

@@ -26,6 +26,7 @@ from store.lua import CREATE_EVENT_LUA, RECORD_LUA, SAVE_STEP_LUA
 from store.refs import EventRef
 
 __all__ = [
+    "ENDED",
     "QUEUED_S",
     "Ending",
     "Scheduling",
@@ -131,19 +132,35 @@ def note_redealt(r: redis.Redis, ref: EventRef, unit: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """The step's stored state and its version (0 and None before the first save)."""
+    """The step's stored state and its version (0 and None before the first save), with
+    what else the last save wrote: the event's status, when to look again, and whether
+    recovery nudges it."""
 
     seq: int
     state: dict[str, Any] | None
+    status: str = ""
+    wake_at: float | None = None
+    live: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """True once the event finished or failed (a tournament's or a test's status): its
+        step starts nothing new, whatever its planner says."""
+        return self.status in ENDED
+
+
+ENDED = ("finished", "failed")  # store.status.TournamentStatus's values that end an event
 
 
 def state(r: redis.Redis, ref: EventRef) -> Stored:
     """The step's state, with the version a save must find unchanged."""
     pipe = r.pipeline(transaction=True)  # one snapshot: the version of this very state
-    pipe.hget(keys.event(ref), "step_seq")
+    pipe.hmget(keys.event(ref), "step_seq", "status", "wake_at")
     pipe.get(keys.event_state(ref))
-    seq, raw = pipe.execute()
-    return Stored(int(seq or 0), None if raw is None else dict(json.loads(raw)))
+    pipe.sismember(keys.LIVE_EVENTS, str(ref))
+    (seq, status, wake_at), raw, live = pipe.execute()
+    return Stored(int(seq or 0), None if raw is None else dict(json.loads(raw)),
+                  str(status or ""), float(wake_at) if wake_at else None, bool(live))
 
 
 @dataclass(frozen=True, slots=True)

@@ -327,3 +327,57 @@ def test_a_job_makes_a_bounded_number_of_passes_while_asks_never_stop(
     monkeypatch.setattr(Asks, "take", asking)
     scheduler.advance(r, rq, ARENA)
     assert len(asks) == scheduler.MAX_PASSES
+
+
+def test_a_stopped_arena_leaves_recovery_once_its_last_board_is_released(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    """Stopped, the arena deals nothing; once its last board is released it leaves the live
+    events, with no wake left standing: recovery queues nothing for it (it used to find the
+    running arena's last wake due and queue a job every second, forever)."""
+    from workers.recovery import wake
+
+    r, rq = conns
+    _start(r)
+    for b in _bots(r, 6):
+        store_arena.join(r, "3p", b)
+    _step(r, rq)
+    board = _games(r)
+    assert len(board) == 2 and ARENA in steps.live_events(r)
+    assert steps.scheduling(r, ARENA).wake_at is not None  # running: it looks again
+    store_arena.stop(r, "3p")
+    _step(r, rq)
+    assert ARENA in steps.live_events(r)  # its board is in play
+    for mid in board:
+        _finish(r, mid)
+    _step(r, rq)
+    assert ARENA not in steps.live_events(r)
+    assert steps.scheduling(r, ARENA).wake_at is None
+    assert wake(r, rq, time.time() + 3600) == []
+    _step(r, rq)  # a stray pass changes nothing
+    assert _games(r) == board and ARENA not in steps.live_events(r)
+
+
+def test_an_arena_stopped_with_no_board_in_play_leaves_recovery_at_once(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    """Stopped while no board is in play, the first pass after the stop finds the state as
+    it was: it must still say the arena is no longer live and drop the running arena's
+    wake, or recovery queues a pass every second, forever."""
+    from workers.recovery import wake
+
+    r, rq = conns
+    _start(r, concurrency=1)
+    for b in _bots(r, 6):
+        store_arena.join(r, "3p", b)
+    _step(r, rq)
+    for mid in _games(r):
+        _finish(r, mid)
+    for b in store_arena.joined(r, "3p"):  # nobody online: nothing new is dealt
+        _disconnect(r, b)
+    _step(r, rq)
+    assert not (steps.state(r, ARENA).state or {}).get("open")
+    assert steps.scheduling(r, ARENA).wake_at is not None
+    store_arena.stop(r, "3p")
+    _step(r, rq)
+    assert ARENA not in steps.live_events(r)
+    assert steps.scheduling(r, ARENA).wake_at is None
+    assert wake(r, rq, time.time() + 3600) == []

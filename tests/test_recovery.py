@@ -17,6 +17,7 @@ from store import bots, ids, keys, steps
 from store import matches as store
 from store.records import Clock, Faults
 from store.refs import EventRef
+from store.results import result_row
 from tournaments.spec import make_spec
 from workers.queues import create_tournament, rq_connection
 from workers.recovery import HUNG_S, STALE_S, recover
@@ -86,6 +87,56 @@ def test_a_match_rq_gave_up_on_fails_its_tournament(rr: tuple[redis.Redis, redis
     assert first in info["error"]
     last = r.xrevrange(keys.tournament_events(tid), count=1)
     assert '"tournament_finished"' in last[0][1]["e"]
+
+
+def test_a_pass_killed_between_failing_a_match_and_recording_it_is_finished_next_time(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Recovery marks a match RQ gave up on failed, then records it in its event, then
+    closes it: killed after the first write, the match is still open, and the next pass
+    records and closes it (closed first, it was lost to its event for good)."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    first = str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])
+    Job.fetch(f"match-{first}", connection=rq_conn).set_status(JobStatus.FAILED)
+    assert store.mark_failed(r, first, "its job failed") is not None  # ... and killed here
+    assert r.sismember(keys.OPEN_MATCHES, first)
+    assert r.zscore(keys.tournament_recorded(tid), first) is None
+    assert recover(r, rq_conn)["failed"] == [first]
+    assert r.zscore(keys.tournament_recorded(tid), first) is not None
+    assert r.sismember(keys.tournament_failed(tid), first)
+    assert not r.sismember(keys.OPEN_MATCHES, first)
+    assert recover(r, rq_conn)["failed"] == []  # done once
+
+
+def test_a_failed_tournament_starts_nothing_and_leaves_recovery_once_its_boards_are_done(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """Failed on one game, the tournament folds and releases the games still in play as
+    they end, stays failed (its end written once), and leaves the live events once no
+    board is open: it is never nudged again."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    ref = EventRef.tournament(tid)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(tid), 0, -1)]
+    Job.fetch(f"match-{games[0]}", connection=rq_conn).set_status(JobStatus.FAILED)
+    recover(r, rq_conn)
+    advance(r, rq_conn, ref)
+    assert r.hget(keys.tournament(tid), "status") == "failed"
+    assert ref in steps.live_events(r)  # its board is still in play
+    for mid in games[1:]:  # the rest of the board finishes
+        spec = store.load_spec(r, mid)
+        row = result_row(mid, spec.bot_ids, {"final": [21, 5, 3], "winner": 0,
+                                             "placement": [1, 2, 3], "end": "normal",
+                                             "seats": list(spec.seat_names)},
+                         str(spec.meta["board"]), str(spec.meta["unit"]))
+        store.finish(r, mid, spec.bot_ids, row, time.time())
+        steps.record(r, ref, mid)
+        advance(r, rq_conn, ref)
+    assert r.hget(keys.tournament(tid), "status") == "failed"
+    assert r.zrange(keys.tournament_matches(tid), 0, -1) == games  # nothing new started
+    assert ref not in steps.live_events(r)
+    assert tid not in _nudged(r, rq_conn)
+    ends = [e for _, e in r.xrange(keys.tournament_events(tid)) if "tournament_finished" in e["e"]]
+    assert len(ends) == 1
 
 
 def test_recovery_nudges_a_tournament_whose_step_died(

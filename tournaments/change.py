@@ -36,7 +36,7 @@ machinery can drive it; `stop` ends it early. The rules of the state machine:
   enters no statistic (pentanomial, LLR, estimate). An opponent's forfeit voids
   the pair too: it ends one game early on placements the hero's play did not
   decide, so the two games of the board no longer compare C with B.
-- Past a threshold (`void_streak` void pairs in a row by one side, or more than
+- At a threshold (`void_streak` void pairs in a row by one side, or more than
   `void_share` of the pairs settled once `void_after` have) the test stops
   with the verdict `forfeits` (never H0 or H1): its own words say who and why
   (`halt_text`). Sides: the candidate, the baseline, the opponents, the stack.

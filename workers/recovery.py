@@ -121,8 +121,11 @@ def _job_state(r: redis.Redis, rq_conn: redis.Redis, job_id: str,
     if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         # RQ gave up after every retry: the match cannot be hosted. Say so rather than
         # retrying forever; the error is on the match and its tournament.
-        last = job.latest_result()
-        why = (last.exc_string or "")[-300:] if last is not None else ""
+        try:
+            last = job.latest_result()
+            why = (last.exc_string or "")[-300:] if last is not None else ""
+        except Exception:  # a result entry RQ cannot read: the match is failed all the same
+            why = "its last result could not be read"
         if why.startswith(REFUSED):  # a worker would not run that job (workers.intake): the
             return "requeue", why[:200]  # match is fine; a job of this version hosts it
         return "failed", f"its job {status} after every retry: {why}".rstrip(": ")
@@ -181,6 +184,9 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
             if spec.event is not None:  # its planner says what a failed game means
                 steps.mark_failed(r, spec.event, mid)
                 request_step(r, rq_conn, spec.event)
+            # Closed only once its event has it: a pass killed before this finds the match
+            # open and failed, and does all of it again (each write is idempotent).
+            store_matches.close(r, mid)
     store_recovery.clear(r, cleared)
     woken = wake(r, rq_conn, now)
     if requeued:

@@ -26,14 +26,16 @@ One pass (`_advance_once`):
 7. only then creates and queues the games.
 
 So a pass killed anywhere is simply redone: before the save nothing it decided
-exists (a deal it claimed stays claimed by the same board, which a redo within the
-hour deals again, and a later one deals afresh), after it the games are created by
+exists (a deal it claimed stays claimed by its board, which a redo within the hour
+deals again if it forms that board again: an arena's redo may seat other bots on
+another board, and the claim is then never played), after it the games are created by
 this pass or the next; events are written once each (by key), and the end of an event
 is never half written. A pass costs what changed, never the size of the event.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -245,6 +247,11 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
             cursor = recorded[-1][1]
         planned = planner.feed(r, st["plan"], [row for _, row in fresh], failed)
     _create(r, rq_conn, creating)  # what an earlier pass decided and may not have created
+    if stored.ended:
+        # Over (finished, or failed on a game no run could host): games still in play are
+        # folded and released as they end, but nothing new starts, and it stays out of the
+        # live events. A planner that fails an event says so once: this holds it.
+        planned = dataclasses.replace(planned, games=[], finished=True, error="")
     boards.add(planned.games)
     planner.recorded(r, fresh, cursor, planned)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh]
@@ -257,16 +264,19 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
     new_state = {"v": 2, "cursor": cursor, "plan": planned.state, "total": planned.total,
                  "finished": planned.finished, "open": boards.open,
                  "released": boards.released, "creating": decided}
-    ending = _ending(planner, planned, cursor)
-    live = not planned.dormant or bool(boards.open) or bool(decided)
-    if new_state == st and ending is None and not planned.wake_at:
+    ending = None if stored.ended else _ending(planner, planned, cursor)
+    # Recovery nudges an event while it may start games, and while boards are still open
+    # (their last games must be folded and released even after the event ended).
+    live = bool(boards.open) or bool(decided) or not (
+        planned.dormant or planned.finished or planned.error)
+    if (new_state == st and ending is None and planned.wake_at == stored.wake_at
+            and live == stored.live):
         return {"event": str(ref), "unchanged": True, "done": cursor, "total": planned.total}
     failpoints.reached("step.before-save")
     if ending is not None:
         failpoints.reached("step.before-end")  # the pass that ends the event, before its save
     if not steps.save(r, ref, stored.seq, new_state, done=cursor, total=planned.total,
-                      live=live and not planned.finished and not planned.error,
-                      wake_at=planned.wake_at, ending=ending):
+                      live=live, wake_at=planned.wake_at, ending=ending):
         return {"event": str(ref), "skipped": "another run saved first"}
     failpoints.reached("step.after-save")
     created = _create(r, rq_conn, decided)

@@ -238,10 +238,17 @@ class ThreadedWorker(SimpleWorker):
         return worked
 
     def _maintain(self) -> None:
+        """RQ's housekeeping, run from this loop (see `run_maintenance_tasks`)."""
+        self.run_maintenance_tasks()
+
+    def run_maintenance_tasks(self) -> None:
         """RQ's housekeeping (registries, intermediate lists); a pass that raises on
-        something it cannot read is logged and tried again next interval, never fatal."""
+        something it cannot read is logged and tried again next interval, never fatal.
+        Guarded here, where RQ defines it, because RQ also calls it itself from inside
+        its dequeue (`dequeue_job_and_maintain_ttl`) whenever it is due: a guard at this
+        loop's call alone left that path to end the worker."""
         try:
-            self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+            super().run_maintenance_tasks()  # type: ignore[no-untyped-call]
         except (StopRequested, *_REDIS_ERRORS):
             raise
         except Exception:

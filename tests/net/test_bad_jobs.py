@@ -215,3 +215,27 @@ def test_rqs_housekeeping_that_meets_a_bad_job_kills_no_worker(
         finally:
             st.stop_all()
             rq_conn.close()
+
+
+def test_rqs_housekeeping_inside_its_dequeue_is_guarded_too(tmp_path: Path) -> None:
+    """RQ runs its housekeeping itself from inside its dequeue whenever it is due (a busy
+    worker's loop may not have run it for a while): that path meets the same unreadable job
+    and must not end the worker either."""
+    from workers.worker import make_worker
+
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        conn = redis.Redis.from_url(srv.url)
+        try:
+            conn.hset(Job.key_for("bad-started"), mapping={
+                "data": b"[]", "status": "started", "origin": CONTROL_QUEUE,
+                "created_at": "the day before"})
+            conn.zadd(f"rq:wip:{CONTROL_QUEUE}", {"bad-started:run1": 1})
+            worker = make_worker(conn, name="guarded", concurrency=2)
+            worker.register_birth()
+            worker.last_cleaned_at = None  # housekeeping is due: the dequeue runs it itself
+            assert worker.should_run_maintenance_tasks
+            assert worker.dequeue_job_and_maintain_ttl(1) is None  # raised before the guard
+            assert not worker.should_run_maintenance_tasks  # tried, and put off to next time
+            worker.register_death()
+        finally:
+            conn.close()

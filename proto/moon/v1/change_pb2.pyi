@@ -668,8 +668,9 @@ class TestPair(_message.Message):
     baseline_match_id: _builtins.str
     """B's game."""
     eighths: _builtins.int
-    """The pair score times 8: 0 to 8 (4 is even); 0, and meaningless, for a
-    void pair.
+    """The pair score times 8: 0 to 8 (4 is even); unset for a void pair
+    (check `has_eighths`: a void pair has no score, and counts in no
+    figure).
     """
     llr: _builtins.float
     """The log-likelihood ratio after this pair (0 in a fixed-games test; a
@@ -688,15 +689,17 @@ class TestPair(_message.Message):
         board_id: _builtins.str = ...,
         candidate_match_id: _builtins.str = ...,
         baseline_match_id: _builtins.str = ...,
-        eighths: _builtins.int = ...,
+        eighths: _builtins.int | None = ...,
         llr: _builtins.float = ...,
         voids: _abc.Iterable[Global___TestVoid] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_eighths", b"_eighths", "eighths", b"eighths"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline_match_id", b"baseline_match_id", "board", b"board", "board_id", b"board_id", "candidate_match_id", b"candidate_match_id", "eighths", b"eighths", "llr", b"llr", "voids", b"voids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_eighths", b"_eighths", "baseline_match_id", b"baseline_match_id", "board", b"board", "board_id", b"board_id", "candidate_match_id", b"candidate_match_id", "eighths", b"eighths", "llr", b"llr", "voids", b"voids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__eighths: _TypeAlias = _typing.Literal["eighths"]  # noqa: Y015
+    _WhichOneofArgType__eighths: _TypeAlias = _typing.Literal["_eighths", b"_eighths"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__eighths) -> _WhichOneofReturnType__eighths | None: ...
 
 Global___TestPair: _TypeAlias = TestPair  # noqa: Y015
 
