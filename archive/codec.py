@@ -8,7 +8,7 @@ fields. `encode` splits a transcript into two parts:
 - the **template**, compact JSON of what the games of one event share: the
   ordered top-level keys, which of them are per game, which per-game ones the
   archive hands back itself (`known`), and the values of the shared ones
-  (`format`, `players`, `rules`, `clock`, `event`, the event's id field,
+  (`format`, `players`, `rules`, `clock`, `fault_policy`, `event`, the event's id field,
   `duplicate`, `notes`). The same event and the same `known` keys give the same
   string, so the archive stores it once, keyed by `template_id`;
 - the **blob**, the game's own bytes.
@@ -90,6 +90,7 @@ __all__ = [
     "encode",
     "entropy_bits",
     "is_compact",
+    "shared",
     "template_id",
 ]
 
@@ -108,8 +109,8 @@ FAULTS = 0x80  # `faults` is not empty: stored (an empty list costs nothing)
 _ALL_FLAGS = FALLBACK | CUT | FORFEIT | WINNER | END | GENERIC | DEFLATED | FAULTS
 
 # Top-level keys whose values the games of one event share: they go in the template.
-SHARED = frozenset(("format", "players", "rules", "clock", "event", "tournament_id", "test_id",
-                    "arena", "duplicate", "notes"))
+SHARED = frozenset(("format", "players", "rules", "clock", "fault_policy", "event",
+                    "tournament_id", "test_id", "arena", "duplicate", "notes"))
 # What a replay of the rules, the seed and the actions gives back.
 _DERIVED = frozenset(("hands", "final", "partial_hand", "winner", "end"))
 _REQUIRED = ("format", "players", "seed", "rules", "seats", "hands", "final", "winner", "end")
@@ -489,6 +490,15 @@ def _template(template: str) -> _Template:
             or "players" not in shared or "rules" not in shared):
         raise CodecError("not a codec template: its keys do not add up")
     return _Template(keys, game, known, shared)
+
+
+def shared(template: str) -> dict[str, Any]:
+    """What every game of a template shares (its rules, clock, fault policy, event...): what a
+    listing shows without decoding a blob; {} for the fallback template."""
+    d = json.loads(template)
+    if not isinstance(d, dict) or d.get("fallback"):
+        return {}
+    return dict(_template(template).shared)
 
 
 def _decode(template: str, blob: bytes, known: Mapping[str, Any]) -> tuple[dict[str, Any], str]:

@@ -19,9 +19,9 @@ code does not know about.
 SQLite: WAL, so readers (the referee's GetMatch, the web) never wait for the mover's
 writes nor block them; `busy_timeout`, so a writer waits for another writer's lock
 instead of failing at once; foreign keys on, which SQLite leaves off by default;
-synchronous=NORMAL, which in WAL mode loses nothing when a process dies (the usual
-fault) and only fsyncs at checkpoints, not at every commit. A power cut may lose the
-last commits, as the stack's Redis (appendfsync everysec) may lose its last second.
+synchronous=FULL: a commit is on disk before it returns, so a batch of games the mover
+wrote survives a power cut once Redis has dropped them (NORMAL would lose the last
+commits); the mover commits a batch at a time, so that is one fsync a batch.
 Every write transaction starts with `BEGIN IMMEDIATE`: it takes the write lock before
 its first read, so two writers queue on `busy_timeout` rather than one failing on
 SQLITE_BUSY when it upgrades a read to a write.
@@ -198,7 +198,7 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA journal_mode = WAL")  # waits on busy_timeout like a write
-    cur.execute("PRAGMA synchronous = NORMAL")
+    cur.execute("PRAGMA synchronous = FULL")  # a batch is durable before Redis drops it
     cur.execute("PRAGMA foreign_keys = ON")
     cur.close()
 

@@ -51,7 +51,14 @@
 |                             |        | state, games decided not yet known created          |
 | ms:{kind}:{id}:failed       | set    | its games that cannot be hosted (RQ gave up)        |
 | ms:{kind}:{id}:redealt      | set    | its units dealt afresh (another board had the deal)|
+| ms:{kind}:{id}:rows         | hash   | an open tournament's or test's archived games:      |
+|                             |        | match id -> standings row                           |
 | ms:events:live              | set    | events the step still drives (`<kind>:<id>`)        |
+| ms:archive:pending          | zset   | finished, public games to archive, by release time  |
+| ms:archive:dirty, :queued, :lock | string | the archiving job's asks, marker and lock      |
+| ms:archive:backfill         | string | where an upgraded stack's walk of ms:matches is     |
+| ms:archive:backfill:done    | string | set once that walk is over                          |
+| ms:admin:archive            | string | the stack's archive URL (for a part given none)     |
 | ms:events:live:listed       | string | set once the running events of an older stack were |
 |                             |        | listed in ms:events:live                            |
 | ms:results:{pool}           | zset   | released match ids per rating pool (3p, 2v2)        |
@@ -258,6 +265,21 @@ def event_live(ref: EventRef) -> str:
 def event_live_emitted(ref: EventRef) -> str:
     """Keys of organiser events already emitted."""
     return f"{event(ref)}:live_emitted"
+
+
+ARCHIVE_PENDING = P + "archive:pending"  # finished, public games to archive, by when
+ARCHIVE_DIRTY = P + "archive:dirty"  # the archiving job is asked for
+ARCHIVE_QUEUED = P + "archive:queued"  # an archiving job is queued (many asks, one job)
+ARCHIVE_LOCK = P + "archive:lock"  # held by the archiving job running
+ARCHIVE_BACKFILL = P + "archive:backfill"  # an upgrade's walk of ms:matches: where it is
+ARCHIVE_BACKFILL_DONE = P + "archive:backfill:done"  # set once that walk is over
+ARCHIVE_URL = P + "admin:archive"  # the stack's archive, for parts started without one
+
+
+def event_rows(ref: EventRef) -> str:
+    """An open event's archived games: match id -> standings row (JSON), what its standings
+    read once a game has left Redis (until the event itself is archived)."""
+    return f"{event(ref)}:rows"
 
 
 LIVE_EVENTS = P + "events:live"  # events the step still drives, for recovery's nudges

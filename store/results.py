@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from store.errors import InvalidArgument
+from store.records import MatchSpec
 
 __all__ = ["forfeit_winner", "game_quarters", "pair_eighths", "placement", "result_of",
-           "result_row"]
+           "result_row", "transcript_extra"]
 
 
 def _rank(values: Sequence[float]) -> list[int]:
@@ -65,6 +66,36 @@ def forfeit_winner(players: int, final: Sequence[int], forfeit_seat: int) -> int
     best = max(final[s] for s in others)
     tops = [s for s in others if final[s] == best]
     return tops[0] if len(tops) == 1 else None
+
+
+def transcript_extra(spec: MatchSpec, faults: Sequence[Mapping[str, Any]],
+                     forfeit: tuple[int, str] | None, scores: Sequence[int]) -> dict[str, Any]:
+    """What the referee adds to a game's `moon-transcript/1` record (`moon.transcript`'s
+    `extra`), in this order: its match id and bots, its clock and fault policy, its
+    faults; for an event's game the event, its kind's id field, the board and unit, how
+    it deals and the event's notes; for a forfeit (`forfeit`: seat and reason, `scores`
+    the scores when it came) the end, the forfeit and the adjudicated winner. One place,
+    so that the archive's codec (`archive.codec`) is tested against what games carry."""
+    extra: dict[str, Any] = {
+        "match_id": spec.match_id,
+        "bot_ids": list(spec.bot_ids),
+        "clock": {"move_time_ms": spec.clock.move_time_ms,
+                  "time_bank_ms": spec.clock.time_bank_ms},
+        "fault_policy": {"max_strikes": spec.faults.max_strikes,
+                         "disconnect_grace_ms": spec.faults.disconnect_grace_ms},
+        "faults": list(faults),
+    }
+    if spec.event is not None:
+        extra.update({"event": str(spec.event), spec.event.kind.transcript_field:
+                      spec.event.id, "board": str(spec.meta.get("board", "")),
+                      "unit": str(spec.meta.get("unit", "")),
+                      "duplicate": str(spec.meta.get("duplicate", "boards")),
+                      "notes": list(spec.meta.get("notes", []))})
+    if forfeit is not None:
+        extra["end"] = "forfeit"
+        extra["forfeit"] = {"seat": forfeit[0], "reason": forfeit[1]}
+        extra["winner"] = forfeit_winner(spec.players, scores, forfeit[0])
+    return extra
 
 
 def result_row(match_id: str, bot_ids: Sequence[str], result: Mapping[str, Any],

@@ -100,10 +100,16 @@ def results(r: redis.Redis, tournament_id: str,
             released_only: bool = False) -> dict[str, dict[str, Any]]:
     """Finished results of a tournament's games (only the released ones if asked), by
     match id, as standings rows."""
+    ref = EventRef.of_id(tournament_id)
     index = (keys.tournament_released(tournament_id) if released_only
              else keys.tournament_matches(tournament_id))
     match_ids: list[str] = r.zrange(index, 0, -1)  # type: ignore[assignment]
-    return read_rows(r, match_ids)
+    # Games archived already keep their row in the event's `:rows` (store.archiving); the
+    # others are read from their own records. Archived games are released ones.
+    archived: dict[str, str] = r.hgetall(keys.event_rows(ref))  # type: ignore[assignment]
+    out = read_rows(r, [m for m in match_ids if m not in archived])
+    out.update({m: json.loads(raw) for m, raw in archived.items()})
+    return {m: out[m] for m in match_ids if m in out}  # in the index's order
 
 
 # ------------------------------------------------------------- schedule

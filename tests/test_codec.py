@@ -31,8 +31,9 @@ from archive.codec import (
 from moon import GameState, Rules
 from moon.actions import ACTIONS, MOON
 from moon.transcript import read_jsonl, transcript
+from store.records import Clock, Faults, MatchSpec
 from store.refs import EventRef
-from store.results import forfeit_winner
+from store.results import transcript_extra
 from tests.test_engine_properties import choose, rules_st, seeds
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.jsonl"))
@@ -126,23 +127,16 @@ def stack_transcript(rules: Rules, seed: int, rng: random.Random, *,
                 break
         else:
             st.apply_id(play(st, rng) if play else choose(st, rng, 0.3))
-    # As workers.match.Match._finish builds it.
-    extra: dict[str, Any] = {
-        "match_id": match_id_of(event, str(meta.get("unit", "")), table),
-        "bot_ids": list(bot_ids),
-        "clock": {"move_time_ms": 1000, "time_bank_ms": 10000},
-        "faults": faults,
-    }
-    if event is not None:
-        extra.update({"event": str(event), event.kind.transcript_field: event.id,
-                      "board": board_of(event, str(meta.get("unit", ""))),
-                      "unit": str(meta.get("unit", "")),
-                      "duplicate": str(meta.get("duplicate", "boards")),
-                      "notes": list(meta.get("notes", []))})
-    if forfeit is not None:
-        extra["end"] = "forfeit"
-        extra["forfeit"] = {"seat": forfeit[0], "reason": forfeit[1]}
-        extra["winner"] = forfeit_winner(n, st.scores, forfeit[0])
+    # What workers.match.MatchHost._finish adds, by the one function it calls.
+    unit = str(meta.get("unit", ""))
+    spec = MatchSpec(
+        match_id=match_id_of(event, unit, table), rules=rules, seed=seed,
+        bot_ids=tuple(bot_ids), seat_names=tuple(names), clock=Clock(1000, 10000),
+        faults=Faults(max_strikes, 30000), event=event,
+        meta={} if event is None else {**meta, "board": board_of(event, unit), "unit": unit,
+                                       "duplicate": str(meta.get("duplicate", "boards")),
+                                       "notes": list(meta.get("notes", []))})
+    extra = transcript_extra(spec, faults, forfeit, st.scores)
     return transcript(rules, seed, st.actions, names, extra=extra)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,21 +18,26 @@ from typing import Any
 import redis
 from rq import get_current_job
 
+from archive.db import Archive, open_archive
 from store import matches as store_matches
 from store.refs import EventRef
 from telemetry import logs
 from workers import metrics
+from workers.archiving import run_archive
 from workers.fit import run_fits
 from workers.match import STOPPING, HandedOver, LostLease, MatchHost
 from workers.scheduler import advance
 
-__all__ = ["OUTAGE_S", "advance_tournament", "arena_step", "fit_ratings", "job_redis",
-           "run_match", "share_redis"]
+__all__ = ["OUTAGE_S", "advance_tournament", "archive_games", "arena_step", "fit_ratings",
+           "job_redis", "open_archive_once", "run_match", "share_redis", "use_archive"]
 
 log = logging.getLogger("moonshot.match")
 
 OUTAGE_S = 600.0  # how long a hosted match waits for Redis to come back before giving up
 _SHARED: list[redis.Redis] = []  # the worker process's client for every job thread
+_ARCHIVE_URL: list[str] = []  # the stack's archive (`use_archive`), opened on first use
+_ARCHIVE: list[Archive] = []
+_ARCHIVE_LOCK = threading.Lock()
 
 
 def _str_client(conn: redis.Redis, max_connections: int | None) -> redis.Redis:
@@ -50,6 +56,20 @@ def _str_client(conn: redis.Redis, max_connections: int | None) -> redis.Redis:
 def share_redis(conn: redis.Redis, max_connections: int) -> None:
     """Give every job of this process one client of at most `max_connections` connections."""
     _SHARED[:] = [_str_client(conn, max_connections)]
+
+
+def use_archive(url: str) -> None:
+    """Archive finished games at `url` (the worker's `--archive`, or the stack's)."""
+    _ARCHIVE_URL[:] = [url]
+
+
+def open_archive_once() -> Archive:
+    """The worker process's archive, opened (and migrated) on first use; ArchiveError when
+    it cannot be reached, which a job survives (the games wait in Redis)."""
+    with _ARCHIVE_LOCK:
+        if not _ARCHIVE:
+            _ARCHIVE.append(open_archive(_ARCHIVE_URL[0]))
+        return _ARCHIVE[0]
 
 
 def job_redis() -> tuple[redis.Redis, redis.Redis, str]:
@@ -145,3 +165,13 @@ def arena_step(pool: str) -> dict[str, Any]:
     """Passes of a pool's arena's step (what jobs queued before the arena was one of the
     step's planners call)."""
     return advance_tournament(str(EventRef.arena(pool)))
+
+
+def archive_games() -> dict[str, Any]:
+    """Move finished, public games to the archive (coalesced: see `workers.archiving`)."""
+    r, rq_conn, _ = job_redis()
+    if not _ARCHIVE_URL:
+        return {"skipped": "this worker has no archive"}
+    job = get_current_job()
+    return run_archive(r, rq_conn, open_archive_once,
+                       instance=str(job.meta.get("instance", "")) if job else "")

@@ -46,10 +46,10 @@ from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.pools import Pool
 from store.records import MatchSpec
 from store.refs import EventKind
-from store.results import forfeit_winner, result_of, result_row
+from store.results import result_of, result_row, transcript_extra
 from store.runs import LEASE_MS, LostLease, Run
 from workers import failpoints, house, metrics
-from workers.queues import request_fit, request_step
+from workers.queues import request_archive, request_fit, request_step
 
 __all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
@@ -457,23 +457,9 @@ class MatchHost:
     def _finish(self, forfeit: Forfeit | None, entries: list[str]) -> dict[str, Any]:
         st = self.state
         spec = self.spec
-        extra: dict[str, Any] = {
-            "match_id": self.match_id,
-            "bot_ids": list(spec.bot_ids),
-            "clock": {"move_time_ms": spec.clock.move_time_ms,
-                      "time_bank_ms": spec.clock.time_bank_ms},
-            "faults": self.faults,
-        }
-        if spec.event is not None:  # fields added to moon-transcript/1: the event, the board
-            extra.update({"event": str(spec.event), spec.event.kind.transcript_field:
-                          spec.event.id, "board": str(spec.meta.get("board", "")),
-                          "unit": str(spec.meta.get("unit", "")),
-                          "duplicate": str(spec.meta.get("duplicate", "boards")),
-                          "notes": list(spec.meta.get("notes", []))})
-        if forfeit is not None:
-            extra["end"] = "forfeit"
-            extra["forfeit"] = {"seat": forfeit.seat, "reason": forfeit.reason}
-            extra["winner"] = forfeit_winner(spec.players, st.scores, forfeit.seat)
+        extra = transcript_extra(spec, self.faults,
+                                 None if forfeit is None else (forfeit.seat, forfeit.reason),
+                                 st.scores)
         record = transcript(spec.rules, spec.seed, st.actions, spec.seat_names, extra=extra)
         result = result_of(record)
         done = json.dumps({"result": result, "transcript": record}, separators=(",", ":"))
@@ -513,6 +499,7 @@ class MatchHost:
             store_matches.release(self.r, self.match_id, spec.players, now)
             if self.rq_conn is not None:
                 request_fit(self.r, self.rq_conn, Pool.of(spec.players))
+                request_archive(self.r, self.rq_conn)
         if spec.event is not None:
             # After the row is stored: the step reads the rows of what is recorded.
             steps.record(self.r, spec.event, self.match_id)

@@ -15,6 +15,9 @@ from store.pools import Pool
 from telemetry import export
 
 __all__ = [
+    "ARCHIVE_ERRORS",
+    "ARCHIVE_MOVED",
+    "ARCHIVE_SECONDS",
     "ARENA_STEPS",
     "ARENA_STEP_SECONDS",
     "ARENA_TABLES",
@@ -110,6 +113,18 @@ JOBS_REFUSED = Counter(
     "take), malformed (the job hash lacks its data or does not parse), missing (an id with "
     "no hash). Each but missing is in its queue's failed registry.", ["reason"],
     registry=REGISTRY)
+
+ARCHIVE_MOVED = Counter(
+    "moonshot_worker_archive_moved",
+    "Finished games this worker moved from Redis to the archive.", registry=REGISTRY)
+ARCHIVE_ERRORS = Counter(
+    "moonshot_worker_archive_errors",
+    "Archiving batches that failed (the archive away): the games wait in Redis.",
+    registry=REGISTRY)
+ARCHIVE_SECONDS = Histogram(
+    "moonshot_worker_archive_batch_seconds",
+    "Seconds one archiving batch took (read from Redis, write, drop from Redis).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0), registry=REGISTRY)
 
 ARENA_TABLES = Counter(
     "moonshot_worker_arena_tables",

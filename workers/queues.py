@@ -13,6 +13,7 @@ imports it to enqueue, and the worker (`workers.worker`) imports the jobs.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -20,6 +21,7 @@ from rq import Queue, Retry
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from store import archiving as store_archiving
 from store import changes as store_changes
 from store import ids, steps
 from store import ratings as store_ratings
@@ -29,6 +31,7 @@ from store.refs import EventRef
 
 __all__ = [
     "ADVANCE_JOB",
+    "ARCHIVE_JOB",
     "ARENA_JOB",
     "CONTROL_QUEUE",
     "FIT_JOB",
@@ -41,9 +44,12 @@ __all__ = [
     "create_test",
     "create_tournament",
     "enqueue_advance",
+    "enqueue_archive",
     "enqueue_fit",
     "enqueue_match",
+    "forget_match_jobs",
     "queue",
+    "request_archive",
     "request_arena_step",
     "request_fit",
     "request_step",
@@ -61,8 +67,9 @@ MATCH_JOB = "workers.jobs.run_match"
 ADVANCE_JOB = "workers.jobs.advance_tournament"
 FIT_JOB = "workers.jobs.fit_ratings"
 ARENA_JOB = "workers.jobs.arena_step"  # jobs queued before the arena was a planner
+ARCHIVE_JOB = "workers.jobs.archive_games"
 # The only functions a worker will run.
-JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB, ARENA_JOB)
+JOB_FUNCTIONS = (MATCH_JOB, ADVANCE_JOB, FIT_JOB, ARENA_JOB, ARCHIVE_JOB)
 
 
 class ForeignJobError(Exception):
@@ -180,6 +187,41 @@ def request_fit(r: redis.Redis, rq_conn: redis.Redis, pool: str, tournament_id: 
     """Ask for a fit of `pool` (and of the tournament's own games) after a release."""
     if store_ratings.note_request(r, pool, tournament_id):
         enqueue_fit(rq_conn, pool)
+
+
+def enqueue_archive(conn: redis.Redis) -> Job:
+    """Queue a job that moves finished, public games to the archive (`request_archive`
+    makes one job serve many asks)."""
+    return queue(conn, CONTROL_QUEUE).enqueue(
+        ARCHIVE_JOB,
+        job_id=f"archive-{secrets.token_hex(4)}",
+        retry=Retry(max=MATCH_RETRIES),
+        job_timeout=3600,
+        result_ttl=60,
+        failure_ttl=7 * 24 * 3600,
+        description="move finished games to the archive",
+    )
+
+
+def request_archive(r: redis.Redis, rq_conn: redis.Redis) -> None:
+    """Ask for games to be moved to the archive (a board was released, a single match
+    ended). Many asks, one job (`store.coalesce`)."""
+    if store_archiving.asks().ask(r):
+        enqueue_archive(rq_conn)
+
+
+def forget_match_jobs(conn: redis.Redis, match_ids: Sequence[str]) -> None:
+    """Delete the RQ jobs (and their results and registry entries) of archived matches:
+    nothing of a finished game stays in Redis."""
+    if not match_ids:
+        return
+    jobs = Job.fetch_many([ids.match_job_id(m) for m in match_ids], connection=conn,
+                          serializer=JSONSerializer)
+    with conn.pipeline() as pipe:
+        for job in jobs:
+            if job is not None:
+                job.delete(pipeline=pipe, remove_from_queue=True)
+        pipe.execute()
 
 
 def request_arena_step(r: redis.Redis, rq_conn: redis.Redis, pool: str) -> None:

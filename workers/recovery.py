@@ -34,6 +34,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
+from store import archiving as store_archiving
 from store import deals, ids, steps
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -45,6 +46,7 @@ from workers.queues import (
     enqueue_advance,
     enqueue_fit,
     enqueue_match,
+    request_archive,
     request_step,
     taken,
     waiting,
@@ -240,6 +242,7 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
         if not in_flight or (idle and s.asked) or (idle and s.recorded > s.done):
             request_step(r, rq_conn, ref)
             nudged.append(str(ref))
+    nudged += _archive(r, rq_conn)
     for pool in Pool:
         # A fit whose worker died mid-fit: its lock would stand for LOCK_MS and the
         # request it took would be lost; free the one and ask the other again.
@@ -252,6 +255,29 @@ def nudge(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
             enqueue_fit(rq_conn, pool)
             nudged.append(f"ratings {pool}")
     return nudged
+
+
+def _archive(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
+    """Archiving, for a stack with an archive: an upgraded stack's finished games queued a
+    chunk a pass (logged with its progress), the archiving job freed from a dead worker's
+    lock, and asked for while games wait (a job lost, or the archive away: it tries
+    again every pass)."""
+    if not store_archiving.url(r):
+        return []
+    queued, done = store_archiving.backfill(r)
+    if queued:
+        log.warning("archive: %d finished games of an earlier version queued to move out "
+                    "of Redis (%d wait in all)", queued, store_archiving.pending_count(r))
+    elif not done:
+        log.info("archive: walking the earlier version's games (nothing to move yet)")
+    holder = store_archiving.lock_holder(r)
+    if holder and holder[1] and not store_recovery.is_alive(r, holder[1]) \
+            and store_archiving.free_lock(r, holder[0]):
+        log.warning("archive: the job of dead worker %s asked again", holder[1])
+    if store_archiving.pending_count(r):
+        request_archive(r, rq_conn)  # queues a job only if none is queued
+        return ["archive"]
+    return []
 
 
 def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:

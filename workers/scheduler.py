@@ -56,7 +56,7 @@ from workers import failpoints, metrics
 from workers.arena import ArenaPlanner
 from workers.changes import ChangePlanner
 from workers.planner import Planned, Planner
-from workers.queues import enqueue_advance, enqueue_match, request_fit
+from workers.queues import enqueue_advance, enqueue_match, request_archive, request_fit
 
 __all__ = ["LOCK_MS", "MAX_PASSES", "PLANNERS", "Boards", "FormatPlanner", "RedisSource",
            "advance", "planner_of"]
@@ -368,6 +368,7 @@ def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boa
                             _finished_event(mid, rows[mid], boards.released, planned.total))
         steps.mark_released(r, ref, shown, first)
     planner.released(r, rq_conn, boards.released, planned)
+    request_archive(r, rq_conn)  # public now: the games may leave Redis
 
 
 def _finished_event(mid: str, row: dict[str, Any], done: int,

@@ -1,0 +1,216 @@
+"""What leaves Redis for the archive, and how: the Redis side of archiving finished games.
+
+A finished game is archived once it is public (its board released, or a single match
+as it ends): `store.matches.release` puts it in `ms:archive:pending` (scored by when),
+and the archiving job (`workers.archiving`) takes batches in that order: it `read`s each
+game's record here, writes it to the database of record (`archive.mover`), and only
+once that transaction has committed it `drop`s the game from Redis, in one
+transaction: its hash, result, action and connection logs, replies and lease, and its
+entries in every index that grows per game (every match's, each bot's, its pool's, an
+arena's games, recorded and released). A crash between the two leaves it in both
+places, where every reader finds it once (Redis first), and the next batch writes it
+again as a no-op and drops it.
+
+A game of a tournament or a test keeps, while its event is open, its standings row in
+the event's `:rows` hash (about 250 bytes: what the event's standings, crosstables and
+fits read), and its id in the event's indexes: an open event's size is bounded by the
+event. The event itself leaves Redis when it is archived whole.
+
+Upgrading a stack that ran before the archive: `backfill` walks every match's index once,
+a chunk at a time from a cursor kept in Redis (resumable), and queues what is finished
+and public.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from store import keys
+from store.coalesce import Asks
+from store.locks import Lock
+from store.pools import Pool
+from store.records import MatchSpec
+from store.results import result_row
+from store.status import MatchStatus
+
+__all__ = [
+    "QUEUED_S",
+    "Leaving",
+    "asks",
+    "backfill",
+    "drop",
+    "free_lock",
+    "job_lock",
+    "lock_holder",
+    "pending",
+    "pending_count",
+    "read",
+    "set_url",
+    "url",
+]
+
+QUEUED_S = 60  # a queued archiving job unheard of this long counts as lost
+
+
+def asks() -> Asks:
+    """The coalesced asks for the archiving job (one job serves the whole stack)."""
+    return Asks(keys.ARCHIVE_DIRTY, keys.ARCHIVE_QUEUED, keys.ARCHIVE_LOCK, QUEUED_S)
+
+
+def pending(r: redis.Redis, limit: int) -> list[str]:
+    """Up to `limit` games waiting to be archived, oldest first."""
+    found: Any = r.zrange(keys.ARCHIVE_PENDING, 0, limit - 1)
+    return [str(m) for m in found]
+
+
+def pending_count(r: redis.Redis) -> int:
+    """How many games wait to be archived (what grows while the archive is down)."""
+    return int(r.zcard(keys.ARCHIVE_PENDING))
+
+
+@dataclass(frozen=True, slots=True)
+class Leaving:
+    """One finished, public game as Redis holds it, on its way to the archive."""
+
+    spec: MatchSpec
+    created_at: float
+    finished_at: float
+    released_at: float
+    rated: bool
+    row: dict[str, Any]  # its standings row (`store.results.result_row`)
+    transcript: dict[str, Any]
+    result: dict[str, Any]
+
+    @property
+    def match_id(self) -> str:
+        """The game's id."""
+        return self.spec.match_id
+
+
+def read(r: redis.Redis, match_ids: Sequence[str]) -> tuple[list[Leaving], list[str]]:
+    """The games to archive, and the ids that are not (or no longer) there to archive: a
+    game dropped already (its batch's job died after the drop), or not finished."""
+    pipe = r.pipeline(transaction=False)
+    for mid in match_ids:
+        pipe.hgetall(keys.match(mid))
+        pipe.get(keys.result(mid))
+        pipe.zscore(keys.results(Pool.THREE), mid)
+        pipe.zscore(keys.results(Pool.TEAMS), mid)
+    got = pipe.execute()
+    out: list[Leaving] = []
+    gone: list[str] = []
+    for i, mid in enumerate(match_ids):
+        h, raw, in3, in4 = got[4 * i: 4 * i + 4]
+        if not h or raw is None or h.get("status") != MatchStatus.FINISHED:
+            gone.append(mid)
+            continue
+        spec = MatchSpec.from_json(h["spec"])
+        done = json.loads(raw)
+        row = json.loads(h["row"]) if h.get("row") else result_row(
+            mid, spec.bot_ids, done["result"], str(spec.meta.get("board", "")),
+            str(spec.meta.get("unit", "")))
+        released = float(h.get("released") or h.get("finished_at") or 0.0)
+        out.append(Leaving(
+            spec=spec, created_at=float(h.get("created_at") or released),
+            finished_at=float(h.get("finished_at") or released), released_at=released,
+            rated=(in3 if spec.players == 3 else in4) is not None, row=row,
+            transcript=done["transcript"], result=done["result"]))
+    return out, gone
+
+
+def drop(r: redis.Redis, leaving: Sequence[Leaving], gone: Sequence[str] = ()) -> None:
+    """Remove archived games from Redis (and ids with nothing left to archive from the
+    pending list), in one transaction. Only after the archive's transaction committed."""
+    pipe = r.pipeline(transaction=True)
+    for g in leaving:
+        mid, spec = g.match_id, g.spec
+        pipe.delete(keys.match(mid), keys.result(mid), keys.match_log(mid), keys.conn(mid),
+                    keys.replies(mid), keys.lease(mid))
+        pipe.zrem(keys.MATCHES, mid)
+        for bot_id in set(spec.bot_ids):
+            pipe.zrem(keys.bot_matches(bot_id), mid)
+        pipe.zrem(keys.results(Pool.of(spec.players)), mid)
+        pipe.srem(keys.OPEN_MATCHES, mid)
+        pipe.hdel(keys.RECOVERY_SUSPECTS, mid)
+        event = spec.event
+        if event is not None and event.kind.streams:
+            # An open tournament or test: its standings read this row (`store.tournaments`)
+            # until the event itself is archived, and its indexes stay with the event.
+            pipe.hset(keys.event_rows(event), mid, json.dumps(g.row, separators=(",", ":")))
+        elif event is not None:  # a standing event (the arena): nothing of it per game
+            pipe.zrem(keys.event_games(event), mid)
+            pipe.zrem(keys.event_released(event), mid)
+            pipe.zrem(keys.event_recorded(event), mid)
+    moved = [g.match_id for g in leaving]
+    if moved or gone:
+        pipe.zrem(keys.ARCHIVE_PENDING, *moved, *gone)
+    pipe.execute()
+
+
+_BACKFILL_CHUNK = 2000
+
+
+def backfill(r: redis.Redis, limit: int = _BACKFILL_CHUNK) -> tuple[int, bool]:
+    """Queue the next chunk of games finished and public before the archive existed (an
+    upgraded stack), from the cursor kept in Redis; (games queued, whether the walk is
+    done). Resumable and idempotent: a killed walk goes on from its cursor, and a game
+    queued twice is archived once."""
+    if r.get(keys.ARCHIVE_BACKFILL_DONE):
+        return 0, True
+    cursor = float(r.get(keys.ARCHIVE_BACKFILL) or "-inf")
+    found: Any = r.zrangebyscore(keys.MATCHES, cursor, "+inf", start=0, num=limit,
+                                 withscores=True)
+    if not found:
+        r.set(keys.ARCHIVE_BACKFILL_DONE, 1)
+        return 0, True
+    pipe = r.pipeline(transaction=False)
+    for mid, _ in found:
+        pipe.hmget(keys.match(mid), "status", "released")
+    queued: dict[str, float] = {}
+    for (mid, _), (status, released) in zip(found, pipe.execute(), strict=True):
+        if status == MatchStatus.FINISHED and released:
+            queued[str(mid)] = float(released)
+    last = float(found[-1][1])
+    pipe = r.pipeline(transaction=True)
+    if queued:
+        pipe.zadd(keys.ARCHIVE_PENDING, queued, nx=True)
+    # Past the last score read; a chunk all of one score (ties) steps just past it.
+    pipe.set(keys.ARCHIVE_BACKFILL, repr(last if last > cursor else last + 1e-6))
+    pipe.execute()
+    return len(queued), False
+
+
+def url(r: redis.Redis) -> str:
+    """The stack's archive URL, as the first part that had one noted it ('' for none)."""
+    return str(r.get(keys.ARCHIVE_URL) or "")
+
+
+def set_url(r: redis.Redis, archive_url: str) -> str:
+    """Note the stack's archive URL if none is noted yet; the one noted (which the caller
+    compares with its own: two archives would split a stack's games)."""
+    r.set(keys.ARCHIVE_URL, archive_url, nx=True)
+    return url(r)
+
+
+def job_lock(ttl_ms: int, owner: str = "") -> Lock:
+    """A new archiving job's lock (one job at a time), naming its worker instance."""
+    return Lock.fresh(keys.ARCHIVE_LOCK, ttl_ms, owner)
+
+
+def lock_holder(r: redis.Redis) -> tuple[str, str] | None:
+    """(the token, its owner) of the lock an archiving job holds now; None when free."""
+    token = r.get(keys.ARCHIVE_LOCK)
+    return None if token is None else (str(token), Lock.owner_of(str(token)))
+
+
+def free_lock(r: redis.Redis, token: str) -> bool:
+    """Drop a dead job's lock (only while `token` still holds it) and ask again."""
+    if not Lock(keys.ARCHIVE_LOCK, token, 0).release(r):
+        return False
+    asks().ask_again(r)
+    return True

@@ -1,0 +1,171 @@
+"""Archiving on a real Redis and each real database (SQLite, PostgreSQL): finished, public
+games leave Redis entirely, come back from the archive byte for byte, are written once
+whatever crashes between the two stores, wait in Redis while the archive is away, and an
+open tournament's standings still see every game.
+
+Games are played in this process by `workers.match.MatchHost` with house bots in every
+seat (no bot process, no worker): each is an ordinary hosted game, finished and released
+as the stack finishes and releases it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from archive_backends import archive_url, postgres  # noqa: F401
+
+from archive import mover, reads
+from archive.db import Archive, open_archive
+from archive.errors import Unavailable
+from clients.redisproc import RedisServer
+from store import archiving, bots, ids, keys
+from store import matches as store_matches
+from store import tournaments as store_t
+from store.pools import Pool
+from store.records import Clock, Faults, MatchSpec
+from store.refs import EventRef
+from tournaments.spec import make_spec
+from workers import archiving as archiving_job
+from workers.match import MatchHost
+from workers.queues import create_tournament, rq_connection
+from workers.scheduler import advance
+
+HOUSE = ("house:greedy", "house:random", "house:pimc?samples=2")
+
+
+@pytest.fixture
+def rr(tmp_path: Path) -> Iterator[tuple[redis.Redis, redis.Redis]]:
+    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
+        yield bots.connect(srv.url), rq_connection(srv.url)
+
+
+@pytest.fixture
+def arc(archive_url: str) -> Iterator[Archive]:  # noqa: F811
+    a = open_archive(archive_url)
+    yield a
+    a.close()
+
+
+def _play(r: redis.Redis, rq: redis.Redis, players: int = 3, seed: int = 1) -> str:
+    """A single match of house bots, hosted here to its end (finished and released)."""
+    seats = ["house:greedy", "house:random", "house:greedy", "house:random"][:players]
+    spec = MatchSpec.build(ids.new_match_id(), players, seats, seats, seed=seed,
+                           rules={"max_hands": "2"})
+    store_matches.create_match(r, spec)
+    MatchHost(r, spec.match_id, "run-1", rq_conn=rq).host()
+    return spec.match_id
+
+
+def _text(t: dict[str, Any]) -> str:
+    return json.dumps(t, separators=(",", ":"))
+
+
+def _leaves_no_trace(r: redis.Redis, mid: str, bot_ids: list[str]) -> None:
+    for key in (keys.match(mid), keys.result(mid), keys.match_log(mid), keys.conn(mid),
+                keys.replies(mid), keys.lease(mid)):
+        assert not r.exists(key), key
+    assert r.zscore(keys.MATCHES, mid) is None
+    assert all(r.zscore(keys.bot_matches(b), mid) is None for b in bot_ids)
+    assert all(r.zscore(keys.results(p), mid) is None for p in Pool)
+    assert r.zscore(keys.ARCHIVE_PENDING, mid) is None
+
+
+def test_finished_games_leave_redis_and_come_back_byte_for_byte(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in range(1, 5)] + [_play(r, rq, 4, 9)]
+    before = {mid: store_matches.get_match(r, mid) for mid in played}
+    assert archiving.pending(r, 100) == played  # released as they ended, in order
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["moved"] == len(played)
+    assert archiving.pending_count(r) == 0
+    for mid in played:
+        rec = before[mid]
+        assert rec.transcript is not None
+        _leaves_no_trace(r, mid, list(rec.spec.bot_ids))
+        got = reads.game(arc, mid)
+        assert got is not None and got.bot_ids == rec.spec.bot_ids
+        assert _text(got.transcript()) == _text(rec.transcript)  # byte for byte
+        assert got.result() == rec.result
+        assert got.shared["rules"] == rec.spec.rules.options()
+        assert got.shared["fault_policy"] == {"max_strikes": 3,
+                                              "disconnect_grace_ms": 30000}
+        assert got.rated
+    assert [g.match_id for g in reads.games(arc, bot_id="house:greedy")] == played[::-1]
+    assert [g.match_id for g in reads.games(arc, players=4)] == [played[-1]]
+    assert reads.count(arc) == len(played) and reads.count(arc, Pool.TEAMS) == 1
+    rows = reads.pool_rows(arc, Pool.THREE)
+    assert [row["match_id"] for row in rows] == played[:-1]
+    # The RQ job and its result went too: nothing of the game is left in Redis.
+    assert not [k for k in rq.keys("rq:*") if any(m.encode() in k for m in played)]
+
+
+def test_a_batch_written_and_not_dropped_is_written_once(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """A job killed between the archive's commit and Redis's drop: the games are in both
+    places (readable from either), and the next job writes them again as a no-op and
+    drops them: each game once in the archive."""
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in (11, 12)]
+    leaving, gone = archiving.read(r, played)
+    assert not gone
+    assert mover.write(arc, leaving) == 2  # ... and the job dies here
+    assert all(r.exists(keys.match(mid)) for mid in played)
+    assert all(reads.game(arc, mid) is not None for mid in played)
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["moved"] == 2 and reads.count(arc) == 2
+    assert mover.write(arc, leaving) == 0  # and again: nothing new
+    assert reads.count(arc) == 2
+    assert not any(r.exists(keys.match(mid)) for mid in played)
+
+
+def test_the_archive_away_keeps_the_games_in_redis_until_it_is_back(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in (21, 22, 23)]
+
+    def away() -> Archive:
+        raise Unavailable("archive sqlite:///x: cannot open it: disk I/O error")
+
+    out = archiving_job.run_archive(r, rq, away)
+    assert "failed" in out and out["moved"] == 0
+    assert archiving.pending(r, 10) == played
+    assert all(store_matches.get_match(r, mid).transcript is not None for mid in played)
+    assert archiving.asks().owed(r)  # asked again: recovery queues the next try
+    out = archiving_job.run_archive(r, rq, lambda: arc)  # back
+    assert out["moved"] == 3 and reads.count(arc) == 3
+
+
+def test_an_open_tournaments_standings_see_its_archived_games(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """A tournament's games leave Redis as their boards are released, while the
+    tournament still runs; its standings read the rows the archive step kept."""
+    r, rq = rr
+    named = [(b, b) for b in HOUSE]
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="t", players=3,
+                     format="round_robin", bots=named, rules={"max_hands": "1"},
+                     clock=Clock(), faults=Faults(), seed=5, duplicate="replay",
+                     seeding="given")
+    create_tournament(r, rq, spec)
+    ref = EventRef.tournament(spec.tournament_id)
+    advance(r, rq, ref)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)]
+    assert len(games) == 6  # one board, every seating
+    for mid in games:
+        MatchHost(r, mid, "run-1", rq_conn=rq).host()
+    advance(r, rq, ref)
+    assert store_t.info(r, spec.tournament_id).status == "finished"
+    before = store_t.results(r, spec.tournament_id, released_only=True)
+    assert sorted(before) == sorted(games)
+    archiving_job.run_archive(r, rq, lambda: arc)
+    assert not any(r.exists(keys.match(mid)) for mid in games)
+    after = store_t.results(r, spec.tournament_id, released_only=True)
+    assert after == before
+    assert [row["match_id"] for row in reads.event_rows(arc, ref)] == games
+    got = reads.game(arc, games[0])
+    assert got is not None and got.event == ref
+    assert got.board == f"{spec.tournament_id}/x1-r1-t1"
