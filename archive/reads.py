@@ -20,10 +20,17 @@ from sqlalchemy import Row
 from archive import codec, schema
 from archive.db import Archive
 from archive.mover import known_of
+from moon import GameState, Rules
+from moon.transcript import actions_of
+from store import messages
+from store.matches import MatchRecord
 from store.pools import Pool
+from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
 from store.refs import EventKind, EventRef
+from store.status import MatchStatus
 
-__all__ = ["ArchivedGame", "count", "event_rows", "game", "games", "pool_rows"]
+__all__ = ["ArchivedGame", "count", "event_rows", "game", "games", "log_entries", "pool_rows",
+           "to_record"]
 
 _ENDS = {schema.EndCode.NORMAL: "normal", schema.EndCode.HAND_LIMIT: "hand_limit",
          schema.EndCode.FORFEIT: "forfeit"}
@@ -192,12 +199,14 @@ def games(archive: Archive, *, bot_id: str = "", event: EventRef | None = None,
     return [_game(row, with_blob) for row in found]
 
 
-def count(archive: Archive, pool: Pool | None = None) -> int:
-    """How many games the archive holds (of a pool)."""
+def count(archive: Archive, pool: Pool | None = None, rated: bool = False) -> int:
+    """How many games the archive holds (of a pool; only its rated ones if asked)."""
     with archive.connect() as conn:
         q = sa.select(sa.func.count()).select_from(_G)
         if pool is not None:
             q = q.where(_G.c.players == pool.players)
+        if rated:
+            q = q.where(_G.c.rated.is_(True))
         return int(conn.execute(q).scalar_one())
 
 
@@ -221,3 +230,47 @@ def pool_rows(archive: Archive, pool: Pool, since: float | None = None
             q = q.where(_G.c.released_at >= since)
         found = conn.execute(q.order_by(_G.c.id)).all()
     return [_game(row, False).row() for row in found]
+
+
+def to_record(g: ArchivedGame, with_transcript: bool = True) -> MatchRecord:
+    """An archived game as the stack's `MatchRecord` (finished, released): what GetMatch,
+    ListMatches and WatchMatch serve, whichever store holds the game. A record made
+    without its blob has no transcript."""
+    transcript = g.transcript() if with_transcript and g.blob is not None else None
+    shared = g.shared or (transcript or {})
+    clock = shared.get("clock")
+    policy = shared.get("fault_policy")
+    spec = MatchSpec(
+        match_id=g.match_id, rules=Rules.make(g.players, dict(shared.get("rules") or {})),
+        seed=g.seed, bot_ids=g.bot_ids,
+        seat_names=tuple(transcript["seats"]) if transcript else g.names,
+        clock=Clock(**clock) if clock else DEFAULT_CLOCK,
+        faults=Faults(**policy) if policy else DEFAULT_FAULTS, event=g.event,
+        meta={} if g.event is None else {
+            "board": g.board, "unit": g.unit,
+            "duplicate": str(shared.get("duplicate", "boards")),
+            "notes": list(shared.get("notes") or [])})
+    return MatchRecord(spec=spec, status=MatchStatus.FINISHED,
+                       created_at=float(g.created_at or g.finished_at), started_at=None,
+                       finished_at=g.finished_at, actions=g.actions, error="",
+                       result=g.result(), transcript=transcript, released=True)
+
+
+def log_entries(transcript: dict[str, Any]) -> list[str]:
+    """The game's action log as a match's log holds it (`store.messages.ActionEntry`, JSON),
+    rebuilt from its transcript: each action by its seat, a referee's replacement marked
+    with its fault. What a watcher of an archived game is replayed (times and the bots'
+    connection changes are not archived)."""
+    record = dict(transcript)
+    rules = Rules.make(int(record["players"]), record["rules"])
+    faults = {int(f["seq"]): f for f in record.get("faults") or []}
+    st = GameState.new(rules, int(record["seed"]))
+    out = []
+    for seq, aid in enumerate(actions_of(record)):
+        fault = faults.get(seq)
+        out.append(messages.encode(messages.ActionEntry(
+            seq=seq, seat=st.to_act, action=aid,
+            by=str(fault["kind"]) if fault else "bot", ms=0, bank=0,
+            note=str(fault.get("reason", "")) if fault else "")))
+        st.apply_id(aid)
+    return out

@@ -334,6 +334,52 @@ def _redis_wait_flag(p: argparse.ArgumentParser) -> None:
                         f"{REDIS_WAIT_S:g})")
 
 
+def _archive_flag(p: argparse.ArgumentParser, default_help: str) -> None:
+    p.add_argument("--archive", default=os.environ.get("MOONSHOT_ARCHIVE") or None,
+                   metavar="URL",
+                   help="the database of record for finished games: sqlite:///PATH or "
+                        "postgresql://USER@HOST/DB (default $MOONSHOT_ARCHIVE, else "
+                        f"{default_help})")
+
+
+def stack_archive(given: str | None, redis_url: str, prog: str) -> str:
+    """The stack's archive URL: `given` (checked, and noted in Redis for the parts started
+    without one), else the one the stack noted; '' when it has none. One line for a URL
+    that is no database's, or one that is not the stack's."""
+    import redis
+
+    from archive.db import check_url
+    from archive.errors import BadURL
+    from store import archiving
+
+    r = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        if not given:
+            return archiving.url(r)
+        try:
+            check_url(given)
+        except BadURL as exc:
+            raise UsageError(f"{prog}: --archive: {exc}") from None
+        noted = archiving.set_url(r, given)
+        if noted != given:
+            raise CommandError(
+                f"{prog}: the stack at {shown(redis_url)} archives to {_hide_password(noted)}; "
+                "every part of a stack archives to one database: give that one (or no "
+                "--archive: the stack's is used)")
+        return given
+    finally:
+        r.close()
+
+
+def _hide_password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy reads: say nothing of it
+        return "(another URL)"
+
+
 def _telemetry_flags(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--metrics-listen", type=flags.listen_address, default=None,
                    metavar="HOST:PORT",
@@ -366,11 +412,12 @@ def _run_referee(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"moonshot referee: cannot read {exc.filename}: "
                              f"{exc.strerror}") from None
+    archive_url = stack_archive(args.archive, args.redis, "moonshot referee")
     serve(args.listen, args.redis, args.admin_token,
           open_registration=args.registration == "open",
           replace_admin_token=args.replace_admin_token,
           auth_free_failures=args.auth_free_failures, tls=tls,
-          metrics_listen=args.metrics_listen)
+          metrics_listen=args.metrics_listen, archive_url=archive_url)
     return 0
 
 
@@ -401,6 +448,7 @@ def _run_worker(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(str(exc)) from None
         print(f"worker metrics listening on {host}:{port}", flush=True)
+    _use_archive(stack_archive(args.archive, args.redis, "moonshot worker"))
     worker = make_worker(conn, name=args.name, concurrency=args.concurrency)
     # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
     # one pass per period across them all (see workers.recovery for why not RQ's scheduler);
@@ -411,6 +459,76 @@ def _run_worker(args: argparse.Namespace) -> int:
     except NameTaken as exc:
         raise CommandError(f"moonshot worker: {exc}") from None
     return 0
+
+
+def default_archive_url(data: Path) -> str:
+    """`moonshot up`'s archive: SQLite in its data folder."""
+    from archive.db import default_url
+
+    return default_url(data.resolve())
+
+
+class ArchiveWatch:
+    """What `moonshot up` says of the archive: when finished games pile up in Redis (the
+    archive away, or slower than play), every minute while they grow, and once when they
+    drain again."""
+
+    EVERY_S = 60.0
+    WAITING = 1000  # games waiting past which it is worth a line
+
+    def __init__(self, redis_url: str) -> None:
+        self.redis_url = redis_url
+        self.at = 0.0
+        self.last = 0
+        self.warned = False
+
+    def look(self) -> str:
+        """A line to print now, or ''."""
+        import redis
+
+        from store import archiving
+
+        now = time.monotonic()
+        if not self.redis_url or now - self.at < self.EVERY_S:
+            return ""
+        self.at = now
+        try:
+            r = redis.Redis.from_url(self.redis_url, decode_responses=True)
+            waiting = archiving.pending_count(r)
+            r.close()
+        except redis.RedisError:
+            return ""
+        grew, self.last = waiting > self.last, waiting
+        if waiting >= self.WAITING and grew:
+            self.warned = True
+            return (f"{waiting} finished games wait in Redis for the archive and their "
+                    "number grows: is the archive reachable? (see logs/worker-*.log)")
+        if self.warned and waiting < self.WAITING:
+            self.warned = False
+            return f"the archive caught up: {waiting} finished games wait in Redis"
+        return ""
+
+
+def _use_archive(url: str) -> None:
+    """Archive finished games there: opened (and migrated) now, so that a schema too new is
+    one line at start; a database away is not: play goes on, games wait in Redis."""
+    import logging
+
+    from archive.errors import SchemaTooNew, Unavailable
+    from workers import jobs
+
+    log = logging.getLogger("moonshot.archive")
+    if not url:
+        log.warning("this stack has no archive (--archive, or `moonshot up`): finished games "
+                    "stay in Redis")
+        return
+    jobs.use_archive(url)
+    try:
+        jobs.open_archive_once()
+    except SchemaTooNew as exc:
+        raise CommandError(f"moonshot worker: {exc}") from None
+    except Unavailable as exc:
+        log.warning("%s; finished games wait in Redis until it is back", exc)
 
 
 def _run_up(args: argparse.Namespace) -> int:
@@ -430,11 +548,12 @@ def _run_up(args: argparse.Namespace) -> int:
     data = data_folder(args.data, "moonshot up")
     if args.log_json:
         os.environ["MOONSHOT_LOG_JSON"] = "1"  # the referee and workers inherit it
+    archive_url = args.archive or default_archive_url(data)
     stack = LocalStack(data, listen=args.listen, workers=args.workers, redis_url=redis_url,
                        replace_admin_token=args.replace_admin_token,
                        web_listen=None if args.no_web else args.web,
                        metrics_listen=args.metrics_listen,
-                       redis_fsync=args.redis_fsync or "everysec")
+                       redis_fsync=args.redis_fsync or "everysec", archive_url=archive_url)
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -463,6 +582,7 @@ def _run_up(args: argparse.Namespace) -> int:
               for part, where in stack.metrics.items()]
     web_env = f" MOONSHOT_WEB={stack.web_address}" if stack.web_address else ""
     lines += [f"  redis:       {shown(stack.redis_url or '')}",
+              f"  archive:     {_hide_password(archive_url)}",
               f"  admin token: {stack.admin_token}",
               f"  data:        {Path(args.data).resolve()} (logs in logs/, token in "
               f"{token_file.name})",
@@ -472,8 +592,12 @@ def _run_up(args: argparse.Namespace) -> int:
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     failed = False
+    watch = ArchiveWatch(stack.redis_url or "")
     try:
         while not stopping:
+            said = watch.look()
+            if said:
+                print(f"moonshot up: {said}", file=sys.stderr, flush=True)
             restarted, given_up = stack.revive()
             for name in restarted:
                 print(f"moonshot up: {name} stopped unexpectedly and was started again; see "
@@ -678,6 +802,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                         "later ones wait, 0.1 s doubling up to 5 s")
     _telemetry_flags(p, "referee")
     _redis_wait_flag(p)
+    _archive_flag(p, "the one the stack's workers noted in Redis")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_referee)
 
@@ -707,6 +832,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                         "PORT+i (port 0: free ones, printed)")
     p.add_argument("--log-json", action="store_true",
                    help="the referee and workers log JSON lines ($MOONSHOT_LOG_JSON=1)")
+    _archive_flag(p, "SQLite in the data folder, archive.sqlite3")
     p.set_defaults(run=_run_up)
 
     p = sub.add_parser("worker", help="run an RQ worker that hosts matches")
@@ -718,6 +844,7 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="matches hosted at once, each on its own thread (default 100)")
     _telemetry_flags(p, "worker")
     _redis_wait_flag(p)
+    _archive_flag(p, "the one the stack noted in Redis; none: games stay in Redis")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_worker)
 

@@ -156,6 +156,7 @@ class LocalStack:
     metrics: dict[str, str] = field(default_factory=dict)  # part -> HOST:PORT of its /metrics
     redis: RedisServer | None = None
     redis_fsync: str = "everysec"  # when the Redis this starts syncs its append-only file
+    archive_url: str = ""  # the database of record for finished games ('' : none)
     children: list[Child] = field(default_factory=list)
     lock_fd: int | None = field(default=None, init=False, repr=False)
     restarts: dict[str, list[float]] = field(default_factory=dict, init=False, repr=False)
@@ -216,8 +217,9 @@ class LocalStack:
         env = _python_env()
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
         replace = ["--replace-admin-token"] if self.replace_admin_token else []
+        archive = ["--archive", self.archive_url] if self.archive_url else []
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
-                                     "--redis", self.redis_url, *replace,
+                                     "--redis", self.redis_url, *replace, *archive,
                                      *self._metrics_flag(0)], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
         # A restarted referee takes the same port, so bots and organisers find it again.
@@ -228,7 +230,7 @@ class LocalStack:
         self._note_metrics(ref, "referee")
         for i in range(self.workers):
             w = self.spawn(f"worker-{i + 1}", ["worker", "--redis", self.redis_url,
-                                               *self._metrics_flag(i + 1)], env)
+                                               *archive, *self._metrics_flag(i + 1)], env)
             w.wait_for(r"Listening on|moonshot-matches", timeout=60)
             self._note_metrics(w, "worker")
         if self.web_listen is not None:

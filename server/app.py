@@ -36,6 +36,7 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 from server import metrics
+from server.archived import Archived
 from server.arena import ArenaServicer
 from server.bots import BotServicer, serialize_play
 from server.changes import TestServicer
@@ -87,11 +88,12 @@ class Referee:
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 open_registration: bool = True, replace_admin_token: bool = False,
-                tls: tuple[bytes, bytes] | None = None) -> Referee:
+                tls: tuple[bytes, bytes] | None = None, archive_url: str = "") -> Referee:
     """Start a referee on `listen` (HOST:PORT; port 0 picks a free one).
 
     `admin_token` must match the one the cluster has, if any, unless
-    `replace_admin_token` makes it the new token of every referee.
+    `replace_admin_token` makes it the new token of every referee. `archive_url` is the
+    stack's archive (finished games that left Redis), opened on first use.
     """
     r = store_bots.connect(redis_url)
     r.ping()
@@ -104,6 +106,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     watch = lane("watch", redis_url, WATCH_THREADS)
     gate = WatchGate()
     rq_conn = rq_connection(redis_url)
+    archived = Archived(archive_url, pool_size=READ_THREADS + WATCH_THREADS)
     server = grpc.aio.server(options=[
         ("grpc.keepalive_time_ms", 20_000),
         ("grpc.keepalive_timeout_ms", 10_000),
@@ -118,11 +121,12 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 SERVICE_NAMES[0],
                 {"Play": serialize_play})
     add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,
-                MatchServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[1])
+                MatchServicer(reads, watch, rq_conn, gate, archived), server,
+                SERVICE_NAMES[1])
     add_service(tournament_pb2_grpc.add_TournamentServiceServicer_to_server,
                 TournamentServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[2])
-    add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server, RatingServicer(reads),
-                server, SERVICE_NAMES[3])
+    add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server,
+                RatingServicer(reads, archived), server, SERVICE_NAMES[3])
     add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
                 TestServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[4])
     add_service(arena_pb2_grpc.add_ArenaServiceServicer_to_server,
@@ -161,11 +165,12 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
                  open_registration: bool, replace_admin_token: bool,
-                 tls: tuple[bytes, bytes] | None, metrics_listen: str | None = None) -> None:
+                 tls: tuple[bytes, bytes] | None, metrics_listen: str | None = None,
+                 archive_url: str = "") -> None:
     # Bound first: a referee that cannot serve its metrics stops before it changes anything.
     scrape = metrics.serve(metrics_listen) if metrics_listen else None
     ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token,
-                      tls)
+                      tls, archive_url)
     host = listen.rsplit(":", 1)[0]
     print(f"referee listening on {host}:{ref.port}{' (TLS)' if tls else ''}", flush=True)
     if scrape is not None:
@@ -185,7 +190,8 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
           open_registration: bool = True, replace_admin_token: bool = False,
           auth_free_failures: int = FREE_FAILURES,
-          tls: tuple[bytes, bytes] | None = None, metrics_listen: str | None = None) -> None:
+          tls: tuple[bytes, bytes] | None = None, metrics_listen: str | None = None,
+          archive_url: str = "") -> None:
     """Run a referee until SIGTERM/SIGINT; `auth_free_failures` authentication failures of
     one peer a minute are answered at once, the next ones slowed (`server.edge`); with
     `metrics_listen` (HOST:PORT, port 0: a free one) it serves Prometheus metrics there."""
@@ -193,7 +199,7 @@ def serve(listen: str, redis_url: str, admin_token: str | None = None,
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
         asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token,
-                           tls, metrics_listen))
+                           tls, metrics_listen, archive_url))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at "
                          f"{store_bots.shown(redis_url)}: {exc}") from None

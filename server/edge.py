@@ -28,7 +28,9 @@ from typing import Any, TypeVar
 
 import grpc
 import redis
+from sqlalchemy.exc import SQLAlchemyError
 
+from archive.errors import ArchiveError
 from moon import MoonError
 from server import metrics
 from server.lanes import peer_host
@@ -101,6 +103,10 @@ def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
         metrics.REDIS_ERRORS.labels("call").inc()
         return grpc.StatusCode.UNAVAILABLE, "the referee cannot reach Redis right now; retry"
+    if isinstance(exc, ArchiveError | SQLAlchemyError):
+        log.warning("archive: %s", str(exc).splitlines()[0][:300] if str(exc) else exc)
+        return (grpc.StatusCode.UNAVAILABLE,
+                "the referee cannot read the archive (finished games) right now; retry")
     log.error("internal error", exc_info=exc)
     return grpc.StatusCode.INTERNAL, f"internal error ({type(exc).__name__}); see the referee log"
 

@@ -9,9 +9,11 @@ from typing import Any
 import grpc
 import redis
 
-from proto.moon.v1 import match_pb2, match_pb2_grpc
+from archive import reads
+from proto.moon.v1 import match_pb2, match_pb2_grpc, rating_pb2
 from server import wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.archived import Archived
+from server.edge import MAX_PAGE, bearer_token, streaming, unary, watch_pass
 from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
@@ -38,6 +40,7 @@ from workers.queues import enqueue_match
 __all__ = ["MatchServicer"]
 
 _PAGE = 50
+_ARCHIVE_TOP = 1 << 62  # a page token's archive id before every archived game
 _WATCH_POLL_S = 0.1
 _EMBARGO_POLL_S = 1.0  # how often a public watcher of an embargoed game looks again
 
@@ -45,12 +48,13 @@ _EMBARGO_POLL_S = 1.0  # how often a public watcher of an embargoed game looks a
 class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     """Thin: decode, call the store and the queue, encode."""
 
-    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
-                 ) -> None:
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate,
+                 archived: Archived | None = None) -> None:
         self.reads = reads
         self.watch = watch  # watch streams poll here, never in front of other calls
         self.rq_conn = rq_conn
         self.gate = gate
+        self.archived = archived or Archived("")  # finished games that left Redis
 
     @unary
     async def CreateMatch(
@@ -91,10 +95,23 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         """A match with its status and, once finished, result and transcript."""
         if not request.match_id:
             raise InvalidArgument("match_id: required")
-        record = await self.reads.run(store_matches.get_match, request.match_id)
+        record = await self._record(self.reads, request.match_id)
         audience = await self._audience(context)
         return match_pb2.GetMatchResponse(
             match=wire.match_to_pb(record, sight=await self._sight(audience, record)))
+
+    async def _record(self, lane: Lane, match_id: str) -> MatchRecord:
+        """A match from Redis (under way, or finished and not archived yet), else from the
+        archive; NotFound from neither."""
+        try:
+            return await lane.run(store_matches.get_match, match_id)
+        except NotFound:
+            if not ids.is_match_id(match_id):
+                raise
+            found = await lane.run(lambda _r: self.archived.match(match_id))
+            if found is None:
+                raise
+            return found
 
     async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> Audience:
         admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
@@ -139,24 +156,63 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         event = (EventRef.tournament(request.tournament_id) if request.tournament_id
                  else EventRef.test(request.test_id) if request.test_id
                  else EventRef.arena(request.arena) if request.arena else None)
-        index = store_matches.index(event, bot_id)
+        wire.check_enum(rating_pb2.RatingPool, request.pool, "pool", "rating pool",
+                        unset="unset for any")
+        players = (None if request.pool == rating_pb2.RATING_POOL_UNSPECIFIED
+                   else wire.pool_from_pb(request.pool).players)
+        since = (request.finished_after.ToDatetime().timestamp()
+                 if request.HasField("finished_after") else None)
+        until = (request.finished_before.ToDatetime().timestamp()
+                 if request.HasField("finished_before") else None)
+        token = request.page_token
+        before = _archive_token(token)
 
-        def load(r: redis.Redis) -> tuple[list[MatchRecord], bool]:
-            found = store_matches.ids_after(r, index, request.page_token, newest_first=True)
-            records = (store_matches.get_match(r, mid) for mid in found)
-            return page_of((rec for rec in records
-                            if (not status or rec.status == status)
-                            and (not bot_id or bot_id in rec.spec.bot_ids)
-                            and (event is None or rec.spec.event == event)),
-                           size)
+        def wanted(rec: MatchRecord) -> bool:
+            done = rec.finished_at or 0.0
+            return ((not status or rec.status == status)
+                    and (not bot_id or bot_id in rec.spec.bot_ids)
+                    and (event is None or rec.spec.event == event)
+                    and (players is None or rec.spec.players == players)
+                    and (since is None or (rec.finished_at is not None and done >= since))
+                    and (until is None or (rec.finished_at is not None and done < until)))
 
-        records, more = await self.reads.run(load)
+        def load(r: redis.Redis) -> tuple[list[MatchRecord], str]:
+            """Redis's part (its index, newest first), then the archive's."""
+            out: list[MatchRecord] = []
+            seen: set[str] = set()
+            index = store_matches.index(event, bot_id)
+            if before is None:
+                for mid in store_matches.ids_after(r, index, token, newest_first=True):
+                    rec = _from_redis(r, mid) or self.archived.match(mid)
+                    if rec is None or not wanted(rec):
+                        continue
+                    out.append(rec)
+                    seen.add(mid)
+                    if len(out) > size:
+                        return out[:size], out[size - 1].spec.match_id
+                # An open tournament's or test's index lists its archived games too
+                # (served above): the archive has nothing more of it.
+                if event is not None and event.kind.streams and r.exists(index):
+                    return out, ""
+            if status and status != MatchStatus.FINISHED:
+                return out, ""  # the archive holds finished games only
+            room = size - len(out)
+            found = self.archived.matches(
+                bot_id=bot_id, event=event, players=players, before=before, limit=room + 1,
+                since=since, until=until)
+            page, more = found[:room], len(found) > room
+            out += [rec for _, rec in page if rec.spec.match_id not in seen]  # both stores
+            if not more:
+                return out, ""
+            return out, f"a:{page[-1][0] if page else _ARCHIVE_TOP}"
+
+        records, next_token = await self.reads.run(load)
         audience = await self._audience(context)
         sights = [await self._sight(audience, r) for r in records]
         return match_pb2.ListMatchesResponse(
             matches=[wire.match_to_pb(r, with_transcript=False, sight=v)
                      for r, v in zip(records, sights, strict=True)],
-            next_page_token=records[-1].spec.match_id if more else "",
+            next_page_token=next_token,
         )
 
     @streaming
@@ -177,7 +233,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     async def _watch(
         self, request: match_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[match_pb2.WatchMatchResponse]:
-        record = await self.watch.run(store_matches.get_match, request.match_id)
+        record = await self._record(self.watch, request.match_id)
         audience = await self._audience(context)
         seen = await self._sight(audience, record)
         events = MatchEvents(record.spec, record.started_at or record.created_at)
@@ -192,29 +248,45 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 sent = 1
             while seen is Sight.STATUS:  # nothing more until the board is released
                 await asyncio.sleep(_EMBARGO_POLL_S)
-                record = await self.watch.run(store_matches.get_match, request.match_id)
+                record = await self._record(self.watch, request.match_id)
                 seen = await self._sight(audience, record)
         pb_match = wire.match_to_pb(record, with_transcript=False, sight=seen)
         mid = request.match_id
-        events.feed(*await self.watch.run(_read_logs, mid, events))
+
+        async def logs() -> None:
+            """Feed what was logged since the last look (none once the game left Redis:
+            `over` then takes the rest from the archive)."""
+            events.feed(*await self.watch.run(_read_logs, mid, events))
+
+        async def over() -> bool:
+            if isinstance(events.events[-1], MatchFinished):
+                return True  # its end is among the events already
+            try:
+                done = await self.watch.run(store_matches.get_match, mid)
+            except NotFound:  # archived meanwhile (or before): its log is the archive's
+                done = await self._record(self.watch, mid)
+                assert done.transcript is not None, "an archived game has its transcript"
+                events.feed(reads.log_entries(done.transcript)[events.consumed:])
+            else:
+                if not done.status.over:
+                    return False
+                await logs()  # anything logged before the end comes first, then the end
+            events.finish(done.status, done.result, done.error, done.finished_at or 0.0)
+            return True
+
+        await logs()
+        if record.released and record.transcript is not None and not events.consumed:
+            await over()  # an archived game: all of it at once
         coming = record.status.over and not isinstance(events.events[-1], MatchFinished)
         if sent > len(events.events) + coming:
             raise OutOfRange(f"after_sequence: {sent} is past the match's last event so far, "
                              f"{len(events.events) + coming}")
 
         async def read(after: int) -> list[tuple[int, WatchEvent]]:
-            events.feed(*await self.watch.run(_read_logs, mid, events))
+            if not isinstance(events.events[-1], MatchFinished):
+                await logs()
             return [(seq, for_audience(events.events[seq - 1], audience))
                     for seq in range(after + 1, len(events.events) + 1)]
-
-        async def over() -> bool:
-            done = await self.watch.run(store_matches.get_match, mid)
-            if not done.status.over:
-                return False
-            # Anything logged before the end comes first, then the end itself.
-            events.feed(*await self.watch.run(_read_logs, mid, events))
-            events.finish(done.status, done.result, done.error, done.finished_at or 0.0)
-            return True
 
         async for batch in follow(read, sent, _is_end, over, _WATCH_POLL_S):
             for seq, event in batch:
@@ -232,3 +304,22 @@ def _read_logs(r: redis.Redis, match_id: str, events: MatchEvents) -> tuple[list
 
 def _is_end(event: WatchEvent) -> bool:
     return isinstance(event, MatchFinished)
+
+
+def _archive_token(token: str) -> int | None:
+    """The archive id a page token continues before (`a:<id>`: the listing is in the
+    archive's part), or None for a token of Redis's part (a match id, or '')."""
+    if not token.startswith("a:"):
+        return None
+    digits = token[2:]
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+        raise InvalidArgument("page_token: not a token this server issued")
+    return int(digits)
+
+
+def _from_redis(r: redis.Redis, match_id: str) -> MatchRecord | None:
+    """A match Redis holds, or None (archived since it was listed, or never there)."""
+    try:
+        return store_matches.get_match(r, match_id)
+    except NotFound:
+        return None

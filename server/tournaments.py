@@ -12,6 +12,7 @@ import redis
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from ratings import methods as rating_methods
 from server import wire
+from server.archived import Archived
 from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
 from server.follow import follow
 from server.lanes import Lane, WatchGate
@@ -194,8 +195,9 @@ def _is_end(event: Message) -> bool:
 class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
     """Ratings per pool, as the fit job stored them."""
 
-    def __init__(self, reads: Lane) -> None:
+    def __init__(self, reads: Lane, archived: Archived | None = None) -> None:
         self.reads = reads
+        self.archived = archived or Archived("")
 
     @unary
     async def GetRatings(
@@ -216,7 +218,8 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         else:
             name, table = await self.reads.run(store_ratings.current_named, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        games = await self.reads.run(store_matches.pool_size, pool)
+        games = await self.reads.run(store_matches.pool_size, pool) + await self.reads.run(
+            lambda _r: self.archived.rated_games(Pool.parse(pool)))
         los = None
         if request.los_matrix and table is not None:
             if table.provisional:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import redis
 
+from archive import reads
+from archive.db import Archive
 from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -49,11 +51,23 @@ def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
     return out
 
 
-def fit_pool(r: redis.Redis, pool: str) -> RatingTable:
+def pool_rows(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = None
+              ) -> list[dict[str, Any]]:
+    """Every released, rated result of a pool: the archive's, and those Redis holds still
+    (not archived yet); a game in both (a crash between the two stores) counts once."""
+    rows = {row["match_id"]: row for row in store_matches.pool_results(r, pool)}
+    if archive is not None:
+        for row in reads.pool_rows(archive(), Pool.parse(pool)):
+            rows.setdefault(row["match_id"], row)
+    return list(rows.values())
+
+
+def fit_pool(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = None
+             ) -> RatingTable:
     """Rate a pool over its released results with every method, storing each table as it
     is made; the official method's table."""
     now = time.time()
-    games = _games(store_matches.pool_results(r, pool), pool)
+    games = _games(pool_rows(r, pool, archive), pool)
     official: RatingTable | None = None
     for name in methods.names():
         method = methods.get(name)
@@ -80,8 +94,10 @@ def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
 
 
 def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
-             instance: str = "") -> dict[str, Any]:
-    """The job: fit the pool (and the tournaments asked for) while requests keep coming.
+             instance: str = "", archive: Callable[[], Archive] | None = None
+             ) -> dict[str, Any]:
+    """The job: fit the pool (and the tournaments asked for) while requests keep coming;
+    `archive` gives the stack's archive (its games count), None for a stack without one.
 
     A job that finds its lock lost after a fit (it stalled past `lock_ms`; another job
     may be fitting now) stops there and leaves the rest to the holder. The lock names the
@@ -105,7 +121,7 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
                 break
             pool_owed, tids_owed = True, tids_owed | set(tids)
             with metrics.FIT_SECONDS.labels(pool).time():
-                games = fit_pool(r, pool).games
+                games = fit_pool(r, pool, archive).games
             pool_owed = False
             metrics.FITS.labels(pool).inc()
             for tid in tids:

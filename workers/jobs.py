@@ -158,7 +158,8 @@ def fit_ratings(pool: str) -> dict[str, Any]:
     """Fit a rating pool (coalesced: see `workers.fit`)."""
     r, _, _ = job_redis()
     job = get_current_job()
-    return run_fits(r, pool, instance=str(job.meta.get("instance", "")) if job else "")
+    return run_fits(r, pool, instance=str(job.meta.get("instance", "")) if job else "",
+                    archive=open_archive_once if _ARCHIVE_URL else None)
 
 
 def arena_step(pool: str) -> dict[str, Any]:

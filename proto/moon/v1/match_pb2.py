@@ -24,9 +24,10 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from proto.moon.v1 import game_pb2 as moon_dot_v1_dot_game__pb2
+from proto.moon.v1 import rating_pb2 as moon_dot_v1_dot_rating__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13moon/v1/match.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\"\xcc\x04\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x0f\n\x07\x62ot_ids\x18\x04 \x03(\t\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x0c\n\x04seed\x18\x06 \x01(\x04\x12\x1d\n\x05rules\x18\x07 \x01(\x0b\x32\x0e.moon.v1.Rules\x12#\n\x05\x63lock\x18\x08 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\t \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12$\n\x06result\x18\n \x01(\x0b\x32\x14.moon.v1.MatchResult\x12\x17\n\x0ftranscript_json\x18\x0b \x01(\t\x12\x15\n\rtournament_id\x18\x0c \x01(\t\x12\x16\n\x0e\x61\x63tions_played\x18\r \x01(\r\x12.\n\ncreated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x11 \x01(\t\x12\r\n\x05\x62oard\x18\x12 \x01(\t\x12\x0f\n\x07test_id\x18\x13 \x01(\t\x12\r\n\x05\x61rena\x18\x14 \x01(\t\x12 \n\x05\x65vent\x18\x15 \x01(\x0b\x32\x11.moon.v1.EventRef\"\x82\x02\n\x12\x43reateMatchRequest\x12\x0f\n\x07players\x18\x01 \x01(\r\x12\x0f\n\x07\x62ot_ids\x18\x02 \x03(\t\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x35\n\x05rules\x18\x04 \x03(\x0b\x32&.moon.v1.CreateMatchRequest.RulesEntry\x12#\n\x05\x63lock\x18\x05 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x06 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x07\n\x05_seed\"F\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x1d\n\x05match\x18\x02 \x01(\x0b\x32\x0e.moon.v1.Match\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"1\n\x10GetMatchResponse\x12\x1d\n\x05match\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Match\"\xa8\x01\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x15\n\rtournament_id\x18\x03 \x01(\t\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12\x0e\n\x06\x62ot_id\x18\x05 \x01(\t\x12\x0f\n\x07test_id\x18\x06 \x01(\t\x12\r\n\x05\x61rena\x18\x07 \x01(\t\"O\n\x13ListMatchesResponse\x12\x1f\n\x07matches\x18\x01 \x03(\x0b\x32\x0e.moon.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"=\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"\xaa\t\n\x12WatchMatchResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x41\n\rmatch_started\x18\x03 \x01(\x0b\x32(.moon.v1.WatchMatchResponse.MatchStartedH\x00\x12?\n\x0c\x61\x63tion_taken\x18\x04 \x01(\x0b\x32\'.moon.v1.WatchMatchResponse.ActionTakenH\x00\x12;\n\nhand_ended\x18\x05 \x01(\x0b\x32%.moon.v1.WatchMatchResponse.HandEndedH\x00\x12\x32\n\x05\x66\x61ult\x18\x06 \x01(\x0b\x32!.moon.v1.WatchMatchResponse.FaultH\x00\x12\x43\n\x0ematch_finished\x18\x07 \x01(\x0b\x32).moon.v1.WatchMatchResponse.MatchFinishedH\x00\x1a-\n\x0cMatchStarted\x12\x1d\n\x05match\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Match\x1a\x8c\x01\n\x0b\x41\x63tionTaken\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x13\n\x0bhand_number\x18\x02 \x01(\r\x12!\n\x04kind\x18\x03 \x01(\x0e\x32\x13.moon.v1.ActionKind\x12\x1f\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x0f.moon.v1.Action\x12\x16\n\x0e\x61\x63tions_played\x18\x05 \x01(\r\x1a\xc9\x01\n\tHandEnded\x12\x13\n\x0bhand_number\x18\x01 \x01(\r\x12\x13\n\x06\x62idder\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x10\n\x03\x62id\x18\x03 \x01(\rH\x01\x88\x01\x01\x12\x1d\n\x05trump\x18\x04 \x01(\x0e\x32\x0e.moon.v1.Trump\x12\x12\n\ntricks_won\x18\x05 \x03(\r\x12\x11\n\x04made\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12\x0e\n\x06points\x18\x07 \x03(\x11\x12\x0e\n\x06scores\x18\x08 \x03(\x11\x42\t\n\x07_bidderB\x06\n\x04_bidB\x07\n\x05_made\x1a\x9e\x02\n\x05\x46\x61ult\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x34\n\x04kind\x18\x02 \x01(\x0e\x32&.moon.v1.WatchMatchResponse.Fault.Kind\x12\"\n\x15replacement_action_id\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x04 \x01(\r\x12\x0f\n\x07message\x18\x05 \x01(\t\"q\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13KIND_ILLEGAL_ACTION\x10\x01\x12\r\n\tKIND_LATE\x10\x02\x12\x15\n\x11KIND_DISCONNECTED\x10\x03\x12\x14\n\x10KIND_RECONNECTED\x10\x04\x42\x18\n\x16_replacement_action_id\x1aj\n\rMatchFinished\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12$\n\x06result\x18\x02 \x01(\x0b\x32\x14.moon.v1.MatchResult\x12\r\n\x05\x65rror\x18\x03 \x01(\tB\x07\n\x05\x65vent*\x92\x01\n\x0bMatchStatus\x12\x1c\n\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13MATCH_STATUS_QUEUED\x10\x01\x12\x18\n\x14MATCH_STATUS_RUNNING\x10\x02\x12\x19\n\x15MATCH_STATUS_FINISHED\x10\x03\x12\x17\n\x13MATCH_STATUS_FAILED\x10\x04\x32\xac\x02\n\x0cMatchService\x12H\n\x0b\x43reateMatch\x12\x1b.moon.v1.CreateMatchRequest\x1a\x1c.moon.v1.CreateMatchResponse\x12?\n\x08GetMatch\x12\x18.moon.v1.GetMatchRequest\x1a\x19.moon.v1.GetMatchResponse\x12H\n\x0bListMatches\x12\x1b.moon.v1.ListMatchesRequest\x1a\x1c.moon.v1.ListMatchesResponse\x12G\n\nWatchMatch\x12\x1a.moon.v1.WatchMatchRequest\x1a\x1b.moon.v1.WatchMatchResponse0\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13moon/v1/match.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\x1a\x14moon/v1/rating.proto\"\xcc\x04\n\x05Match\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x0f\n\x07\x62ot_ids\x18\x04 \x03(\t\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x0c\n\x04seed\x18\x06 \x01(\x04\x12\x1d\n\x05rules\x18\x07 \x01(\x0b\x32\x0e.moon.v1.Rules\x12#\n\x05\x63lock\x18\x08 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\t \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12$\n\x06result\x18\n \x01(\x0b\x32\x14.moon.v1.MatchResult\x12\x17\n\x0ftranscript_json\x18\x0b \x01(\t\x12\x15\n\rtournament_id\x18\x0c \x01(\t\x12\x16\n\x0e\x61\x63tions_played\x18\r \x01(\r\x12.\n\ncreated_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x11 \x01(\t\x12\r\n\x05\x62oard\x18\x12 \x01(\t\x12\x0f\n\x07test_id\x18\x13 \x01(\t\x12\r\n\x05\x61rena\x18\x14 \x01(\t\x12 \n\x05\x65vent\x18\x15 \x01(\x0b\x32\x11.moon.v1.EventRef\"\x82\x02\n\x12\x43reateMatchRequest\x12\x0f\n\x07players\x18\x01 \x01(\r\x12\x0f\n\x07\x62ot_ids\x18\x02 \x03(\t\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x35\n\x05rules\x18\x04 \x03(\x0b\x32&.moon.v1.CreateMatchRequest.RulesEntry\x12#\n\x05\x63lock\x18\x05 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x06 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x07\n\x05_seed\"F\n\x13\x43reateMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x1d\n\x05match\x18\x02 \x01(\x0b\x32\x0e.moon.v1.Match\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"1\n\x10GetMatchResponse\x12\x1d\n\x05match\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Match\"\xb4\x02\n\x12ListMatchesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x15\n\rtournament_id\x18\x03 \x01(\t\x12$\n\x06status\x18\x04 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12\x0e\n\x06\x62ot_id\x18\x05 \x01(\t\x12\x0f\n\x07test_id\x18\x06 \x01(\t\x12\r\n\x05\x61rena\x18\x07 \x01(\t\x12!\n\x04pool\x18\x08 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x32\n\x0e\x66inished_after\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0f\x66inished_before\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"O\n\x13ListMatchesResponse\x12\x1f\n\x07matches\x18\x01 \x03(\x0b\x32\x0e.moon.v1.Match\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"=\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04\"\xaa\t\n\x12WatchMatchResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x41\n\rmatch_started\x18\x03 \x01(\x0b\x32(.moon.v1.WatchMatchResponse.MatchStartedH\x00\x12?\n\x0c\x61\x63tion_taken\x18\x04 \x01(\x0b\x32\'.moon.v1.WatchMatchResponse.ActionTakenH\x00\x12;\n\nhand_ended\x18\x05 \x01(\x0b\x32%.moon.v1.WatchMatchResponse.HandEndedH\x00\x12\x32\n\x05\x66\x61ult\x18\x06 \x01(\x0b\x32!.moon.v1.WatchMatchResponse.FaultH\x00\x12\x43\n\x0ematch_finished\x18\x07 \x01(\x0b\x32).moon.v1.WatchMatchResponse.MatchFinishedH\x00\x1a-\n\x0cMatchStarted\x12\x1d\n\x05match\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Match\x1a\x8c\x01\n\x0b\x41\x63tionTaken\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x13\n\x0bhand_number\x18\x02 \x01(\r\x12!\n\x04kind\x18\x03 \x01(\x0e\x32\x13.moon.v1.ActionKind\x12\x1f\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x0f.moon.v1.Action\x12\x16\n\x0e\x61\x63tions_played\x18\x05 \x01(\r\x1a\xc9\x01\n\tHandEnded\x12\x13\n\x0bhand_number\x18\x01 \x01(\r\x12\x13\n\x06\x62idder\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x10\n\x03\x62id\x18\x03 \x01(\rH\x01\x88\x01\x01\x12\x1d\n\x05trump\x18\x04 \x01(\x0e\x32\x0e.moon.v1.Trump\x12\x12\n\ntricks_won\x18\x05 \x03(\r\x12\x11\n\x04made\x18\x06 \x01(\x08H\x02\x88\x01\x01\x12\x0e\n\x06points\x18\x07 \x03(\x11\x12\x0e\n\x06scores\x18\x08 \x03(\x11\x42\t\n\x07_bidderB\x06\n\x04_bidB\x07\n\x05_made\x1a\x9e\x02\n\x05\x46\x61ult\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x34\n\x04kind\x18\x02 \x01(\x0e\x32&.moon.v1.WatchMatchResponse.Fault.Kind\x12\"\n\x15replacement_action_id\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x04 \x01(\r\x12\x0f\n\x07message\x18\x05 \x01(\t\"q\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13KIND_ILLEGAL_ACTION\x10\x01\x12\r\n\tKIND_LATE\x10\x02\x12\x15\n\x11KIND_DISCONNECTED\x10\x03\x12\x14\n\x10KIND_RECONNECTED\x10\x04\x42\x18\n\x16_replacement_action_id\x1aj\n\rMatchFinished\x12$\n\x06status\x18\x01 \x01(\x0e\x32\x14.moon.v1.MatchStatus\x12$\n\x06result\x18\x02 \x01(\x0b\x32\x14.moon.v1.MatchResult\x12\r\n\x05\x65rror\x18\x03 \x01(\tB\x07\n\x05\x65vent*\x92\x01\n\x0bMatchStatus\x12\x1c\n\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13MATCH_STATUS_QUEUED\x10\x01\x12\x18\n\x14MATCH_STATUS_RUNNING\x10\x02\x12\x19\n\x15MATCH_STATUS_FINISHED\x10\x03\x12\x17\n\x13MATCH_STATUS_FAILED\x10\x04\x32\xac\x02\n\x0cMatchService\x12H\n\x0b\x43reateMatch\x12\x1b.moon.v1.CreateMatchRequest\x1a\x1c.moon.v1.CreateMatchResponse\x12?\n\x08GetMatch\x12\x18.moon.v1.GetMatchRequest\x1a\x19.moon.v1.GetMatchResponse\x12H\n\x0bListMatches\x12\x1b.moon.v1.ListMatchesRequest\x1a\x1c.moon.v1.ListMatchesResponse\x12G\n\nWatchMatch\x12\x1a.moon.v1.WatchMatchRequest\x1a\x1b.moon.v1.WatchMatchResponse0\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,40 +37,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
   _globals['_CREATEMATCHREQUEST_RULESENTRY']._loaded_options = None
   _globals['_CREATEMATCHREQUEST_RULESENTRY']._serialized_options = b'8\001'
-  _globals['_MATCHSTATUS']._serialized_start=2610
-  _globals['_MATCHSTATUS']._serialized_end=2756
-  _globals['_MATCH']._serialized_start=86
-  _globals['_MATCH']._serialized_end=674
-  _globals['_CREATEMATCHREQUEST']._serialized_start=677
-  _globals['_CREATEMATCHREQUEST']._serialized_end=935
-  _globals['_CREATEMATCHREQUEST_RULESENTRY']._serialized_start=882
-  _globals['_CREATEMATCHREQUEST_RULESENTRY']._serialized_end=926
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=937
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=1007
-  _globals['_GETMATCHREQUEST']._serialized_start=1009
-  _globals['_GETMATCHREQUEST']._serialized_end=1044
-  _globals['_GETMATCHRESPONSE']._serialized_start=1046
-  _globals['_GETMATCHRESPONSE']._serialized_end=1095
-  _globals['_LISTMATCHESREQUEST']._serialized_start=1098
-  _globals['_LISTMATCHESREQUEST']._serialized_end=1266
-  _globals['_LISTMATCHESRESPONSE']._serialized_start=1268
-  _globals['_LISTMATCHESRESPONSE']._serialized_end=1347
-  _globals['_WATCHMATCHREQUEST']._serialized_start=1349
-  _globals['_WATCHMATCHREQUEST']._serialized_end=1410
-  _globals['_WATCHMATCHRESPONSE']._serialized_start=1413
-  _globals['_WATCHMATCHRESPONSE']._serialized_end=2607
-  _globals['_WATCHMATCHRESPONSE_MATCHSTARTED']._serialized_start=1809
-  _globals['_WATCHMATCHRESPONSE_MATCHSTARTED']._serialized_end=1854
-  _globals['_WATCHMATCHRESPONSE_ACTIONTAKEN']._serialized_start=1857
-  _globals['_WATCHMATCHRESPONSE_ACTIONTAKEN']._serialized_end=1997
-  _globals['_WATCHMATCHRESPONSE_HANDENDED']._serialized_start=2000
-  _globals['_WATCHMATCHRESPONSE_HANDENDED']._serialized_end=2201
-  _globals['_WATCHMATCHRESPONSE_FAULT']._serialized_start=2204
-  _globals['_WATCHMATCHRESPONSE_FAULT']._serialized_end=2490
-  _globals['_WATCHMATCHRESPONSE_FAULT_KIND']._serialized_start=2351
-  _globals['_WATCHMATCHRESPONSE_FAULT_KIND']._serialized_end=2464
-  _globals['_WATCHMATCHRESPONSE_MATCHFINISHED']._serialized_start=2492
-  _globals['_WATCHMATCHRESPONSE_MATCHFINISHED']._serialized_end=2598
-  _globals['_MATCHSERVICE']._serialized_start=2759
-  _globals['_MATCHSERVICE']._serialized_end=3059
+  _globals['_MATCHSTATUS']._serialized_start=2772
+  _globals['_MATCHSTATUS']._serialized_end=2918
+  _globals['_MATCH']._serialized_start=108
+  _globals['_MATCH']._serialized_end=696
+  _globals['_CREATEMATCHREQUEST']._serialized_start=699
+  _globals['_CREATEMATCHREQUEST']._serialized_end=957
+  _globals['_CREATEMATCHREQUEST_RULESENTRY']._serialized_start=904
+  _globals['_CREATEMATCHREQUEST_RULESENTRY']._serialized_end=948
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=959
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=1029
+  _globals['_GETMATCHREQUEST']._serialized_start=1031
+  _globals['_GETMATCHREQUEST']._serialized_end=1066
+  _globals['_GETMATCHRESPONSE']._serialized_start=1068
+  _globals['_GETMATCHRESPONSE']._serialized_end=1117
+  _globals['_LISTMATCHESREQUEST']._serialized_start=1120
+  _globals['_LISTMATCHESREQUEST']._serialized_end=1428
+  _globals['_LISTMATCHESRESPONSE']._serialized_start=1430
+  _globals['_LISTMATCHESRESPONSE']._serialized_end=1509
+  _globals['_WATCHMATCHREQUEST']._serialized_start=1511
+  _globals['_WATCHMATCHREQUEST']._serialized_end=1572
+  _globals['_WATCHMATCHRESPONSE']._serialized_start=1575
+  _globals['_WATCHMATCHRESPONSE']._serialized_end=2769
+  _globals['_WATCHMATCHRESPONSE_MATCHSTARTED']._serialized_start=1971
+  _globals['_WATCHMATCHRESPONSE_MATCHSTARTED']._serialized_end=2016
+  _globals['_WATCHMATCHRESPONSE_ACTIONTAKEN']._serialized_start=2019
+  _globals['_WATCHMATCHRESPONSE_ACTIONTAKEN']._serialized_end=2159
+  _globals['_WATCHMATCHRESPONSE_HANDENDED']._serialized_start=2162
+  _globals['_WATCHMATCHRESPONSE_HANDENDED']._serialized_end=2363
+  _globals['_WATCHMATCHRESPONSE_FAULT']._serialized_start=2366
+  _globals['_WATCHMATCHRESPONSE_FAULT']._serialized_end=2652
+  _globals['_WATCHMATCHRESPONSE_FAULT_KIND']._serialized_start=2513
+  _globals['_WATCHMATCHRESPONSE_FAULT_KIND']._serialized_end=2626
+  _globals['_WATCHMATCHRESPONSE_MATCHFINISHED']._serialized_start=2654
+  _globals['_WATCHMATCHRESPONSE_MATCHFINISHED']._serialized_end=2760
+  _globals['_MATCHSERVICE']._serialized_start=2921
+  _globals['_MATCHSERVICE']._serialized_end=3221
 # @@protoc_insertion_point(module_scope)

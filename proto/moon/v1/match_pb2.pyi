@@ -10,6 +10,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from proto.moon.v1 import game_pb2 as _game_pb2
+from proto.moon.v1 import rating_pb2 as _rating_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -366,6 +367,9 @@ class ListMatchesRequest(_message.Message):
     BOT_ID_FIELD_NUMBER: _builtins.int
     TEST_ID_FIELD_NUMBER: _builtins.int
     ARENA_FIELD_NUMBER: _builtins.int
+    POOL_FIELD_NUMBER: _builtins.int
+    FINISHED_AFTER_FIELD_NUMBER: _builtins.int
+    FINISHED_BEFORE_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most matches to return; 0 means the server's default page size. At most 1000
     come in one page whatever this asks; follow `next_page_token` for the rest.
@@ -384,6 +388,18 @@ class ListMatchesRequest(_message.Message):
     """Only games of this pool's arena (`3p` or `2v2`), newest first; empty for
     any.
     """
+    pool: _rating_pb2.RatingPool.ValueType
+    """Only games of this rating pool (3 players, or 2v2);
+    RATING_POOL_UNSPECIFIED for any.
+    """
+    @_builtins.property
+    def finished_after(self) -> _timestamp_pb2.Timestamp:
+        """Only games that finished at or after this time; unset for any."""
+
+    @_builtins.property
+    def finished_before(self) -> _timestamp_pb2.Timestamp:
+        """Only games that finished before this time; unset for any."""
+
     def __init__(
         self,
         *,
@@ -394,10 +410,13 @@ class ListMatchesRequest(_message.Message):
         bot_id: _builtins.str = ...,
         test_id: _builtins.str = ...,
         arena: _builtins.str = ...,
+        pool: _rating_pb2.RatingPool.ValueType = ...,
+        finished_after: _timestamp_pb2.Timestamp | None = ...,
+        finished_before: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["finished_after", b"finished_after", "finished_before", b"finished_before"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "bot_id", b"bot_id", "page_size", b"page_size", "page_token", b"page_token", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arena", b"arena", "bot_id", b"bot_id", "finished_after", b"finished_after", "finished_before", b"finished_before", "page_size", b"page_size", "page_token", b"page_token", "pool", b"pool", "status", b"status", "test_id", b"test_id", "tournament_id", b"tournament_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -415,7 +434,10 @@ class ListMatchesResponse(_message.Message):
     """Pass as `page_token` to get the next page; empty on the last page."""
     @_builtins.property
     def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___Match]:
-        """One page of matches, newest first, without `transcript_json`."""
+        """One page of matches, without `transcript_json`: first those Redis holds (in play,
+        or finished and not archived yet), newest first; then those of the archive, in the
+        order their boards were released, newest first.
+        """
 
     def __init__(
         self,

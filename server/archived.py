@@ -1,0 +1,84 @@
+"""The referee's read access to the archive: finished games that have left Redis.
+
+Readers look in Redis first (a game under way, or finished and not archived yet) and
+then here, so a game is served from wherever it is, and from Redis when a crash left it
+in both. The archive is opened on first use (a referee starts and serves live games
+with its database away); its errors become UNAVAILABLE at the edge (`server.edge`).
+These calls block: servicers run them on a lane's threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from archive import reads
+from archive.db import Archive, open_archive
+from store.matches import MatchRecord
+from store.pools import Pool
+from store.refs import EventRef
+
+__all__ = ["Archived"]
+
+
+@dataclass
+class Archived:
+    """The archive at `url` ('' : the stack has none, and nothing is archived)."""
+
+    url: str
+    pool_size: int = 8
+    _archive: Archive | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def archive(self) -> Archive | None:
+        """The open archive (opened now if need be); None for a stack without one."""
+        if not self.url:
+            return None
+        with self._lock:
+            if self._archive is None:
+                self._archive = open_archive(self.url, pool_size=self.pool_size)
+            return self._archive
+
+    def match(self, match_id: str) -> MatchRecord | None:
+        """An archived game with its transcript; None when it is not archived."""
+        a = self.archive()
+        found = None if a is None else reads.game(a, match_id)
+        return None if found is None else reads.to_record(found)
+
+    def matches(self, *, bot_id: str = "", event: EventRef | None = None,
+                players: int | None = None, before: int | None = None, limit: int = 50,
+                since: float | None = None, until: float | None = None
+                ) -> list[tuple[int, MatchRecord]]:
+        """Archived games newest first, without transcripts: (archive id, record)."""
+        a = self.archive()
+        if a is None:
+            return []
+        found = reads.games(a, bot_id=bot_id, event=event, players=players, before=before,
+                            limit=limit, since=since, until=until)
+        out = []
+        for g in found:
+            if not g.shared:  # stored whole (the codec's fallback): its blob has it all
+                full = reads.game(a, g.match_id)
+                if full is not None:
+                    out.append((g.id, _without_transcript(full)))
+            else:
+                out.append((g.id, reads.to_record(g, with_transcript=False)))
+        return out
+
+    def rated_games(self, pool: Pool) -> int:
+        """How many rated games of a pool the archive holds."""
+        a = self.archive()
+        return 0 if a is None else reads.count(a, pool, rated=True)
+
+    def close(self) -> None:
+        """Close the archive's connections."""
+        with self._lock:
+            if self._archive is not None:
+                self._archive.close()
+                self._archive = None
+
+
+def _without_transcript(g: reads.ArchivedGame) -> MatchRecord:
+    rec = reads.to_record(g)
+    return MatchRecord(rec.spec, rec.status, rec.created_at, rec.started_at, rec.finished_at,
+                       rec.actions, rec.error, rec.result, None, rec.released)
