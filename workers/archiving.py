@@ -4,7 +4,8 @@ Every release asks for it (`workers.queues.request_archive`: many asks, one job,
 the fit and the step); the job takes the games waiting (`store.archiving.pending`,
 oldest first) in batches of BATCH: reads them from Redis, writes them to the archive in
 one transaction (`archive.mover.write`), then drops them from Redis in one transaction
-(`store.archiving.drop`) and forgets their RQ jobs; it goes on while games wait, up to
+(`store.archiving.drop`; their RQ jobs keep a finished job a few minutes only,
+`workers.queues.MATCH_RESULT_TTL`); it goes on while games wait, up to
 MAX_BATCHES a job (then it yields the control queue and the ask left standing gets a
 job of its own).
 
@@ -32,7 +33,7 @@ from archive.db import Archive
 from archive.errors import ArchiveError
 from store import archiving
 from workers import failpoints, metrics
-from workers.queues import enqueue_archive, forget_match_jobs
+from workers.queues import enqueue_archive
 
 __all__ = ["BATCH", "LOCK_MS", "MAX_BATCHES", "run_archive"]
 
@@ -88,7 +89,6 @@ def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str
     new = mover.write(archive, leaving)
     failpoints.reached("archive.before-drop")
     archiving.drop(r, leaving, gone)
-    forget_match_jobs(rq_conn, [g.match_id for g in leaving])
     metrics.ARCHIVE_MOVED.inc(len(leaving))
     metrics.ARCHIVE_SECONDS.observe(time.perf_counter() - started)
     if new < len(leaving):

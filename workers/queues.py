@@ -13,7 +13,6 @@ imports it to enqueue, and the worker (`workers.worker`) imports the jobs.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -47,7 +46,6 @@ __all__ = [
     "enqueue_archive",
     "enqueue_fit",
     "enqueue_match",
-    "forget_match_jobs",
     "queue",
     "request_archive",
     "request_arena_step",
@@ -62,6 +60,7 @@ MATCH_QUEUE = "moonshot-matches"
 CONTROL_QUEUE = "moonshot-control"
 RESUME_QUEUE = "moonshot-resume"  # interrupted matches: taken before any new one
 MATCH_RETRIES = 20  # a match killed mid-game is run again and resumes from its log
+MATCH_RESULT_TTL = 300  # seconds RQ keeps a finished match job (and its result)
 
 MATCH_JOB = "workers.jobs.run_match"
 ADVANCE_JOB = "workers.jobs.advance_tournament"
@@ -141,7 +140,9 @@ def enqueue_match(conn: redis.Redis, match_id: str, resume: bool = False) -> Job
         job_id=ids.match_job_id(match_id),
         retry=Retry(max=MATCH_RETRIES, enqueue_at_front=True),
         job_timeout=7 * 24 * 3600,
-        result_ttl=7 * 24 * 3600,
+        # The result is the match's own (its record, then the archive): RQ keeps its copy
+        # only a few minutes, so finished games leave nothing of theirs in Redis.
+        result_ttl=MATCH_RESULT_TTL,
         failure_ttl=30 * 24 * 3600,
         description=f"host match {match_id}",
     )
@@ -208,20 +209,6 @@ def request_archive(r: redis.Redis, rq_conn: redis.Redis) -> None:
     ended). Many asks, one job (`store.coalesce`)."""
     if store_archiving.asks().ask(r):
         enqueue_archive(rq_conn)
-
-
-def forget_match_jobs(conn: redis.Redis, match_ids: Sequence[str]) -> None:
-    """Delete the RQ jobs (and their results and registry entries) of archived matches:
-    nothing of a finished game stays in Redis."""
-    if not match_ids:
-        return
-    jobs = Job.fetch_many([ids.match_job_id(m) for m in match_ids], connection=conn,
-                          serializer=JSONSerializer)
-    with conn.pipeline() as pipe:
-        for job in jobs:
-            if job is not None:
-                job.delete(pipeline=pipe, remove_from_queue=True)
-        pipe.execute()
 
 
 def request_arena_step(r: redis.Redis, rq_conn: redis.Redis, pool: str) -> None:

@@ -108,6 +108,10 @@ class Stack:
     procs: list[Proc] = field(default_factory=list)
     counter: int = 0
     address: str = ""
+    archive: str = ""  # the stack's archive URL ('' : none: finished games stay in Redis)
+
+    def _archive(self) -> list[str]:
+        return ["--archive", self.archive] if self.archive else []
 
     def start(self, name: str, argv: list[str], **extra_env: str) -> Proc:
         """Start a child process logging to `<workdir>/<name>.log`."""
@@ -126,7 +130,8 @@ class Stack:
         # repeated failures has its own test (test_security) on a referee of its own.
         p = self.start("referee", moonshot("referee", "--listen", listen,
                                            "--redis", self.redis_url,
-                                           "--auth-free-failures", "100000"))
+                                           "--auth-free-failures", "100000",
+                                           *self._archive()))
         port = p.wait_for(r"referee listening on 127\.0\.0\.1:(\d+)").group(1)
         self.address = self.address or f"127.0.0.1:{port}"
         return p, f"127.0.0.1:{port}"
@@ -134,8 +139,8 @@ class Stack:
     def worker(self, *extra: str, **extra_env: str) -> Proc:
         """An RQ worker on the project's queues (`extra`: more flags, `extra_env`: e.g.
         MOONSHOT_FAILPOINTS)."""
-        p = self.start("worker", moonshot("worker", "--redis", self.redis_url, *extra),
-                       **extra_env)
+        p = self.start("worker", moonshot("worker", "--redis", self.redis_url,
+                                          *self._archive(), *extra), **extra_env)
         p.wait_for(r"Listening on|\*\*\* Listening|moonshot-matches", timeout=30)
         return p
 
