@@ -13,6 +13,7 @@ plays: writing a batch twice writes it once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -109,3 +110,22 @@ def _game_ids(conn: Connection, match_ids: Sequence[str]) -> Mapping[str, int]:
     t = schema.games
     found = conn.execute(sa.select(t.c.match_id, t.c.id).where(t.c.match_id.in_(match_ids)))
     return {str(m): int(i) for m, i in found}
+
+
+def write_event(archive: Archive, ref: EventRef, snapshot: Mapping[str, Any]) -> None:
+    """Write an ended event (`store.archiving.event_snapshot`): its name, spec, status and
+    times in its `events` row, everything else a reader needs in its `summary` (the step's
+    state, the public event stream, a test's pairs, the event's own rating, its failed
+    games, its games in creation and release order). Idempotent: written again, it is the
+    same row."""
+    h = snapshot["hash"]
+    summary = {k: snapshot[k] for k in ("state", "stream", "pairs", "rating", "redealt",
+                                        "failed", "games", "released")}
+    summary["info"] = {k: h.get(k) for k in ("done", "total", "error", "stop")}
+    values = {"name": h.get("name"), "spec": h["spec"], "status": h.get("status"),
+              "created_at": float(h["created_at"]) if h.get("created_at") else None,
+              "finished_at": float(h["finished_at"]) if h.get("finished_at") else None,
+              "summary": json.dumps(summary, separators=(",", ":"))}
+    with archive.begin() as conn:
+        eid = _events(conn, {ref})[ref]
+        conn.execute(sa.update(schema.events).where(schema.events.c.id == eid).values(**values))

@@ -29,8 +29,8 @@ from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpe
 from store.refs import EventKind, EventRef
 from store.status import MatchStatus
 
-__all__ = ["ArchivedGame", "count", "event_rows", "game", "games", "log_entries", "pool_rows",
-           "to_record"]
+__all__ = ["ArchivedEvent", "ArchivedGame", "count", "event", "event_rows", "events", "game",
+           "games", "log_entries", "pool_rows", "to_record"]
 
 _ENDS = {schema.EndCode.NORMAL: "normal", schema.EndCode.HAND_LIMIT: "hand_limit",
          schema.EndCode.FORFEIT: "forfeit"}
@@ -274,3 +274,64 @@ def log_entries(transcript: dict[str, Any]) -> list[str]:
             note=str(fault.get("reason", "")) if fault else "")))
         st.apply_id(aid)
     return out
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedEvent:
+    """An ended tournament or test as the archive holds it."""
+
+    id: int  # its place in the archive
+    ref: EventRef
+    name: str
+    spec: str  # its spec as the stack stored it (JSON)
+    status: str
+    created_at: float | None
+    finished_at: float | None
+    summary: dict[str, Any]  # `archive.mover.write_event`'s
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        """The scheduling step's last state."""
+        raw = self.summary.get("state")
+        return None if raw is None else dict(json.loads(raw))
+
+    def stream(self, after: int = 0) -> list[tuple[int, str]]:
+        """Its public events after sequence `after`: (sequence, the event's JSON)."""
+        return [(int(seq), str(e)) for seq, e in self.summary.get("stream", []) if seq > after]
+
+
+def _event(row: Row[Any]) -> ArchivedEvent:
+    m = row._mapping
+    return ArchivedEvent(
+        id=int(m["id"]), ref=EventRef(EventKind(str(m["kind"])), str(m["event_id"])),
+        name=str(m["name"] or ""), spec=str(m["spec"]), status=str(m["status"] or ""),
+        created_at=m["created_at"], finished_at=m["finished_at"],
+        summary=json.loads(m["summary"]))
+
+
+def event(archive: Archive, ref: EventRef) -> ArchivedEvent | None:
+    """An ended event the archive holds whole; None otherwise (still in Redis, or unknown:
+    an event row without a summary only names the event of archived games)."""
+    e = schema.events
+    with archive.connect() as conn:
+        found = conn.execute(sa.select(e).where(
+            e.c.kind == str(ref.kind), e.c.event_id == ref.id,
+            e.c.summary.is_not(None))).first()
+    return None if found is None else _event(found)
+
+
+def events(archive: Archive, kind: EventKind, *, before: int | None = None, limit: int = 50,
+           status: str = "") -> list[ArchivedEvent]:
+    """Ended events of a kind the archive holds whole, newest first (archive order)."""
+    e = schema.events
+    q = sa.select(e).where(e.c.kind == str(kind), e.c.summary.is_not(None))
+    if before is not None:
+        q = q.where(e.c.id < before)
+    if status:
+        q = q.where(e.c.status == status)
+    with archive.connect() as conn:
+        found = conn.execute(q.order_by(e.c.id.desc()).limit(limit)).all()
+    return [_event(row) for row in found]

@@ -124,11 +124,13 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 MatchServicer(reads, watch, rq_conn, gate, archived), server,
                 SERVICE_NAMES[1])
     add_service(tournament_pb2_grpc.add_TournamentServiceServicer_to_server,
-                TournamentServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[2])
+                TournamentServicer(reads, watch, rq_conn, gate, archived), server,
+                SERVICE_NAMES[2])
     add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server,
                 RatingServicer(reads, archived), server, SERVICE_NAMES[3])
     add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
-                TestServicer(reads, watch, rq_conn, gate), server, SERVICE_NAMES[4])
+                TestServicer(reads, watch, rq_conn, gate, archived), server,
+                SERVICE_NAMES[4])
     add_service(arena_pb2_grpc.add_ArenaServiceServicer_to_server,
                 ArenaServicer(reads, rq_conn), server, SERVICE_NAMES[5])
     health_servicer = health.aio.HealthServicer()

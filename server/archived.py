@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from archive import reads
 from archive.db import Archive, open_archive
 from store.matches import MatchRecord
 from store.pools import Pool
-from store.refs import EventRef
+from store.refs import EventKind, EventRef
+from store.status import TournamentStatus
+from store.tournaments import TournamentInfo
 
-__all__ = ["Archived"]
+__all__ = ["Archived", "info_of"]
 
 
 @dataclass
@@ -65,6 +68,23 @@ class Archived:
                 out.append((g.id, reads.to_record(g, with_transcript=False)))
         return out
 
+    def event(self, ref: EventRef) -> reads.ArchivedEvent | None:
+        """An ended tournament or test the archive holds whole; None otherwise."""
+        a = self.archive()
+        return None if a is None else reads.event(a, ref)
+
+    def events(self, kind: EventKind, before: int | None = None, limit: int = 50,
+               status: str = "") -> list[reads.ArchivedEvent]:
+        """Ended events of a kind, newest first."""
+        a = self.archive()
+        return [] if a is None else reads.events(a, kind, before=before, limit=limit,
+                                                  status=status)
+
+    def event_rows(self, ref: EventRef) -> dict[str, dict[str, Any]]:
+        """An archived event's results (standings rows) by match id, in archive order."""
+        a = self.archive()
+        return {} if a is None else {row["match_id"]: row for row in reads.event_rows(a, ref)}
+
     def rated_games(self, pool: Pool) -> int:
         """How many rated games of a pool the archive holds."""
         a = self.archive()
@@ -82,3 +102,12 @@ def _without_transcript(g: reads.ArchivedGame) -> MatchRecord:
     rec = reads.to_record(g)
     return MatchRecord(rec.spec, rec.status, rec.created_at, rec.started_at, rec.finished_at,
                        rec.actions, rec.error, rec.result, None, rec.released)
+
+
+def info_of(e: reads.ArchivedEvent) -> TournamentInfo:
+    """An archived tournament's or test's status as `store.tournaments.info` gives it."""
+    i = e.summary.get("info") or {}
+    return TournamentInfo(status=TournamentStatus(e.status), created_at=e.created_at,
+                          finished_at=e.finished_at, done=int(i.get("done") or 0),
+                          total=int(i.get("total") or 0), error=str(i.get("error") or ""),
+                          redealt=int(e.summary.get("redealt") or 0))

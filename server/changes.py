@@ -9,22 +9,33 @@ from typing import Any
 import grpc
 import redis
 
+from archive.reads import ArchivedEvent
 from moon import MoonError, Rules
 from proto.moon.v1 import change_pb2, change_pb2_grpc
 from server import change_wire
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.archived import Archived, info_of
+from server.edge import (
+    ARCHIVE_TOP,
+    MAX_PAGE,
+    archive_token,
+    bearer_token,
+    page_of,
+    streaming,
+    unary,
+    watch_pass,
+)
 from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
 from store import changes as store_changes
-from store import events, ids, keys
+from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.changes import ChangeTestSpec
-from store.errors import FailedPrecondition, InvalidArgument, OutOfRange
+from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import Message, PairCounted, PairVoided, TournamentFinished, WaitingChanged
 from store.records import check_seating
-from store.refs import EventRef
+from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from tournaments.change import ChangeSpec, board_games
 from workers.queues import create_test, request_step
@@ -46,6 +57,18 @@ def _test(r: redis.Redis, test_id: str, reveal_to_organiser: bool) -> change_pb2
     pb = change_wire.test_to_pb(test, info, store_t.state(r, test_id), reveal,
                                 store_changes.stop_asked(r, test_id))
     pb.sequence = sequence
+    return pb
+
+
+def _archived_test(e: ArchivedEvent, reveal_to_organiser: bool) -> change_pb2.Test:
+    """An ended test the archive holds, as a message (as `_test` gives a stored one)."""
+    test = ChangeTestSpec.from_json(e.spec)
+    info = info_of(e)
+    reveal = reveal_to_organiser or info.status == TournamentStatus.FINISHED
+    stop = bool((e.summary.get("info") or {}).get("stop"))
+    pb = change_wire.test_to_pb(test, info, e.state, reveal, stop)
+    stream = e.summary.get("stream") or []
+    pb.sequence = int(stream[-1][0]) if stream else 0
     return pb
 
 
@@ -91,12 +114,32 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
 class TestServicer(change_pb2_grpc.TestServiceServicer):
     """Thin: decode, call `store` (and the planner's checks), encode."""
 
-    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
-                 ) -> None:
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate,
+                 archived: Archived | None = None) -> None:
         self.reads = reads
         self.watch = watch
         self.rq_conn = rq_conn
         self.gate = gate
+        self.archived = archived or Archived("")  # tests that ended and left Redis
+
+    async def _ended(self, lane: Lane, test_id: str) -> ArchivedEvent | None:
+        """The archived record of a test Redis no longer holds (NotFound for none)."""
+        try:
+            await lane.run(store_changes.load_spec, test_id)
+            return None
+        except NotFound:
+            ref = EventRef.test(test_id)  # load_spec checked the id's form
+            found = await lane.run(lambda _r: self.archived.event(ref))
+            if found is None:
+                raise
+            return found
+
+    async def _get(self, lane: Lane, test_id: str, organiser: bool) -> change_pb2.Test:
+        """A test as a message, from Redis or from the archive."""
+        ended = await self._ended(lane, test_id)
+        if ended is not None:
+            return _archived_test(ended, organiser)
+        return await lane.run(_test, test_id, organiser)
 
     async def _organiser(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
         return bool(await self.reads.run(store_bots.is_admin, bearer_token(context)))
@@ -134,11 +177,16 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
     ) -> change_pb2.GetTestResponse:
         """A test with its progress, and its counted pairs if asked."""
         test_id = self._id(request.test_id)
-        test = await self.reads.run(_test, test_id, await self._organiser(context))
+        ended = await self._ended(self.reads, test_id)
+        organiser = await self._organiser(context)
+        test = (_archived_test(ended, organiser) if ended is not None
+                else await self.reads.run(_test, test_id, organiser))
         resp = change_pb2.GetTestResponse(test=test)
         if request.with_pairs:
             start = request.pairs_after
-            pairs = await self.reads.run(store_changes.pairs, test_id, start, _PAIRS_PAGE + 1)
+            pairs = (list(ended.summary.get("pairs") or [])[start:start + _PAIRS_PAGE + 1]
+                     if ended is not None else
+                     await self.reads.run(store_changes.pairs, test_id, start, _PAIRS_PAGE + 1))
             resp.pairs.extend(change_wire.pair_to_pb(p) for p in pairs[:_PAIRS_PAGE])
             if len(pairs) > _PAIRS_PAGE:
                 resp.next_pairs_after = start + _PAIRS_PAGE
@@ -153,16 +201,31 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         status = change_wire.status_name(request.status)
         organiser = await self._organiser(context)
 
-        def load(r: redis.Redis) -> tuple[list[change_pb2.Test], bool]:
-            found = store_matches.ids_after(r, keys.TESTS, request.page_token,
-                                            newest_first=True)
-            tests = (_test(r, tid, organiser) for tid in found
-                     if not status or store_t.info(r, tid).status == status)
-            return page_of(tests, size)
+        def load(r: redis.Redis) -> tuple[list[change_pb2.Test], str]:
+            """Redis's tests (running, or ended and not archived yet), newest first, then
+            the archive's."""
+            token = request.page_token
+            out: list[change_pb2.Test] = []
+            before = archive_token(token)
+            if before is None:
+                found = store_matches.ids_after(r, keys.TESTS, token, newest_first=True)
+                tests = (_test(r, tid, organiser) for tid in found
+                         if not status or store_t.info(r, tid).status == status)
+                page, more = page_of(tests, size)
+                if more:
+                    return page, page[-1].test_id
+                out = list(page)
+            room = size - len(out)
+            archived = self.archived.events(EventKind.TEST, before, room + 1)
+            ended, more = archived[:room], len(archived) > room
+            out += [_archived_test(e, organiser) for e in ended
+                    if not status or e.status == status]
+            if not more:
+                return out, ""
+            return out, f"a:{ended[-1].id if ended else ARCHIVE_TOP}"
 
-        page, more = await self.reads.run(load)
-        return change_pb2.ListTestsResponse(
-            tests=page, next_page_token=page[-1].test_id if more else "")
+        page, token = await self.reads.run(load)
+        return change_pb2.ListTestsResponse(tests=page, next_page_token=token)
 
     @unary
     async def StopTest(
@@ -171,7 +234,9 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         """Start no new pair; the pairs in flight finish and count (admin)."""
         await self.reads.run(store_bots.check_admin, bearer_token(context))
         test_id = self._id(request.test_id)
-        await self.reads.run(store_changes.load_spec, test_id)  # NotFound first
+        ended = await self._ended(self.reads, test_id)  # NotFound first
+        if ended is not None:
+            raise FailedPrecondition(f"test {test_id} is {ended.status} already")
         info = await self.reads.run(store_t.info, test_id)
         if info.status.over:
             raise FailedPrecondition(f"test {test_id} is {info.status} already")
@@ -194,10 +259,15 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         self, request: change_pb2.WatchTestRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[change_pb2.WatchTestResponse]:
         test_id = self._id(request.test_id)
-        await self.watch.run(store_changes.load_spec, test_id)  # NotFound first
+        ended = await self._ended(self.watch, test_id)  # NotFound first
         organiser = await self._organiser(context)
         after = request.after_sequence
-        newest = await self.watch.run(events.newest_seq, test_id)
+        if ended is not None:  # ended and archived: its stream, whole
+            stream = [(seq, messages.decode(e, messages.TOURNAMENT))
+                      for seq, e in ended.stream()]
+            newest = stream[-1][0] if stream else 0
+        else:
+            newest = await self.watch.run(events.newest_seq, test_id)
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the test's last event so "
                              f"far, {newest}")
@@ -205,6 +275,8 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         async def read(after: int) -> list[tuple[int, Message]]:
             # One stream for everyone: a test's public events are all there is (results
             # come with their boards; organisers read a game live with WatchMatch).
+            if ended is not None:
+                return [(seq, e) for seq, e in stream if seq > after][:200]
             return await self.watch.run(events.read_after, test_id, after, None, 200)
 
         async def over() -> bool:
@@ -214,7 +286,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             test = None
             if any(isinstance(e, (PairCounted, PairVoided, WaitingChanged, TournamentFinished))
                    for _, e in batch):
-                test = await self.watch.run(_test, test_id, organiser)
+                test = await self._get(self.watch, test_id, organiser)
             for seq, event in batch:
                 pb = change_wire.test_event_to_pb(seq, event, test)
                 if pb is not None:

@@ -47,10 +47,12 @@ from store.errors import (
 )
 
 __all__ = [
+    "ARCHIVE_TOP",
     "THROTTLE",
     "FailureThrottle",
     "Undecodable",
     "add_service",
+    "archive_token",
     "bearer_token",
     "metadata_value",
     "page_of",
@@ -109,6 +111,21 @@ def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
                 "the referee cannot read the archive (finished games) right now; retry")
     log.error("internal error", exc_info=exc)
     return grpc.StatusCode.INTERNAL, f"internal error ({type(exc).__name__}); see the referee log"
+
+
+ARCHIVE_TOP = 1 << 62  # a page token's archive id before everything the archive holds
+
+
+def archive_token(token: str) -> int | None:
+    """The archive id a listing's page token continues before (`a:<id>`: the listing is
+    in its archive part, after what Redis holds), or None for a token of the Redis part
+    (an id, or '' for the first page); InvalidArgument for anything else of that form."""
+    if not token.startswith("a:"):
+        return None
+    digits = token[2:]
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+        raise InvalidArgument("page_token: not a token this server issued")
+    return int(digits)
 
 
 FREE_FAILURES = 5

@@ -13,7 +13,15 @@ from archive import reads
 from proto.moon.v1 import match_pb2, match_pb2_grpc, rating_pb2
 from server import wire
 from server.archived import Archived
-from server.edge import MAX_PAGE, bearer_token, streaming, unary, watch_pass
+from server.edge import (
+    ARCHIVE_TOP,
+    MAX_PAGE,
+    archive_token,
+    bearer_token,
+    streaming,
+    unary,
+    watch_pass,
+)
 from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
@@ -40,7 +48,6 @@ from workers.queues import enqueue_match
 __all__ = ["MatchServicer"]
 
 _PAGE = 50
-_ARCHIVE_TOP = 1 << 62  # a page token's archive id before every archived game
 _WATCH_POLL_S = 0.1
 _EMBARGO_POLL_S = 1.0  # how often a public watcher of an embargoed game looks again
 
@@ -165,7 +172,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         until = (request.finished_before.ToDatetime().timestamp()
                  if request.HasField("finished_before") else None)
         token = request.page_token
-        before = _archive_token(token)
+        before = archive_token(token)
 
         def wanted(rec: MatchRecord) -> bool:
             done = rec.finished_at or 0.0
@@ -204,7 +211,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             out += [rec for _, rec in page if rec.spec.match_id not in seen]  # both stores
             if not more:
                 return out, ""
-            return out, f"a:{page[-1][0] if page else _ARCHIVE_TOP}"
+            return out, f"a:{page[-1][0] if page else ARCHIVE_TOP}"
 
         records, next_token = await self.reads.run(load)
         audience = await self._audience(context)
@@ -304,17 +311,6 @@ def _read_logs(r: redis.Redis, match_id: str, events: MatchEvents) -> tuple[list
 
 def _is_end(event: WatchEvent) -> bool:
     return isinstance(event, MatchFinished)
-
-
-def _archive_token(token: str) -> int | None:
-    """The archive id a page token continues before (`a:<id>`: the listing is in the
-    archive's part), or None for a token of Redis's part (a match id, or '')."""
-    if not token.startswith("a:"):
-        return None
-    digits = token[2:]
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
-        raise InvalidArgument("page_token: not a token this server issued")
-    return int(digits)
 
 
 def _from_redis(r: redis.Redis, match_id: str) -> MatchRecord | None:

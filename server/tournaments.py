@@ -9,23 +9,34 @@ from typing import Any
 import grpc
 import redis
 
+from archive.reads import ArchivedEvent
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from ratings import methods as rating_methods
 from server import wire
-from server.archived import Archived
-from server.edge import MAX_PAGE, bearer_token, page_of, streaming, unary, watch_pass
+from server.archived import Archived, info_of
+from server.edge import (
+    ARCHIVE_TOP,
+    MAX_PAGE,
+    archive_token,
+    bearer_token,
+    page_of,
+    streaming,
+    unary,
+    watch_pass,
+)
 from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import bots as store_bots
-from store import events, ids, keys
+from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
 from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from store.messages import Message, StandingsChanged, TournamentFinished
 from store.pools import Pool
-from store.rating_tables import StoredMethod
-from store.records import TournamentSpec
+from store.rating_tables import RatingTable, StoredMethod
+from store.records import StandingsInputs, TournamentSpec
+from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from tournaments.spec import make_spec
 from tournaments.view import standings
@@ -46,20 +57,51 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     sees a game's result once its board is released (`store.events`).
     """
 
-    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate
-                 ) -> None:
+    def __init__(self, reads: Lane, watch: Lane, rq_conn: redis.Redis, gate: WatchGate,
+                 archived: Archived | None = None) -> None:
         self.reads = reads
         self.watch = watch
         self.rq_conn = rq_conn
         self.gate = gate
+        self.archived = archived or Archived("")  # tournaments that ended and left Redis
 
     async def _load(self, tournament_id: str, lane: Lane | None = None
                     ) -> tuple[TournamentSpec, store_t.TournamentInfo]:
+        spec, info, _ = await self._find(tournament_id, lane)
+        return spec, info
+
+    async def _find(self, tournament_id: str, lane: Lane | None = None
+                    ) -> tuple[TournamentSpec, store_t.TournamentInfo, ArchivedEvent | None]:
+        """A tournament from Redis, else from the archive (then with its archived record);
+        NotFound from neither."""
         if not tournament_id:
             raise InvalidArgument("tournament_id: required")
         use = lane or self.reads
-        spec = await use.run(store_t.load_spec, tournament_id)
-        return spec, await use.run(store_t.info, tournament_id)
+        try:
+            spec = await use.run(store_t.load_spec, tournament_id)
+            return spec, await use.run(store_t.info, tournament_id), None
+        except NotFound:
+            ref = EventRef.tournament(tournament_id)  # load_spec checked the id's form
+            found = await use.run(lambda _r: self.archived.event(ref))
+            if found is None:
+                raise
+            return TournamentSpec.from_json(found.spec), info_of(found), found
+
+    def _archived_inputs(self, r: redis.Redis, spec: TournamentSpec, e: ArchivedEvent
+                         ) -> StandingsInputs:
+        """What the standings of an archived tournament are made from: its games' rows
+        from the archive, its last state, its own rating; the pool's ratings now."""
+        rows = self.archived.event_rows(e.ref)
+        order = [m for m in e.summary.get("released", []) if m in rows]
+        raw_rating = e.summary.get("rating")
+        own = None if not raw_rating else RatingTable.from_json(str(raw_rating))
+        stream = e.summary.get("stream") or []
+        return StandingsInputs(
+            results={m: rows[m] for m in order} | rows, state=e.state,
+            sequence=int(stream[-1][0]) if stream else 0,
+            ratings=store_ratings.current_ratings(r, spec.pool),
+            own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
+            boards=[], redealt=int(e.summary.get("redealt") or 0))
 
     async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
@@ -114,22 +156,41 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         wire.check_enum(tournament_pb2.TournamentStatus, request.status, "status",
                         "tournament status")
 
-        def load(r: redis.Redis
-                 ) -> tuple[list[tuple[TournamentSpec, store_t.TournamentInfo]], bool]:
-            found = store_matches.ids_after(r, keys.TOURNAMENTS, request.page_token,
-                                            newest_first=True)
-            loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
-            return page_of(((spec, info) for spec, info in loaded
-                            if not request.status
-                            or wire.tournament_to_pb(spec, info, False).status == request.status),
-                           size)
+        def wanted(spec: TournamentSpec, info: store_t.TournamentInfo) -> bool:
+            return (not request.status
+                    or wire.tournament_to_pb(spec, info, False).status == request.status)
 
-        page, more = await self.reads.run(load)
+        def load(r: redis.Redis
+                 ) -> tuple[list[tuple[TournamentSpec, store_t.TournamentInfo]], str]:
+            """Redis's tournaments (running, or ended and not archived yet), newest first,
+            then the archive's."""
+            token = request.page_token
+            out: list[tuple[TournamentSpec, store_t.TournamentInfo]] = []
+            before = archive_token(token)
+            if before is None:
+                found = store_matches.ids_after(r, keys.TOURNAMENTS, token, newest_first=True)
+                loaded = ((store_t.load_spec(r, tid), store_t.info(r, tid)) for tid in found)
+                page, more = page_of(((spec, info) for spec, info in loaded
+                                      if wanted(spec, info)), size)
+                if more:
+                    return page, page[-1][0].tournament_id
+                out = list(page)
+            room = size - len(out)
+            archived = self.archived.events(EventKind.TOURNAMENT, before, room + 1)
+            ended, more = archived[:room], len(archived) > room
+            for e in ended:
+                spec, info = TournamentSpec.from_json(e.spec), info_of(e)
+                if wanted(spec, info):
+                    out.append((spec, info))
+            if not more:
+                return out, ""
+            return out, f"a:{ended[-1].id if ended else ARCHIVE_TOP}"
+
+        page, token = await self.reads.run(load)
         audience = await self._audience(context)
         out = [wire.tournament_to_pb(spec, info, self._reveal(audience, info))
                for spec, info in page]
-        return tournament_pb2.ListTournamentsResponse(
-            tournaments=out, next_page_token=page[-1][0].tournament_id if more else "")
+        return tournament_pb2.ListTournamentsResponse(tournaments=out, next_page_token=token)
 
     @unary
     async def GetStandings(
@@ -137,9 +198,12 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.GetStandingsResponse:
         """Standings, crosstable, bracket and progress, over what the caller may see."""
-        spec, _ = await self._load(request.tournament_id)
+        spec, _, archived = await self._find(request.tournament_id)
         audience = await self._audience(context)
-        inputs = await self.reads.run(store_t.standings_inputs, spec, audience)
+        if archived is not None:
+            inputs = await self.reads.run(self._archived_inputs, spec, archived)
+        else:
+            inputs = await self.reads.run(store_t.standings_inputs, spec, audience)
         return tournament_pb2.GetStandingsResponse(
             standings=wire.standings_to_pb(standings(spec, inputs)))
 
@@ -159,16 +223,23 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tournament_pb2.WatchTournamentRequest,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[tournament_pb2.WatchTournamentResponse]:
-        spec, _ = await self._load(request.tournament_id, self.watch)
+        spec, _, archived = await self._find(request.tournament_id, self.watch)
         audience = await self._audience(context)
         tid = spec.tournament_id
         after = request.after_sequence
-        newest = await self.watch.run(events.newest_seq, tid, audience)
+        if archived is not None:  # ended and archived: its public stream, whole
+            stream = [(seq, messages.decode(e, messages.TOURNAMENT))
+                      for seq, e in archived.stream()]
+            newest = stream[-1][0] if stream else 0
+        else:
+            newest = await self.watch.run(events.newest_seq, tid, audience)
         if after > newest:
             raise OutOfRange(f"after_sequence: {after} is past the tournament's last event "
                              f"so far, {newest}")
 
         async def read(after: int) -> list[tuple[int, Message]]:
+            if archived is not None:
+                return [(seq, e) for seq, e in stream if seq > after][:200]
             return await self.watch.run(events.read_after, tid, after, None, 200, audience)
 
         async def over() -> bool:
@@ -178,7 +249,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             extra: dict[str, Any] = {}
             if any(isinstance(e, (StandingsChanged, TournamentFinished)) for _, e in batch):
                 # One view per batch: a replayed StandingsChanged carries the current table.
-                inputs = await self.watch.run(store_t.standings_inputs, spec, audience)
+                inputs = await (self.watch.run(self._archived_inputs, spec, archived)
+                                if archived is not None else
+                                self.watch.run(store_t.standings_inputs, spec, audience))
                 extra["standings"] = wire.standings_to_pb(standings(spec, inputs))
             for seq, event in batch:
                 if isinstance(event, TournamentFinished):

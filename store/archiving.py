@@ -35,6 +35,7 @@ from store.coalesce import Asks
 from store.locks import Lock
 from store.pools import Pool
 from store.records import MatchSpec
+from store.refs import EventRef
 from store.results import result_row
 from store.status import MatchStatus
 
@@ -214,3 +215,93 @@ def free_lock(r: redis.Redis, token: str) -> bool:
         return False
     asks().ask_again(r)
     return True
+
+
+# ------------------------------------------------------------ ended events
+
+
+def ended_events(r: redis.Redis) -> list[EventRef]:
+    """Tournaments and tests that ended, waiting to move to the archive."""
+    found: Any = r.smembers(keys.ARCHIVE_EVENTS)
+    out = []
+    for text in sorted(str(t) for t in found):
+        try:
+            out.append(EventRef.parse(text))
+        except ValueError:
+            r.srem(keys.ARCHIVE_EVENTS, text)  # not one of ours: forget it
+    return out
+
+
+def event_snapshot(r: redis.Redis, ref: EventRef) -> dict[str, Any] | None:
+    """Everything of an ended event that Redis holds, as the archive keeps it (spec,
+    status, the step's state, its public event stream, its pairs or its own rating, its
+    failed games); None while it cannot move yet: a game of it is still to be archived,
+    or its own rating fit is still asked for."""
+    games: list[str] = [str(m) for m in r.zrange(keys.event_games(ref), 0, -1)]
+    found: Any = r.hkeys(keys.event_rows(ref))
+    archived = {str(k) for k in found}
+    rest = [m for m in games if m not in archived]
+    pipe = r.pipeline(transaction=False)
+    for mid in rest:
+        pipe.hmget(keys.match(mid), "status", "error")
+    failed: list[tuple[str, str]] = []
+    for mid, (status, error) in zip(rest, pipe.execute(), strict=True):
+        if status != MatchStatus.FAILED:
+            return None  # still to archive (or its record is gone: wait for the batch)
+        failed.append((mid, str(error or "")))
+    h: dict[str, str] = r.hgetall(keys.event(ref))  # type: ignore[assignment]
+    if not h.get("spec") or h.get("status") not in ENDED:
+        return None
+    pool = Pool.of(int(json.loads(h["spec"])["players"]))
+    if r.sismember(keys.ratings_tournaments(pool), ref.id):
+        return None  # its own fit is owed: it writes the rating this snapshot keeps
+    entries: Any = r.xrange(keys.event_stream(ref))
+    pairs: dict[str, str] = r.hgetall(keys.test_pairs(ref.id)) \
+        if ref.kind == "test" else {}  # type: ignore[assignment]
+    return {
+        "hash": h,
+        "state": r.get(keys.event_state(ref)),
+        "stream": [[events_seq(eid), fields["e"]] for eid, fields in entries],
+        "pairs": [json.loads(pairs[k]) for k in sorted(pairs, key=int)],
+        "rating": r.get(keys.tournament_rating(ref.id)),
+        "redealt": int(r.scard(keys.event_redealt(ref))),
+        "failed": failed,
+        "games": games,
+        "released": [str(m) for m in r.zrange(keys.event_released(ref), 0, -1)],
+    }
+
+
+def drop_event(r: redis.Redis, ref: EventRef, snapshot: dict[str, Any]) -> None:
+    """Remove an archived event from Redis, with what is left of its failed games, in one
+    transaction. Only after the archive's transaction committed."""
+    index = keys.TOURNAMENTS if ref.kind == "tournament" else keys.TESTS
+    prefix = keys.event(ref)
+    pipe = r.pipeline(transaction=True)
+    pipe.delete(prefix, *(f"{prefix}:{part}" for part in _EVENT_PARTS))
+    for mid, _ in snapshot["failed"]:
+        spec = MatchSpec.from_json(str(r.hget(keys.match(mid), "spec") or "{}")) \
+            if r.hexists(keys.match(mid), "spec") else None
+        pipe.delete(keys.match(mid), keys.result(mid), keys.match_log(mid), keys.conn(mid),
+                    keys.replies(mid), keys.lease(mid))
+        pipe.zrem(keys.MATCHES, mid)
+        pipe.srem(keys.OPEN_MATCHES, mid)
+        if spec is not None:
+            for bot_id in set(spec.bot_ids):
+                pipe.zrem(keys.bot_matches(bot_id), mid)
+    pipe.zrem(index, ref.id)
+    pipe.srem(keys.ARCHIVE_EVENTS, str(ref))
+    pipe.srem(keys.LIVE_EVENTS, str(ref))
+    pipe.execute()
+
+
+# Every key of an event under its prefix (`store.keys`), the step's and its own.
+_EVENT_PARTS = ("matches", "recorded", "released", "state", "events", "emitted", "live",
+                "live_emitted", "units", "failed", "redealt", "rows", "pairs", "rating",
+                "lock", "dirty", "queued")
+ENDED = ("finished", "failed")
+
+
+def events_seq(entry_id: str | bytes) -> int:
+    """The sequence of an event stream's entry id `<seq>-0`."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.split("-", 1)[0])

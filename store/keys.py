@@ -56,6 +56,8 @@
 | ms:events:live              | set    | events the step still drives (`<kind>:<id>`)        |
 | ms:archive:pending          | zset   | finished, public games to archive, by release time  |
 | ms:archive:dirty, :queued, :lock | string | the archiving job's asks, marker and lock      |
+| ms:archive:events           | set    | ended tournaments and tests (`<kind>:<id>`) that    |
+|                             |        | move to the archive once their games have           |
 | ms:archive:backfill         | string | where an upgraded stack's walk of ms:matches is     |
 | ms:archive:backfill:done    | string | set once that walk is over                          |
 | ms:admin:archive            | string | the stack's archive URL (for a part given none)     |
@@ -274,6 +276,7 @@ ARCHIVE_LOCK = P + "archive:lock"  # held by the archiving job running
 ARCHIVE_BACKFILL = P + "archive:backfill"  # an upgrade's walk of ms:matches: where it is
 ARCHIVE_BACKFILL_DONE = P + "archive:backfill:done"  # set once that walk is over
 ARCHIVE_URL = P + "admin:archive"  # the stack's archive, for parts started without one
+ARCHIVE_EVENTS = P + "archive:events"  # ended events to archive once their games are
 
 
 def event_rows(ref: EventRef) -> str:

@@ -47,7 +47,7 @@ end
 EMIT_LUA = _EMIT_FN + "return emit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
 
 # KEYS: the event's hash, its step state, the set of live events, its public stream and
-# emitted keys, its organiser stream and emitted keys.
+# emitted keys, its organiser stream and emitted keys, the ended events the archive awaits.
 # ARGV: the step_seq the run read, the new state JSON, games done, games planned, the end
 # status ('' for none), when it ended, the error, the event's reference, the end event's
 # key and JSON ('' for none), wake_at ('' for none), '1' while the event is live.
@@ -74,6 +74,7 @@ if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'status') == 'running' then
   if ARGV[10] ~= '' then
     emit(KEYS[6], KEYS[7], ARGV[9], ARGV[10])
     emit(KEYS[4], KEYS[5], ARGV[9], ARGV[10])
+    redis.call('SADD', KEYS[8], ARGV[8])
   end
 end
 if live then

@@ -181,9 +181,9 @@ def save(r: redis.Redis, ref: EventRef, expected: int, new_state: dict[str, Any]
     atomic script (`store.lua.SAVE_STEP_LUA`); False when another run saved first (then
     nothing is written)."""
     out: Any = r.eval(
-        SAVE_STEP_LUA, 7, keys.event(ref), keys.event_state(ref), keys.LIVE_EVENTS,
+        SAVE_STEP_LUA, 8, keys.event(ref), keys.event_state(ref), keys.LIVE_EVENTS,
         keys.event_stream(ref), keys.event_emitted(ref), keys.event_live(ref),
-        keys.event_live_emitted(ref),
+        keys.event_live_emitted(ref), keys.ARCHIVE_EVENTS,
         expected, json.dumps(new_state, separators=(",", ":")), done, total,
         ending.status if ending else "", repr(time.time()), ending.error if ending else "",
         str(ref), "finished", messages.encode(ending.event) if ending and ending.event else "",

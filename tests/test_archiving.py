@@ -32,6 +32,7 @@ from tournaments.spec import make_spec
 from workers import archiving as archiving_job
 from workers.match import MatchHost
 from workers.queues import create_tournament, rq_connection
+from workers.fit import run_fits
 from workers.scheduler import advance
 
 HOUSE = ("house:greedy", "house:random", "house:pimc?samples=2")
@@ -166,6 +167,23 @@ def test_an_open_tournaments_standings_see_its_archived_games(
     after = store_t.results(r, spec.tournament_id, released_only=True)
     assert after == before
     assert [row["match_id"] for row in reads.event_rows(arc, ref)] == games
+    # The ended tournament follows its games once its own rating fit is done.
+    assert archiving.ended_events(r) == [ref]
+    assert archiving.event_snapshot(r, ref) is None  # its own fit is still owed
+    run_fits(r, "3p", archive=lambda: arc)
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["events"] == 1 and archiving.ended_events(r) == []
+    # Nothing of it is left in Redis (but RQ's queued jobs: no worker runs them here).
+    assert not [k for k in r.keys("ms:*") if spec.tournament_id in k]
+    assert not any(spec.tournament_id in m for k in r.keys("ms:*") if r.type(k) == "zset"
+                   for m in r.zrange(k, 0, -1))
+    assert spec.tournament_id not in r.zrange(keys.TOURNAMENTS, 0, -1)
+    ended = reads.event(arc, ref)
+    assert ended is not None and ended.status == "finished" and ended.name == "t"
+    assert ended.summary["released"] == list(before) and ended.summary["rating"]
+    assert ended.stream()[-1][1].startswith('{"v"') or '"tournament_finished"' in \
+        ended.stream()[-1][1]
+    assert [e.ref for e in reads.events(arc, ref.kind)] == [ref]
     got = reads.game(arc, games[0])
     assert got is not None and got.event == ref
     assert got.board == f"{spec.tournament_id}/x1-r1-t1"

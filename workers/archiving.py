@@ -56,7 +56,7 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
     lock = archiving.job_lock(LOCK_MS, instance)
     if not lock.acquire(r):
         return {"skipped": "another archiving job is running"}
-    moved = batches = 0
+    moved = batches = moved_events = 0
     try:
         while batches < MAX_BATCHES and asks.take(r):
             while batches < MAX_BATCHES:
@@ -70,6 +70,8 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
                     return {"moved": moved, "skipped": "lost the lock"}
             if batches >= MAX_BATCHES and archiving.pending(r, 1):
                 asks.ask_again(r)  # more wait: the job queued below takes them
+            else:
+                moved_events += _events(r, archive())
     except (ArchiveError, SQLAlchemyError, OSError) as exc:
         asks.ask_again(r)  # the games wait in Redis; recovery asks again
         metrics.ARCHIVE_ERRORS.inc()
@@ -79,7 +81,7 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
         lock.release(r)
     if asks.owed(r) and asks.claim(r):
         enqueue_archive(rq_conn)
-    return {"moved": moved, "batches": batches}
+    return {"moved": moved, "batches": batches, "events": moved_events}
 
 
 def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str]) -> int:
@@ -95,6 +97,21 @@ def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str
         log.info("archive: %d of %d games were archived already (a batch redone)",
                  len(leaving) - new, len(leaving))
     return len(leaving)
+
+
+def _events(r: redis.Redis, archive: Archive) -> int:
+    """Move the ended tournaments and tests whose games are all archived; how many."""
+    moved = 0
+    for ref in archiving.ended_events(r):
+        snapshot = archiving.event_snapshot(r, ref)
+        if snapshot is None:
+            continue  # a game of it still to archive, or its own fit owed: a later job
+        mover.write_event(archive, ref, snapshot)
+        failpoints.reached("archive.before-drop")
+        archiving.drop_event(r, ref, snapshot)
+        moved += 1
+        log.info("archive: %s moved out of Redis", ref)
+    return moved
 
 
 def _warn(r: redis.Redis, exc: BaseException) -> None:

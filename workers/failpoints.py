@@ -40,6 +40,8 @@ POINTS = {
     "step.after-save": "a scheduling step saved its state; the games it decided are not "
                        "created yet",
     "fit.before-save": "a rating fit is computed; its tables are not stored yet",
+    "archive.before-drop": "an archiving batch (or an ended event) is committed to the "
+                           "archive; Redis has not dropped it yet",
 }
 
 ENV = "MOONSHOT_FAILPOINTS"

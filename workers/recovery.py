@@ -274,7 +274,7 @@ def _archive(r: redis.Redis, rq_conn: redis.Redis) -> list[str]:
     if holder and holder[1] and not store_recovery.is_alive(r, holder[1]) \
             and store_archiving.free_lock(r, holder[0]):
         log.warning("archive: the job of dead worker %s asked again", holder[1])
-    if store_archiving.pending_count(r):
+    if store_archiving.pending_count(r) or store_archiving.ended_events(r):
         request_archive(r, rq_conn)  # queues a job only if none is queued
         return ["archive"]
     return []

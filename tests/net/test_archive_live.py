@@ -22,7 +22,13 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register
 from moon.transcript import actions_of, replay
-from proto.moon.v1 import match_pb2, match_pb2_grpc, rating_pb2, tournament_pb2
+from proto.moon.v1 import (
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
 from store import archiving, keys
 
 RULES = {"max_hands": "2"}
@@ -136,6 +142,25 @@ def test_finished_games_move_to_the_archive_and_every_reader_still_finds_them(
                     row.ClearField("rating")
                     row.ClearField("tournament_rating")
                 assert now == standings
+                # The ended tournament leaves Redis too, and reads the same from the archive.
+                wait_until("the tournament archived", lambda: not r.exists(
+                    keys.tournament(tid)) or None, timeout=60)
+                assert not [k for k in r.keys("ms:*") if tid in k]
+                assert admin.get_tournament(tid).status == \
+                    tournament_pb2.TOURNAMENT_STATUS_FINISHED
+                again = admin.standings(tid)
+                for row in again.rows:
+                    row.ClearField("rating")
+                    row.ClearField("tournament_rating")
+                assert again == standings
+                listed_t = tournament_pb2_grpc.TournamentServiceStub(admin.channel)\
+                    .ListTournaments(tournament_pb2.ListTournamentsRequest(), timeout=30)
+                assert tid in [x.tournament_id for x in listed_t.tournaments]
+                watched = list(tournament_pb2_grpc.TournamentServiceStub(admin.channel)
+                               .WatchTournament(tournament_pb2.WatchTournamentRequest(
+                                   tournament_id=tid), timeout=30))
+                assert watched[-1].WhichOneof("event") == "tournament_finished"
+                assert {m.match_id for m in _list(stub, tournament_id=tid)} == set(games)
                 ratings = wait_until("a fit over every game", lambda: (
                     x if (x := admin.get_ratings("3p")).games == len(everything) - 1
                     else None), timeout=60)
