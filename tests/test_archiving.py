@@ -30,9 +30,9 @@ from store.records import Clock, Faults, MatchSpec
 from store.refs import EventRef
 from tournaments.spec import make_spec
 from workers import archiving as archiving_job
+from workers.fit import run_fits
 from workers.match import MatchHost
 from workers.queues import create_tournament, rq_connection
-from workers.fit import run_fits
 from workers.scheduler import advance
 
 HOUSE = ("house:greedy", "house:random", "house:pimc?samples=2")
