@@ -167,6 +167,7 @@ def backfill(r: redis.Redis, limit: int = _BACKFILL_CHUNK) -> tuple[int, bool]:
     found: Any = r.zrangebyscore(keys.MATCHES, cursor, "+inf", start=0, num=limit,
                                  withscores=True)
     if not found:
+        _backfill_events(r)
         r.set(keys.ARCHIVE_BACKFILL_DONE, 1)
         return 0, True
     pipe = r.pipeline(transaction=False)
@@ -184,6 +185,21 @@ def backfill(r: redis.Redis, limit: int = _BACKFILL_CHUNK) -> tuple[int, bool]:
     pipe.set(keys.ARCHIVE_BACKFILL, repr(last if last > cursor else last + 1e-6))
     pipe.execute()
     return len(queued), False
+
+
+def _backfill_events(r: redis.Redis) -> None:
+    """The tournaments and tests that ended before the archive existed: queued to follow
+    their games (`ended_events`)."""
+    for index, kind in ((keys.TOURNAMENTS, "tournament"), (keys.TESTS, "test")):
+        found: Any = r.zrange(index, 0, -1)
+        ids_ = [str(i) for i in found]
+        pipe = r.pipeline(transaction=False)
+        for event_id in ids_:
+            pipe.hget(keys.tournament(event_id), "status")
+        ended = [f"{kind}:{i}" for i, status in zip(ids_, pipe.execute(), strict=True)
+                 if status in ENDED]
+        if ended:
+            r.sadd(keys.ARCHIVE_EVENTS, *ended)
 
 
 def url(r: redis.Redis) -> str:

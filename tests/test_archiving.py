@@ -187,3 +187,47 @@ def test_an_open_tournaments_standings_see_its_archived_games(
     got = reads.game(arc, games[0])
     assert got is not None and got.event == ref
     assert got.board == f"{spec.tournament_id}/x1-r1-t1"
+
+
+def test_an_older_stacks_finished_games_and_events_move_out_resumably(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """A stack that ran before the archive: its finished, public games sit in Redis with
+    nothing queueing them, and its ended tournaments too. On the first start with an
+    archive, recovery walks every match a chunk at a time (from a cursor: a walk killed
+    half-way goes on where it was) and queues them, then the ended events; the job moves
+    them all, each once."""
+    from workers.recovery import nudge
+
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in range(31, 36)]
+    named = [(b, b) for b in HOUSE]
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="old", players=3,
+                     format="round_robin", bots=named, rules={"max_hands": "1"},
+                     clock=Clock(), faults=Faults(), seed=5, duplicate="replay",
+                     seeding="given")
+    create_tournament(r, rq, spec)
+    ref = EventRef.tournament(spec.tournament_id)
+    advance(r, rq, ref)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)]
+    for mid in games:
+        MatchHost(r, mid, "run-1", rq_conn=rq).host()
+    advance(r, rq, ref)
+    run_fits(r, "3p")
+    # As an older version left it: nothing queued, no ended event noted, no archive.
+    r.delete(keys.ARCHIVE_PENDING, keys.ARCHIVE_EVENTS)
+    # First start with an archive: a walk killed after its first chunk ...
+    queued, done = archiving.backfill(r, limit=4)
+    assert (queued, done) == (4, False)
+    # ... goes on from its cursor, as recovery runs it, a chunk each pass.
+    archiving.set_url(r, "sqlite:///the-archive")
+    for _ in range(10):
+        nudge(r, rq)
+        if r.get(keys.ARCHIVE_BACKFILL_DONE):
+            break
+    assert set(archiving.pending(r, 100)) == set(played) | set(games)
+    assert archiving.ended_events(r) == [ref]
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["moved"] == len(played) + len(games) and out["events"] == 1
+    assert reads.count(arc) == len(played) + len(games)
+    assert not r.keys("ms:match:*")
+    assert reads.event(arc, ref) is not None
