@@ -47,6 +47,7 @@
 | ms:{kind}:{id}:dirty        | string | set when the step should look again                 |
 | ms:{kind}:{id}:queued       | string | a step job is queued (many asks, one job)           |
 | ms:{kind}:{id}:recorded     | zset   | finished or failed games, by recording order        |
+| ms:{kind}:{id}:recorded_n   | string | recording numbers given so far                      |
 | ms:{kind}:{id}:state        | string | the step's state: cursor, boards open, the planner's|
 |                             |        | state, games decided not yet known created          |
 | ms:{kind}:{id}:failed       | set    | its games that cannot be hosted (RQ gave up)        |
@@ -210,6 +211,12 @@ def event_games(ref: EventRef) -> str:
 def event_recorded(ref: EventRef) -> str:
     """Finished (or failed) games of an event, scored 1, 2, 3, ... in recording order."""
     return f"{event(ref)}:recorded"
+
+
+def event_recorded_count(ref: EventRef) -> str:
+    """Recording numbers given so far (the next is one more): the recorded set of a standing
+    event is trimmed as its games leave for the archive."""
+    return f"{event(ref)}:recorded_n"
 
 
 def event_released(ref: EventRef) -> str:

@@ -121,13 +121,21 @@ end
 return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
 """
 
-# KEYS: an event's `recorded` zset. ARGV: match id.
+# KEYS: an event's `recorded` zset, its counter of recordings. ARGV: match id.
 # Gives a finished game the next recording number, once; returns it (0 if it had one).
+# The number comes from a counter, not from the set's size: the set of a standing event
+# (the arena) is trimmed as its games leave for the archive, and a number must never be
+# given twice. A counter not there yet starts from the highest number the set holds (an
+# event recorded before the counter existed).
 RECORD_LUA = """
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0
 end
-local n = redis.call('ZCARD', KEYS[1]) + 1
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  redis.call('SET', KEYS[2], top[2] or 0)
+end
+local n = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[1], n, ARGV[1])
 return n
 """

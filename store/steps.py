@@ -84,7 +84,8 @@ def free_lock(r: redis.Redis, ref: EventRef, token: str) -> bool:
 
 def record(r: redis.Redis, ref: EventRef, match_id: str) -> int:
     """Give a finished game its recording number, once; 0 if it had one already."""
-    n: Any = r.eval(RECORD_LUA, 1, keys.event_recorded(ref), match_id)
+    n: Any = r.eval(RECORD_LUA, 2, keys.event_recorded(ref), keys.event_recorded_count(ref),
+                    match_id)
     return int(n)
 
 
@@ -239,12 +240,14 @@ def scheduling(r: redis.Redis, ref: EventRef) -> Scheduling:
     """The event's scheduling, in one round trip."""
     pipe = r.pipeline(transaction=False)
     pipe.zcard(keys.event_games(ref))
-    pipe.zcard(keys.event_recorded(ref))
+    pipe.get(keys.event_recorded_count(ref))
     pipe.hmget(keys.event(ref), "done", "wake_at")
     pipe.exists(keys.event_lock(ref))
     pipe.exists(keys.event_dirty(ref))
     pipe.exists(keys.event_queued(ref))
     games, recorded, (done, wake_at), locked, dirty, queued = pipe.execute()
+    if recorded is None:  # recorded before the counter existed: the set holds them all
+        recorded = r.zcard(keys.event_recorded(ref))
     return Scheduling(int(games), int(recorded), int(done or 0), bool(locked), bool(dirty),
                       bool(queued), float(wake_at) if wake_at else None)
 

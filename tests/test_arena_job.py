@@ -381,3 +381,19 @@ def test_an_arena_stopped_with_no_board_in_play_leaves_recovery_at_once(
     assert ARENA not in steps.live_events(r)
     assert steps.scheduling(r, ARENA).wake_at is None
     assert wake(r, rq, time.time() + 3600) == []
+
+
+def test_recording_numbers_never_repeat_when_the_arenas_games_leave_for_the_archive(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    """The arena's recorded set is trimmed as its games are archived: a number taken from
+    the set's size would be given again, below the step's cursor, and the step would never
+    fold those games (their bots busy for good)."""
+    r, _ = conns
+    assert [steps.record(r, ARENA, f"m-a3pb1t{i}") for i in range(3)] == [1, 2, 3]
+    r.zrem(keys.arena_recorded("3p"), "m-a3pb1t0", "m-a3pb1t1")  # archived
+    assert steps.record(r, ARENA, "m-a3pb2t0") == 4
+    assert steps.record(r, ARENA, "m-a3pb2t0") == 0  # once
+    assert steps.recorded_after(r, ARENA, 3) == [("m-a3pb2t0", 4)]
+    # A set recorded before the counter existed goes on from its highest number.
+    r.delete(keys.event_recorded_count(ARENA))
+    assert steps.record(r, ARENA, "m-a3pb3t0") == 5
