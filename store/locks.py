@@ -20,6 +20,7 @@ lock's key and token as its first KEYS and ARGV too.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,21 @@ class Lock:
     def release(self, r: redis.Redis) -> bool:
         """Drop the lock if this token holds it; True when it did."""
         return bool(r.eval(LOCK_RELEASE_LUA, 1, self.key, self.token))
+
+    def release_patiently(self, r: redis.Redis, wait_s: float = 30.0) -> bool:
+        """`release`, retried while Redis is away (up to `wait_s`): a job whose Redis went
+        down under it must not leave its lock to lapse on its own (a fit's, ten minutes)
+        while the worker that held it lives on. False when it could not."""
+        deadline = time.monotonic() + wait_s
+        pause = 0.2
+        while True:
+            try:
+                return self.release(r)
+            except (redis.ConnectionError, redis.TimeoutError):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
 
     def batch(self, r: redis.Redis, commands: Sequence[Command]) -> list[Any] | None:
         """Run `commands` in order (`store.lua.FENCED_BATCH_LUA`) only while this token

@@ -78,7 +78,7 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
         _warn(r, exc)
         return {"moved": moved, "failed": str(exc).splitlines()[0][:300]}
     finally:
-        lock.release(r)
+        lock.release_patiently(r)
     if asks.owed(r) and asks.claim(r):
         enqueue_archive(rq_conn)
     return {"moved": moved, "batches": batches, "events": moved_events}

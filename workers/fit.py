@@ -139,7 +139,7 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
         if pool_owed or tids_owed or failed:
             store_ratings.restore_request(r, pool, sorted(tids_owed | set(failed)),
                                           pool_too=pool_owed)
-        lock.release(r)
+        lock.release_patiently(r)
     if failed:
         raise RatingError(f"the fits of tournament(s) {', '.join(failed)} failed; asked again")
     log.info("ratings %s: %d fit(s), %d games", pool, fits, games)

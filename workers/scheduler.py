@@ -216,7 +216,7 @@ def advance(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef,
                 log.warning("%s: this step's lock lapsed; another run goes on", ref)
                 return {**summary, "skipped": "lost the lock after a pass"}
     finally:
-        lock.release(r)
+        lock.release_patiently(r)
     # An ask left standing (asks that kept coming past MAX_PASSES, or a job that found this
     # run's lock and gave up) gets a job of its own, behind the other jobs on the queue.
     if asks.owed(r) and asks.claim(r):

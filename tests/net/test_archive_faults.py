@@ -30,6 +30,7 @@ from proto.moon.v1 import arena_pb2, arena_pb2_grpc, rating_pb2, tournament_pb2
 from ratings import games_from_rows, methods
 from store import archiving, keys
 from store.pools import Pool
+from store.refs import EventRef
 from tests.pg import Postgres, binaries
 
 RULES = {"max_hands": "1"}
@@ -50,6 +51,22 @@ def _capture(r: redis.Redis, stop: threading.Event, seen: dict[str, str]) -> Non
         except redis.RedisError:
             time.sleep(0.2)
         time.sleep(0.02)
+
+
+def _arena_dump(r: redis.Redis) -> str:
+    """What the arena's step holds of its open boards, for a failure's message."""
+    st = json.loads(r.get(keys.arena_state("3p")) or "{}")
+    out = [f"cursor {st.get('cursor')}, recorded_n {r.get('ms:arena:3p:recorded_n')}, "
+           f"creating {len(st.get('creating', []))}, live "
+           f"{r.smembers(keys.LIVE_EVENTS)}, dirty {r.get(keys.arena_dirty('3p'))}, "
+           f"queued {r.get(keys.arena_queued('3p'))}, lock {r.get(keys.arena_lock('3p'))}"]
+    for unit, (n, done, mids) in st.get("open", {}).items():
+        for m in mids:
+            out.append(f"{unit} {n}/{done} {m}: {r.hget(keys.match(m), 'status')} recorded "
+                       f"{r.zscore(keys.arena_recorded('3p'), m)} result "
+                       f"{r.exists(keys.result(m))} failed "
+                       f"{r.sismember(keys.event_failed(EventRef.arena('3p')), m)}")
+    return "\n".join(out)
 
 
 def _cli(st: Stack, *args: str) -> subprocess.CompletedProcess[str]:
@@ -128,10 +145,13 @@ def test_games_reach_the_archive_once_through_every_kill(tmp_path: Path,
         wait_until("the tournament to finish", lambda: admin.get_tournament(tid).status
                    == tournament_pb2.TOURNAMENT_STATUS_FINISHED or None, timeout=240)
         assert _cli(st, "arena", "stop", "3p").returncode == 0
-        wait_until("every board released", lambda: (
-            a if not (a := stub.GetArena(arena_pb2.GetArenaRequest(
-                pool=rating_pb2.RATING_POOL_THREE_PLAYER), timeout=10).arena).boards_in_play
-            else None), timeout=120)
+        try:
+            wait_until("every board released", lambda: (
+                a if not (a := stub.GetArena(arena_pb2.GetArenaRequest(
+                    pool=rating_pb2.RATING_POOL_THREE_PLAYER), timeout=10).arena
+                    ).boards_in_play else None), timeout=120)
+        except TimeoutError:
+            raise AssertionError(_arena_dump(r)) from None
         wait_until("every game archived", lambda: (
             archiving.pending_count(r) == 0 and not r.keys("ms:match:*")) or None,
             timeout=120)
@@ -149,9 +169,15 @@ def test_games_reach_the_archive_once_through_every_kill(tmp_path: Path,
             assert len(seen) >= len(ids) * 0.8, (len(seen), len(ids))
             # The ratings served are a fit over the archived games.
             rows = reads.pool_rows(archive, Pool.THREE)
-            wait_until("the fit to catch up", lambda: (
-                (x := admin.get_ratings("3p")).fitted_games == len(rows)
-                and not x.provisional) or None, timeout=120)
+            try:
+                wait_until("the fit to catch up", lambda: (
+                    (x := admin.get_ratings("3p")).fitted_games == len(rows)
+                    and not x.provisional) or None, timeout=120)
+            except TimeoutError:
+                x = admin.get_ratings("3p")
+                raise AssertionError(f"fitted {x.fitted_games} of {x.games}, provisional "
+                                     f"{x.provisional}; archived rated 3p games {len(rows)}; "
+                                     f"in Redis {r.zcard(keys.results('3p'))}") from None
             served = {x.bot_id: x.rating for x in admin.get_ratings("3p").ratings}
             mine = methods.get("batch").rate(games_from_rows(rows), time.time())
             for row in mine.rows:

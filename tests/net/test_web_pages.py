@@ -576,7 +576,7 @@ _BROKEN = r"""() => {
     if (!a.offsetParent) continue;
     const text = a.textContent, n = lines(a);
     if (n > 1 && text.length / n < 5) out.push(['name', text, n]);
-    if (text.startsWith('house:') && n > 1) {
+    if (text.startsWith('house:') && !/\s/.test(text) && n > 1) {  // a bot id, not a title
       const node = [...a.childNodes].find(c => c.nodeType === 3);
       if (node && node.textContent === 'house:' && tops(node, 0, 6).size > 1)
         out.push(['house', text]);
