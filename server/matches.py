@@ -199,7 +199,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                         return out[:size], out[size - 1].spec.match_id
                 # An open tournament's or test's index lists its archived games too
                 # (served above): the archive has nothing more of it.
-                if event is not None and event.kind.streams and r.exists(index):
+                if event is not None and event.kind.streams and store_matches.index_held(r, index):
                     return out, ""
             if status and status != MatchStatus.FINISHED:
                 return out, ""  # the archive holds finished games only

@@ -222,6 +222,11 @@ def index(event: EventRef | None = None, bot_id: str = "") -> str:
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 
+def index_held(r: Redis, index: str) -> bool:
+    """Whether Redis still holds the index (an ended event's leaves with the event)."""
+    return bool(r.exists(index))
+
+
 def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
               ) -> tuple[list[str], list[str]]:
     """The match's log entries from `log_from` and its connection entries from
