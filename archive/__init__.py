@@ -3,8 +3,9 @@ transcripts, finished events, rating snapshots), while Redis keeps only what is 
 
 Modules: `schema` (the tables, as SQLAlchemy Core `MetaData`), `db` (opening an archive
 by URL, its migrations, the small write helpers), `errors`, `codec` (a finished game in
-a few dozen bytes, back to its transcript byte for byte); `migrations/` holds the
-Alembic revisions a starting stack applies itself.
+a few dozen bytes, back to its transcript byte for byte), `mover` and `reads` (games in
+and out), `export` (games as Parquet or JSON lines, for analysis); `migrations/` holds
+the Alembic revisions a starting stack applies itself.
 
 Where it lives: `sqlite:///PATH` (the embedded default, a file beside the stack's data:
 `db.default_url(data_dir)`) or `postgresql://USER@HOST/DB` for a stack on several

@@ -5,13 +5,20 @@ template's shared values (rules, clock, fault policy) are what a `Match` shows; 
 blob is decoded (`archive.codec`) only for a game's transcript (GetMatch, a replay, an
 export). Listings are newest first in archive order (the `games.id` the mover gave
 them, which is the order their boards were released), paged by that id.
+
+A bulk read (`stream`, what an export reads) goes the other way, oldest first, in keyset
+pages by `games.id`, each page its own short read: no join (bots, events and templates,
+a few thousand rows at most, are looked up once each and kept), and no blob unless
+transcripts are asked for. It stops at the newest game there when it began, so a busy
+stack's archive never keeps it going.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,18 +26,20 @@ from sqlalchemy import Row
 
 from archive import codec, schema
 from archive.db import Archive
-from archive.mover import known_of
+from archive.mover import game_row, known_of
 from moon import GameState, Rules
 from moon.transcript import actions_of
 from store import messages
+from store.archiving import Leaving
 from store.matches import MatchRecord
 from store.pools import Pool
 from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, MatchSpec
 from store.refs import EventKind, EventRef
 from store.status import MatchStatus
 
-__all__ = ["ArchivedEvent", "ArchivedGame", "count", "event", "event_rows", "events", "game",
-           "games", "log_entries", "pool_rows", "to_record"]
+__all__ = ["PAGE", "ArchivedEvent", "ArchivedGame", "Selection", "bot_ids_named", "count",
+           "count_selected", "event", "event_rows", "events", "game", "games", "has_bot",
+           "has_event", "log_entries", "of_leaving", "pool_rows", "stream", "to_record"]
 
 _ENDS = {schema.EndCode.NORMAL: "normal", schema.EndCode.HAND_LIMIT: "hand_limit",
          schema.EndCode.FORFEIT: "forfeit"}
@@ -78,7 +87,7 @@ class ArchivedGame:
     @property
     def end(self) -> str:
         """How it ended: normal, hand_limit, forfeit (or the transcript's own word)."""
-        word = _ENDS.get(schema.EndCode(self.end_code))
+        word = _ENDS.get(self.end_code)  # type: ignore[call-overload]
         return word if word is not None else str(self.transcript().get("end", "other"))
 
     def result(self) -> dict[str, Any]:
@@ -230,6 +239,204 @@ def pool_rows(archive: Archive, pool: Pool, since: float | None = None
             q = q.where(_G.c.released_at >= since)
         found = conn.execute(q.order_by(_G.c.id)).all()
     return [_game(row, False).row() for row in found]
+
+
+# ----------------------------------------------------------------- bulk reads
+
+PAGE = 2000  # games a page of `stream` reads
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which games a bulk read takes: a bot's (by its id), an event's, a pool's (by its
+    `players`), finished in [since, until): any of them together; every game when empty."""
+
+    bot_id: str = ""
+    event: EventRef | None = None
+    players: int | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+# The columns a bulk read selects, in the order `_Names.game` unpacks them (then the blob).
+_COLUMNS = ("id", "match_id", "players", "board", "unit", "seed", "created_at",
+            "finished_at", "released_at", "end_code", "winner", "forfeit_seat",
+            "forfeit_reason", "places", "final", "actions", "rated", "event", "template",
+            "seat0", "seat1", "seat2", "seat3")
+_EVENT, _TEMPLATE, _SEAT0 = (_COLUMNS.index(c) for c in ("event", "template", "seat0"))
+
+
+def _selected(conn: sa.Connection, sel: Selection, with_blob: bool, top: int
+              ) -> sa.Select[Any] | None:
+    """The query of a selection's games up to archive id `top`, in archive order (without
+    its page's bounds); None when it names a bot or an event the archive does not hold."""
+    cols: list[Any] = [_G.c[name] for name in _COLUMNS]
+    # The blob only for transcripts; or for a game whose end word only its transcript has.
+    cols.append(_G.c.blob if with_blob else sa.case(
+        (_G.c.end_code == int(schema.EndCode.OTHER), _G.c.blob), else_=sa.null()
+    ).label("blob"))
+    q = sa.select(*cols)
+    if sel.bot_id:
+        bot = _bot_ids(conn, sel.bot_id)
+        if bot is None:
+            return None
+        p = schema.plays  # a bot's games are one range of its key, in archive order
+        q = q.select_from(p.join(_G, _G.c.id == p.c.game)).where(p.c.bot == bot)
+    if sel.event is not None:
+        ev = _event_id(conn, sel.event)
+        if ev is None:
+            return None
+        q = q.where(_G.c.event == ev)
+    if sel.players is not None:
+        q = q.where(_G.c.players == sel.players)
+    if sel.since is not None:
+        q = q.where(_G.c.finished_at >= sel.since)
+    if sel.until is not None:
+        q = q.where(_G.c.finished_at < sel.until)
+    return q.where(_G.c.id <= top)
+
+
+def _top(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.select(sa.func.max(_G.c.id))).scalar() or 0)
+
+
+@dataclass
+class _Names:
+    """What a bulk read looks up by id (bots, events, templates), each looked up once."""
+
+    bots: dict[int, tuple[str, str]] = field(default_factory=dict)
+    events: dict[int, EventRef] = field(default_factory=dict)
+    templates: dict[int, str] = field(default_factory=dict)
+
+    def fill(self, conn: sa.Connection, rows: Iterable[Sequence[Any]]) -> None:
+        """Look up what `rows` (of `_selected`) name and is not known yet."""
+        bots: set[int] = set()
+        events: set[int] = set()
+        templates: set[int] = set()
+        for row in rows:
+            bots.update(b for b in row[_SEAT0:_SEAT0 + 4] if b is not None)
+            if row[_EVENT] is not None:
+                events.add(row[_EVENT])
+            templates.add(row[_TEMPLATE])
+        b, e, t = schema.bots, schema.events, schema.templates
+        for i, bot_id, name in _in(conn, sa.select(b.c.id, b.c.bot_id, b.c.name), b.c.id,
+                                   bots - self.bots.keys()):
+            self.bots[int(i)] = (str(bot_id), str(name))
+        for i, kind, event_id in _in(conn, sa.select(e.c.id, e.c.kind, e.c.event_id),
+                                     e.c.id, events - self.events.keys()):
+            self.events[int(i)] = EventRef(EventKind(str(kind)), str(event_id))
+        for i, body in _in(conn, sa.select(t.c.id, t.c.body), t.c.id,
+                           templates - self.templates.keys()):
+            self.templates[int(i)] = str(body)
+
+    def game(self, row: Sequence[Any]) -> ArchivedGame:
+        """A row of `_selected` as a game (by position: a bulk read's hot loop)."""
+        (gid, match_id, n, board, unit, seed, created_at, finished_at, released_at,
+         end_code, winner, forfeit_seat, forfeit_reason, places, final, actions, rated,
+         event, template, *seats, blob) = row
+        bots = self.bots
+        seated = [bots[seats[s]] for s in range(n)]
+        return ArchivedGame(
+            id=gid, match_id=match_id, players=n,
+            bot_ids=tuple([b for b, _ in seated]), names=tuple([name for _, name in seated]),
+            event=None if event is None else self.events[event], board=board, unit=unit,
+            seed=seed, created_at=created_at, finished_at=finished_at,
+            released_at=released_at, end_code=end_code, winner=winner,
+            forfeit_seat=forfeit_seat, forfeit_reason=forfeit_reason,
+            placement=tuple([(places >> (4 * s)) & 0xF for s in range(n)]),
+            final=tuple(map(int, final.split(","))) if final else (),
+            actions=actions, rated=bool(rated), template=self.templates[template],
+            blob=None if blob is None else bytes(blob))
+
+
+def _in(conn: sa.Connection, q: sa.Select[Any], col: Any, wanted: set[int]
+        ) -> list[tuple[Any, ...]]:
+    """The rows of `q` whose `col` is one of `wanted`, a chunk of ids at a time."""
+    ids = sorted(wanted)
+    out: list[tuple[Any, ...]] = []
+    for i in range(0, len(ids), 500):
+        out += [tuple(row) for row in conn.execute(q.where(col.in_(ids[i:i + 500])))]
+    return out
+
+
+def count_selected(archive: Archive, sel: Selection) -> int:
+    """How many archived games `stream` would give for `sel` now."""
+    with archive.connect() as conn:
+        q = _selected(conn, sel, False, _top(conn))
+        if q is None:
+            return 0
+        return int(conn.execute(sa.select(sa.func.count()).select_from(
+            q.with_only_columns(_G.c.id).subquery())).scalar_one())
+
+
+def stream(archive: Archive, sel: Selection | None = None, *, with_blob: bool = False,
+           page: int = PAGE) -> Iterator[list[ArchivedGame]]:
+    """A selection's archived games, oldest first (archive order), a page at a time: keyset
+    pages by `games.id`, each its own short read (no transaction held open for a whole
+    export), up to the newest game archived when it began. Blobs only `with_blob` (the
+    transcripts); bots, events and templates looked up once each."""
+    sel = sel or Selection()
+    names = _Names()
+    with archive.connect() as conn:
+        top = _top(conn)
+        base = _selected(conn, sel, with_blob, top)
+    if base is None or top == 0:
+        return
+    key = schema.plays.c.game if sel.bot_id else _G.c.id
+    after = 0
+    while True:
+        with archive.connect() as conn:
+            rows = conn.execute(base.where(key > after).order_by(key).limit(page)).all()
+            if not rows:
+                return
+            names.fill(conn, rows)
+        yield [names.game(row) for row in rows]
+        if len(rows) < page:
+            return
+        after = int(rows[-1][0])
+
+
+def has_bot(archive: Archive, bot_id: str) -> bool:
+    """True when the archive holds a game of this bot."""
+    with archive.connect() as conn:
+        return _bot_ids(conn, bot_id) is not None
+
+
+def bot_ids_named(archive: Archive, name: str) -> list[str]:
+    """The ids of the archived bots named `name` (ignoring case, as names are)."""
+    b = schema.bots
+    with archive.connect() as conn:
+        found = conn.execute(sa.select(b.c.bot_id).where(
+            sa.func.lower(b.c.name) == name.lower()).order_by(b.c.id)).scalars().all()
+    return [str(x) for x in found]
+
+
+def has_event(archive: Archive, ref: EventRef) -> bool:
+    """True when the archive holds this event (a game of it, or the event itself)."""
+    with archive.connect() as conn:
+        return _event_id(conn, ref) is not None
+
+
+def of_leaving(g: Leaving) -> ArchivedGame:
+    """A finished, public game Redis still holds, as the archive will hold it (its template
+    and blob encoded now; no archive id yet: 0): how a reader of both stores, an export,
+    reads a game that waits to be archived."""
+    spec = g.spec
+    board, unit = str(spec.meta.get("board", "")), str(spec.meta.get("unit", ""))
+    packed = codec.encode(g.transcript, known_of(g.match_id, spec.seed, spec.bot_ids,
+                                                 board, unit))
+    row = game_row(g, packed)
+    n = spec.players
+    return ArchivedGame(
+        id=0, match_id=g.match_id, players=n, bot_ids=tuple(spec.bot_ids),
+        names=tuple(spec.seat_names), event=spec.event, board=board, unit=unit,
+        seed=spec.seed, created_at=g.created_at, finished_at=g.finished_at,
+        released_at=g.released_at, end_code=int(row["end_code"]), winner=row["winner"],
+        forfeit_seat=row["forfeit_seat"], forfeit_reason=row["forfeit_reason"],
+        placement=tuple(schema.unpack_places(int(row["places"]), n)),
+        final=tuple(int(x) for x in str(row["final"]).split(",") if x != ""),
+        actions=int(row["actions"]), rated=g.rated, template=packed.template,
+        blob=packed.blob)
 
 
 def to_record(g: ArchivedGame, with_transcript: bool = True) -> MatchRecord:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from clients import arena, changes, commands, demo, organiser
+from clients import arena, changes, commands, demo, export, organiser
 from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
 from clients.parser import CommandError, Parser, UsageError
@@ -107,6 +107,7 @@ def build_parser() -> Parser:
     organiser.add_organiser(sub)
     changes.add_test(sub)
     arena.add_arena(sub)
+    export.add_export(sub)
     demo.add_demo(sub)
     add_web(sub)
     return parser

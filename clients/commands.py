@@ -42,6 +42,7 @@ __all__ = [
     "parse_duration_ms",
     "rpc_error",
     "rules_options",
+    "save_redis_url",
     "save_web_address",
     "server_address",
     "web_link",
@@ -170,12 +171,23 @@ def optional_admin_token(args: argparse.Namespace) -> str | None:
 
 
 WEB_FILE = "web.json"  # in the data folder: where `moonshot up` serves the pages, for whom
+REDIS_URL_FILE = "redis-url"  # in the data folder: the Redis a running `moonshot up` uses
 
 
 def save_web_address(data: Path, web: str, referee: str) -> Path:
     """Note where the web pages of the referee at `referee` are (`moonshot up` does)."""
     path = data / WEB_FILE
     path.write_text(json.dumps({"web": web, "referee": referee}) + "\n")
+    return path
+
+
+def save_redis_url(data: Path, url: str) -> Path:
+    """Note the Redis a running `moonshot up` uses (readable by its owner only: a URL may
+    hold a password), so `moonshot export` finds the games not archived yet."""
+    path = data / REDIS_URL_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w") as fh:
+        fh.write(url + "\n")
     return path
 
 
@@ -574,6 +586,7 @@ def _run_up(args: argparse.Namespace) -> int:
     token_file = Path(args.data) / "admin-token"
     web_file = save_web_address(data, stack.web_address, stack.address) \
         if stack.web_address else None
+    redis_file = save_redis_url(data, stack.redis_url or "")
     lines = [f"moonshot is up ({args.workers} workers); Ctrl-C stops everything",
              f"  referee:     {stack.address}"]
     if stack.web_address:
@@ -617,6 +630,7 @@ def _run_up(args: argparse.Namespace) -> int:
             stack.stop()
             if web_file is not None:
                 web_file.unlink(missing_ok=True)
+            redis_file.unlink(missing_ok=True)
     print("stopped", flush=True)
     return 1 if failed else 0
 

@@ -19,6 +19,11 @@ event. The event itself leaves Redis when it is archived whole.
 Upgrading a stack that ran before the archive: `backfill` walks every match's index once,
 a chunk at a time from a cursor kept in Redis (resumable), and queues what is finished
 and public.
+
+A reader of both stores (an export) asks `unarchived` what Redis still holds of the games
+it wants: the public ones not archived yet (read them with `read`), and how many it must
+leave out because nobody may see them yet (finished, their boards not released) or they
+are still in play.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 import redis
 
 from store import keys
+from store import matches as store_matches
 from store.coalesce import Asks
 from store.locks import Lock
 from store.pools import Pool
@@ -42,6 +48,7 @@ from store.status import MatchStatus
 __all__ = [
     "QUEUED_S",
     "Leaving",
+    "Unarchived",
     "asks",
     "backfill",
     "drop",
@@ -52,6 +59,7 @@ __all__ = [
     "pending_count",
     "read",
     "set_url",
+    "unarchived",
     "url",
 ]
 
@@ -321,3 +329,70 @@ def events_seq(entry_id: str | bytes) -> int:
     """The sequence of an event stream's entry id `<seq>-0`."""
     text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     return int(text.split("-", 1)[0])
+
+_SCAN_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Unarchived:
+    """What Redis holds of a selection of games that the archive has not: what a reader of
+    both stores takes from Redis, and what it has to leave out."""
+
+    public: list[str]  # finished and released, waiting to be archived: `read` them
+    hidden: int  # finished in the range, their boards not released: nobody may see them yet
+    playing: int  # queued or running: they may still finish in the range
+    event_live: bool  # the event asked for still plays or releases games
+    event_known: bool  # Redis holds the event asked for
+
+
+def unarchived(r: redis.Redis, *, event: EventRef | None = None, bot_id: str = "",
+               players: int | None = None, since: float | None = None,
+               until: float | None = None, now: float | None = None) -> Unarchived:
+    """The games of an event, a bot, a pool (any of them together; every game without
+    them) that Redis still holds, finished in [since, until): the public ones, oldest
+    release first, and how many are hidden or, when `until` is after `now`, in play.
+
+    Reads the narrowest index (`store.matches.index`), which holds what is live or not
+    archived yet: as bounded as Redis is."""
+    index = store_matches.index(event, bot_id)
+    found: Any = r.zrange(index, 0, -1)
+    match_ids = [str(m) for m in found]
+    public: list[tuple[float, str]] = []
+    hidden = playing = 0
+    may_finish = until is None or now is None or until > now
+    for i in range(0, len(match_ids), _SCAN_CHUNK):
+        chunk = match_ids[i:i + _SCAN_CHUNK]
+        pipe = r.pipeline(transaction=False)
+        for mid in chunk:
+            pipe.hmget(keys.match(mid), "spec", "status", "released", "finished_at")
+        for mid, (spec_json, status, released, finished) in zip(chunk, pipe.execute(),
+                                                                strict=True):
+            if not spec_json:
+                continue  # archived already (an open event's index still lists it)
+            spec = MatchSpec.from_json(str(spec_json))
+            if ((event is not None and spec.event != event)
+                    or (bot_id and bot_id not in spec.bot_ids)
+                    or (players is not None and spec.players != players)):
+                continue
+            if status in (None, MatchStatus.QUEUED, MatchStatus.RUNNING):
+                if may_finish:
+                    playing += 1
+                continue
+            if status != MatchStatus.FINISHED:
+                continue  # failed: no game to read
+            done = float(finished or 0.0)
+            if (since is not None and done < since) or (until is not None and done >= until):
+                continue
+            if released:
+                public.append((float(released), mid))
+            else:
+                hidden += 1
+    event_live = event_known = False
+    if event is not None:
+        pipe = r.pipeline(transaction=False)
+        pipe.sismember(keys.LIVE_EVENTS, str(event))
+        pipe.exists(keys.event(event))
+        live, known = pipe.execute()
+        event_live, event_known = bool(live), bool(known)
+    return Unarchived(public=[mid for _, mid in sorted(public)], hidden=hidden,
+                      playing=playing, event_live=event_live, event_known=event_known)
