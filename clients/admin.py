@@ -183,6 +183,21 @@ class Admin:
                                                   after_sequence=after),
             metadata=self.metadata if organiser else ())
 
+    def list_matches(self, request: match_pb2.ListMatchesRequest, limit: int
+                     ) -> Iterator[match_pb2.Match]:
+        """Up to `limit` matches of a listing (`request`'s filters), newest first, page by
+        page."""
+        got = 0
+        while got < limit:
+            request.page_size = min(limit - got, 1000)
+            resp = self.matches.ListMatches(request, metadata=self.metadata, timeout=60)
+            for m in resp.matches[:limit - got]:
+                got += 1
+                yield m
+            if not resp.next_page_token or not resp.matches:
+                return
+            request.page_token = resp.next_page_token
+
     def get_bot(self, bot: str) -> bot_pb2.Bot:
         """One bot, by id or name."""
         return self.bots.GetBot(bot_pb2.GetBotRequest(bot_id=bot), timeout=30).bot

@@ -790,6 +790,81 @@ def _run_match_show(args: argparse.Namespace) -> int:
     return _print_match(match, args.out)
 
 
+_STATUSES = ("queued", "running", "finished", "failed")
+
+
+def _run_match_list(args: argparse.Namespace) -> int:
+    from clients.admin import Admin
+    from clients.render import side_names
+    from clients.wire import pool_to_pb
+    from proto.moon.v1 import game_pb2, match_pb2
+    from store import ids
+    from store.errors import InvalidArgument
+    from store.refs import EventKind, EventRef
+
+    req = match_pb2.ListMatchesRequest()
+    if args.event is not None:
+        try:
+            ref = EventRef.parse(args.event.strip())
+        except InvalidArgument as exc:
+            raise UsageError(f"moonshot match list: --event: {exc} (use tournament:t-..., "
+                             "test:c-..., arena:3p or arena:2v2)") from None
+        if ref.kind is EventKind.TOURNAMENT:
+            req.tournament_id = ref.id
+        elif ref.kind is EventKind.TEST:
+            req.test_id = ref.id
+        else:
+            req.arena = ref.id
+    if args.pool is not None:
+        req.pool = pool_to_pb(args.pool)
+    if args.status is not None:
+        req.status = match_pb2.MatchStatus.Value(f"MATCH_STATUS_{args.status.upper()}")
+    if args.since is not None:
+        req.finished_after.FromNanoseconds(int(args.since * 1e9))
+    if args.until is not None:
+        req.finished_before.FromNanoseconds(int(args.until * 1e9))
+    if args.since is not None and args.until is not None and args.until <= args.since:
+        raise UsageError("moonshot match list: --until is not after --since: no game can "
+                         "finish in that range")
+    target = server_target(args)
+    admin = Admin(target, None)
+    shown_any = False
+    try:
+        if args.bot is not None:
+            bot = args.bot.strip()
+            req.bot_id = bot if ids.is_bot_id(bot) else admin.get_bot(bot).bot_id
+        for m in admin.list_matches(req, args.limit):
+            if not shown_any:
+                print(f"{'match':<22} {'finished (UTC)':<17} {'event':<24} result")
+                shown_any = True
+            when = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(m.finished_at.seconds))
+                    if m.HasField("finished_at") else "")
+            kind = game_pb2.EventKind.Name(m.event.kind).removeprefix("EVENT_KIND_").lower()
+            event = (f"{kind}:{m.event.id}" if m.event.id and m.event.kind else ""
+                     ) + (f" {m.board}" if m.board else "")
+            if m.status == match_pb2.MATCH_STATUS_FINISHED and m.result.end:
+                sides = side_names(m.players, list(m.seat_names))
+                firsts = {s % len(sides) for s, p in enumerate(m.result.placement) if p == 1}
+                result = " \u00b7 ".join(
+                    f"{name} {m.result.final_scores[i]}{' (1st)' if i in firsts else ''}"
+                    for i, name in enumerate(sides) if i < len(m.result.final_scores))
+                if m.result.end == "forfeit":
+                    result += " (a forfeit)"
+            elif m.status == match_pb2.MATCH_STATUS_FAILED:
+                result = f"failed: {m.error[:80]}"
+            else:
+                result = (match_pb2.MatchStatus.Name(m.status).removeprefix("MATCH_STATUS_")
+                          .lower() + ": " + ", ".join(m.seat_names))
+            print(f"{m.match_id:<22} {when:<17} {event[:24]:<24} {result}")
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, target) from None
+    finally:
+        admin.close()
+    if not shown_any:
+        print("no matches found", file=sys.stderr)
+    return 0
+
+
 # ------------------------------------------------------------- parser
 
 
@@ -911,6 +986,26 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_match_play)
+    p = match.add_parser(
+        "list", help="list matches, newest first (in play, waiting, and the archive's)",
+        description="List matches newest first: those Redis holds (in play, or finished "
+                    "and not archived yet), then the archive's. A game whose board is not "
+                    "released yet shows only that it is in play.")
+    p.add_argument("--bot", default=None, help="only this bot's games (an id or a name)")
+    p.add_argument("--event", default=None, metavar="KIND:ID",
+                   help="only this event's games: tournament:t-..., test:c-..., arena:3p")
+    p.add_argument("--pool", choices=POOL_CHOICES, default=None,
+                   help="only games of this rating pool")
+    p.add_argument("--status", choices=_STATUSES, default=None)
+    p.add_argument("--since", type=flags.iso_time, default=None, metavar="WHEN",
+                   help="only games finished at or after WHEN (ISO 8601; UTC without an "
+                        "offset)")
+    p.add_argument("--until", type=flags.iso_time, default=None, metavar="WHEN",
+                   help="only games finished before WHEN")
+    p.add_argument("--limit", type=flags.int_in(1, 1_000_000), default=50,
+                   help="most matches to print (default 50)")
+    _server_flag(p)
+    p.set_defaults(run=_run_match_list)
     p = match.add_parser("show", help="print a match's status or result")
     p.add_argument("match_id")
     p.add_argument("--out", default=None,

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import redis
 
+from clients import flags
 from clients.commands import DATA_DIR, DEFAULT_REDIS, REDIS_URL_FILE, check_out
 from clients.parser import CommandError, Parser, UsageError
 from clients.progress import Progress
@@ -69,14 +70,9 @@ CHUNK = 500  # games read from Redis at a time
 def parse_when(text: str, flag: str) -> float:
     """An ISO 8601 date or time as unix seconds; a time without an offset is UTC."""
     try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise UsageError(f"{PROG}: {flag} {text[:60]!r} is not an ISO date or time: use a "
-                         "form like 2026-12-01, 2026-12-01T18:30 or "
-                         "2026-12-01T18:30:00+01:00 (without an offset, UTC)") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
+        return flags.iso_time(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{PROG}: {flag} {exc}") from None
 
 
 def _iso(t: float) -> str:

@@ -12,6 +12,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from moon.deal import MAX_SEED
 
@@ -29,6 +30,7 @@ __all__ = [
     "duration_ms",
     "format_ms",
     "int_in",
+    "iso_time",
     "listen_address",
     "parse_duration",
     "positive_seconds",
@@ -45,6 +47,21 @@ SEED = (0, MAX_SEED)
 GAMES = (1, 10**9)
 THREADS = (0, 1024)
 WORKERS = (1, 256)
+
+
+ISO_FORMS = "2026-12-01, 2026-12-01T18:30 or 2026-12-01T18:30:00+01:00 (without an offset, UTC)"
+
+
+def iso_time(text: str) -> float:
+    """An argparse type: an ISO 8601 date or time as unix seconds; without an offset, UTC."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text[:60]!r} is not an ISO date or time: use a form like {ISO_FORMS}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
 
 
 def int_in(lo: int, hi: int, odd: bool = False) -> Callable[[str], int]:

@@ -137,6 +137,12 @@ CASES: dict[str, Case] = {
     "show out a folder": (["match", "show", "m-1", "--out", "."], {}, "", 2,
                           ("--out", "folder")),
     "play out no folder": ([*MP, "--out", "/nonexistent/x"], {}, "", 2, ("--out",)),
+    "list since words": (["match", "list", "--since", "yesterday"], {}, "", 2,
+                         ("--since", "ISO date")),
+    "list event kind": (["match", "list", "--event", "league:x"], {}, "", 2, ("--event",)),
+    "list backwards": (["match", "list", "--since", "2026-02-01", "--until", "2026-01-01"],
+                       {}, "", 2, ("--until", "not after")),
+    "list limit 0": (["match", "list", "--limit", "0"], {}, "", 2, ("--limit",)),
     # 4
     "threads -1": ([*BR, "--threads", "-1"], {}, "", 2, ("--threads", "0 to")),
     "bot run arena 4p": ([*BR, "--arena", "4p"], {}, "", 2, ("--arena", "'4p'")),

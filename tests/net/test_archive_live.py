@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import grpc
 import redis
 from google.protobuf.timestamp_pb2 import Timestamp
-from stack import Stack
+from stack import Stack, env, moonshot
 from support import finished, wait_until
 
 from clients.admin import Admin
@@ -129,6 +130,19 @@ def test_finished_games_move_to_the_archive_and_every_reader_still_finds_them(
                 before = Timestamp()
                 before.FromSeconds(int(started) - 1)
                 assert _list(stub, finished_before=before) == []
+                # The CLI lists them too, from both stores, with the filters.
+                def listed_by_cli(*args: str) -> list[str]:
+                    out = subprocess.run(moonshot("match", "list", "--server", st.address,
+                                                  "--limit", "1000", *args),
+                                         capture_output=True, text=True, env=env(),
+                                         timeout=60, check=False)
+                    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+                    return [line.split()[0] for line in out.stdout.splitlines()[1:]]
+
+                assert set(listed_by_cli("--event", f"tournament:{tid}")) == set(games)
+                assert listed_by_cli("--pool", "2v2") == [singles[-1]]
+                assert set(listed_by_cli("--bot", "ar0")) == {m.match_id for m in listed}
+                assert listed_by_cli("--until", "2001-01-01") == []
                 # WatchMatch of an archived game: its events from the start to its end.
                 events = list(stub.WatchMatch(match_pb2.WatchMatchRequest(
                     match_id=singles[0]), timeout=30))
