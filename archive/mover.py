@@ -14,6 +14,7 @@ plays: writing a batch twice writes it once.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from archive.db import Archive, insert_ignore, intern
 from store.archiving import Leaving
 from store.refs import EventRef
 
-__all__ = ["KNOWN", "game_row", "known_of", "write"]
+__all__ = ["KNOWN", "game_row", "known_of", "write", "write_event", "write_rating_snapshot"]
 
 # What the archive keeps in columns anyway, so the codec leaves it out of the blob.
 KNOWN = ("match_id", "seed", "bot_ids", "board", "unit")
@@ -129,3 +130,13 @@ def write_event(archive: Archive, ref: EventRef, snapshot: Mapping[str, Any]) ->
     with archive.begin() as conn:
         eid = _events(conn, {ref})[ref]
         conn.execute(sa.update(schema.events).where(schema.events.c.id == eid).values(**values))
+
+
+def write_rating_snapshot(archive: Archive, pool: str, method: str, at: float,
+                          table_json: str) -> None:
+    """Keep a pool's rating table of one method as it stood at `at` (its JSON,
+    compressed). Idempotent: a snapshot of the same instant is kept once."""
+    with archive.begin() as conn:
+        insert_ignore(conn, schema.rating_snapshots, [{
+            "pool": pool, "method": method, "at": at,
+            "body": zlib.compress(table_json.encode(), 9)}])

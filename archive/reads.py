@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,8 @@ from store.status import MatchStatus
 
 __all__ = ["PAGE", "ArchivedEvent", "ArchivedGame", "Selection", "bot_ids_named", "count",
            "count_selected", "event", "event_rows", "events", "game", "games", "has_bot",
-           "has_event", "log_entries", "of_leaving", "pool_rows", "stream", "to_record"]
+           "has_event", "log_entries", "of_leaving", "pool_rows", "rating_snapshot",
+           "rating_snapshot_times", "stream", "to_record"]
 
 _ENDS = {schema.EndCode.NORMAL: "normal", schema.EndCode.HAND_LIMIT: "hand_limit",
          schema.EndCode.FORFEIT: "forfeit"}
@@ -542,3 +544,25 @@ def events(archive: Archive, kind: EventKind, *, before: int | None = None, limi
     with archive.connect() as conn:
         found = conn.execute(q.order_by(e.c.id.desc()).limit(limit)).all()
     return [_event(row) for row in found]
+
+
+def rating_snapshot(archive: Archive, pool: Pool, method: str, at: float | None = None
+                    ) -> tuple[float, str] | None:
+    """(when, the table's JSON) of a pool's latest rating snapshot of `method` taken at or
+    before `at` (the latest of all without it); None when there is none."""
+    t = schema.rating_snapshots
+    q = sa.select(t.c.at, t.c.body).where(t.c.pool == str(pool), t.c.method == method)
+    if at is not None:
+        q = q.where(t.c.at <= at)
+    with archive.connect() as conn:
+        row = conn.execute(q.order_by(t.c.at.desc()).limit(1)).first()
+    return None if row is None else (float(row[0]), zlib.decompress(row[1]).decode())
+
+
+def rating_snapshot_times(archive: Archive, pool: Pool, method: str) -> list[float]:
+    """When each of a pool's snapshots of `method` was taken, oldest first."""
+    t = schema.rating_snapshots
+    with archive.connect() as conn:
+        return [float(a) for (a,) in conn.execute(
+            sa.select(t.c.at).where(t.c.pool == str(pool), t.c.method == method)
+            .order_by(t.c.at))]

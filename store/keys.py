@@ -79,6 +79,7 @@
 | ms:ratings:{pool}:methods   | hash   | method name -> title, games and time of its table   |
 | ms:ratings:{pool}:history:{bot} | list | the bot's rating after each fit with new games of |
 |                             |        | it, oldest first (the newest 1,000)                 |
+| ms:ratings:{pool}:snapshot_at | string | when its tables were last kept in the archive     |
 | ms:ratings:{pool}:dirty     | string | set when a fit is asked for                         |
 | ms:ratings:{pool}:tournaments | set  | tournaments whose own fit is asked for              |
 | ms:ratings:{pool}:queued    | string | a fit job is queued (many requests, one job)        |
@@ -419,6 +420,11 @@ def rating_los(pool: str, method: str) -> str:
 def rating_methods(pool: str) -> str:
     """The rating methods with a table of the pool: name -> what that table is."""
     return f"{P}ratings:{pool}:methods"
+
+
+def rating_snapshot_at(pool: str) -> str:
+    """When the pool's rating tables were last kept in the archive (unix seconds)."""
+    return f"{P}ratings:{pool}:snapshot_at"
 
 
 def rating_history(pool: str, bot_id: str) -> str:

@@ -60,11 +60,25 @@ __all__ = [
     "restore_request",
     "save",
     "save_tournament",
+    "snapshot_due",
+    "snapshot_taken",
     "take_request",
     "unqueue",
 ]
 
 HISTORY_MAX = 1000  # points of rating history kept per bot and pool, the newest
+
+
+def snapshot_due(r: redis.Redis, pool: str, now: float, every_s: float) -> bool:
+    """Whether the pool's tables are owed a snapshot in the archive (none kept for
+    `every_s`); the caller writes it, then `snapshot_taken`."""
+    last = r.get(keys.rating_snapshot_at(pool))
+    return last is None or now - float(str(last)) >= every_s
+
+
+def snapshot_taken(r: redis.Redis, pool: str, at: float) -> None:
+    """Note that the pool's tables as of `at` are in the archive."""
+    r.set(keys.rating_snapshot_at(pool), repr(at))
 
 
 def save(r: redis.Redis, pool: str, method: str, table: RatingTable, title: str = "") -> None:

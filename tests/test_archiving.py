@@ -231,3 +231,37 @@ def test_an_older_stacks_finished_games_and_events_move_out_resumably(
     assert reads.count(arc) == len(played) + len(games)
     assert not r.keys("ms:match:*")
     assert reads.event(arc, ref) is not None
+
+
+def test_a_fit_keeps_the_pools_tables_in_the_archive_about_once_an_hour(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """How ratings stood through a season: a fit with an archive keeps every method's
+    table there, once per SNAPSHOT_EVERY_S; the tables read back as they were stored."""
+    from store import ratings as store_ratings
+    from store.rating_tables import OFFICIAL, RatingTable
+    from workers import fit
+
+    r, rq = rr
+    for seed in range(1, 4):
+        _play(r, rq, 3, seed)
+    archiving_job.run_archive(r, rq, lambda: arc)
+    fit.fit_pool(r, "3p", lambda: arc)
+    first = reads.rating_snapshot(arc, Pool.THREE, OFFICIAL)
+    assert first is not None
+    stored = store_ratings.load(r, "3p")
+    assert stored is not None and RatingTable.from_json(first[1]) == stored
+    assert stored.games == 3
+    fit.fit_pool(r, "3p", lambda: arc)  # within the hour: no second snapshot
+    assert len(reads.rating_snapshot_times(arc, Pool.THREE, OFFICIAL)) == 1
+    monkeypatch.setattr(fit, "SNAPSHOT_EVERY_S", 0.0)
+    _play(r, rq, 3, 7)
+    fit.fit_pool(r, "3p", lambda: arc)
+    times = reads.rating_snapshot_times(arc, Pool.THREE, OFFICIAL)
+    assert len(times) == 2
+    latest = reads.rating_snapshot(arc, Pool.THREE, OFFICIAL)
+    assert latest is not None and RatingTable.from_json(latest[1]).games == 4
+    as_of_first = reads.rating_snapshot(arc, Pool.THREE, OFFICIAL, at=times[0])
+    assert as_of_first == first
+    assert reads.rating_snapshot(arc, Pool.THREE, OFFICIAL, at=times[0] - 1) is None
+    assert reads.rating_snapshot(arc, Pool.TEAMS, OFFICIAL) is None

@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import redis
+from sqlalchemy.exc import SQLAlchemyError
 
-from archive import reads
+from archive import mover, reads
 from archive.db import Archive
+from archive.errors import ArchiveError
 from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
@@ -37,6 +39,7 @@ log = logging.getLogger("moonshot.ratings")
 
 POOLS = tuple(str(p) for p in Pool)
 LOCK_MS = 600_000  # extended after every fit; a dead job's lock is freed by recovery
+SNAPSHOT_EVERY_S = 3600.0  # a pool's tables are kept in the archive about once an hour
 
 
 def _games(rows: Iterable[Mapping[str, Any]], where: str) -> list[Game]:
@@ -69,6 +72,7 @@ def fit_pool(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = 
     now = time.time()
     games = _games(pool_rows(r, pool, archive), pool)
     official: RatingTable | None = None
+    tables: dict[str, RatingTable] = {}
     for name in methods.names():
         method = methods.get(name)
         try:
@@ -82,8 +86,25 @@ def fit_pool(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = 
             failpoints.reached("fit.before-save")
             official = table
         store_ratings.save(r, pool, name, table, method.title)
+        tables[name] = table
     assert official is not None, "the official method is registered"
+    if archive is not None and store_ratings.snapshot_due(r, pool, now, SNAPSHOT_EVERY_S):
+        _snapshot(r, pool, archive, now, tables)
     return official
+
+
+def _snapshot(r: redis.Redis, pool: str, archive: Callable[[], Archive], now: float,
+              tables: Mapping[str, RatingTable]) -> None:
+    """Keep the pool's tables in the archive: how the ratings stood through a season. An
+    archive away costs the snapshot, never the fit (the next fit tries again)."""
+    try:
+        for name, table in tables.items():
+            mover.write_rating_snapshot(archive(), pool, name, now, table.to_json())
+    except (ArchiveError, SQLAlchemyError, OSError) as exc:
+        log.warning("ratings %s: no snapshot kept in the archive: %s", pool,
+                    str(exc).splitlines()[0][:200])
+        return
+    store_ratings.snapshot_taken(r, pool, now)
 
 
 def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
