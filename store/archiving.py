@@ -319,9 +319,9 @@ def drop_event(r: redis.Redis, ref: EventRef, snapshot: dict[str, Any]) -> None:
 
 
 # Every key of an event under its prefix (`store.keys`), the step's and its own.
-_EVENT_PARTS = ("matches", "recorded", "recorded_n", "released", "state", "events",
-                "emitted", "live", "live_emitted", "units", "failed", "redealt", "rows",
-                "pairs", "rating", "lock", "dirty", "queued")
+_EVENT_PARTS = ("matches", "recorded", "released", "state", "events", "emitted", "live",
+                "live_emitted", "units", "failed", "redealt", "rows", "pairs", "rating",
+                "lock", "dirty", "queued")
 ENDED = ("finished", "failed")
 
 

@@ -35,7 +35,8 @@
 | ms:tournament:{id}:units    | list   | the fixed schedule, one JSON unit per entry         |
 | ms:{kind}:{id}              | hash   | an event (`store.refs.EventRef`: ms:tournament:{id},|
 |                             |        | ms:test:{id}, ms:arena:{pool}): spec, status, done, |
-|                             |        | total, step_seq (the step state's version), wake_at |
+|                             |        | total, step_seq (the step state's version), wake_at,|
+|                             |        | recorded (the last recording number given)          |
 | ms:{kind}:{id}:matches      | zset   | match ids the event created, in order               |
 | ms:{kind}:{id}:events       | stream | numbered public events (id `<seq>-0`): a game's     |
 |                             |        | result only once its board is released              |
@@ -46,8 +47,8 @@
 | ms:{kind}:{id}:lock         | string | held by the step run advancing it                   |
 | ms:{kind}:{id}:dirty        | string | set when the step should look again                 |
 | ms:{kind}:{id}:queued       | string | a step job is queued (many asks, one job)           |
-| ms:{kind}:{id}:recorded     | zset   | finished or failed games, by recording order        |
-| ms:{kind}:{id}:recorded_n   | string | recording numbers given so far                      |
+| ms:{kind}:{id}:recorded     | zset   | finished or failed games, by recording number (an   |
+|                             |        | arena's leave it as they are archived)              |
 | ms:{kind}:{id}:state        | string | the step's state: cursor, boards open, the planner's|
 |                             |        | state, games decided not yet known created          |
 | ms:{kind}:{id}:failed       | set    | its games that cannot be hosted (RQ gave up)        |
@@ -210,14 +211,9 @@ def event_games(ref: EventRef) -> str:
 
 
 def event_recorded(ref: EventRef) -> str:
-    """Finished (or failed) games of an event, scored 1, 2, 3, ... in recording order."""
+    """Finished (or failed) games of an event, scored 1, 2, 3, ... in recording order (the
+    last number given is the event hash's `recorded`: an arena's archived games leave)."""
     return f"{event(ref)}:recorded"
-
-
-def event_recorded_count(ref: EventRef) -> str:
-    """Recording numbers given so far (the next is one more): the recorded set of a standing
-    event is trimmed as its games leave for the archive."""
-    return f"{event(ref)}:recorded_n"
 
 
 def event_released(ref: EventRef) -> str:

@@ -121,12 +121,14 @@ end
 return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
 """
 
-# KEYS: an event's `recorded` zset, its counter of recordings. ARGV: match id.
+# KEYS: an event's `recorded` zset, the event's hash. ARGV: match id.
 # Gives a finished game the next recording number, once; returns it (0 if it had one).
-# The number comes from a counter, not from the set's size: the set of a standing event
-# (the arena) is trimmed as its games leave for the archive, and a number must never be
-# given twice. A counter not there yet starts from the highest number the set holds (an
-# event recorded before the counter existed).
+# The last number given is the hash's `recorded` field, not the set's size: the archive
+# drops an arena's released games from the set (`store.archiving.drop`), and a number
+# taken from the set's size would then go back below the step's cursor, where the step
+# never looks (the arena stopped after its first archived batch). An event recorded
+# before the field existed starts from its highest number, or from the step's cursor
+# (`done`) if the set is empty.
 RECORD_LUA = """
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0

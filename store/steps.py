@@ -84,8 +84,7 @@ def free_lock(r: redis.Redis, ref: EventRef, token: str) -> bool:
 
 def record(r: redis.Redis, ref: EventRef, match_id: str) -> int:
     """Give a finished game its recording number, once; 0 if it had one already."""
-    n: Any = r.eval(RECORD_LUA, 2, keys.event_recorded(ref), keys.event_recorded_count(ref),
-                    match_id)
+    n: Any = r.eval(RECORD_LUA, 2, keys.event_recorded(ref), keys.event(ref), match_id)
     return int(n)
 
 
@@ -227,8 +226,8 @@ def live_events(r: redis.Redis) -> list[EventRef]:
 class Scheduling:
     """What recovery reads to judge whether an event's step is owed a run."""
 
-    games: int  # games created
-    recorded: int  # games recorded
+    games: int  # games created (those the archive dropped from Redis included)
+    recorded: int  # games recorded (the last recording number)
     done: int  # games the last save had folded in
     stepping: bool  # a run holds the lock
     asked: bool  # a step was asked for and has not been taken
@@ -240,16 +239,18 @@ def scheduling(r: redis.Redis, ref: EventRef) -> Scheduling:
     """The event's scheduling, in one round trip."""
     pipe = r.pipeline(transaction=False)
     pipe.zcard(keys.event_games(ref))
-    pipe.get(keys.event_recorded_count(ref))
-    pipe.hmget(keys.event(ref), "done", "wake_at")
+    pipe.zcard(keys.event_recorded(ref))
+    pipe.hmget(keys.event(ref), "done", "wake_at", "recorded")
     pipe.exists(keys.event_lock(ref))
     pipe.exists(keys.event_dirty(ref))
     pipe.exists(keys.event_queued(ref))
-    games, recorded, (done, wake_at), locked, dirty, queued = pipe.execute()
-    if recorded is None:  # recorded before the counter existed: the set holds them all
-        recorded = r.zcard(keys.event_recorded(ref))
-    return Scheduling(int(games), int(recorded), int(done or 0), bool(locked), bool(dirty),
-                      bool(queued), float(wake_at) if wake_at else None)
+    games, in_set, (done, wake_at, last), locked, dirty, queued = pipe.execute()
+    # Games the archive dropped left both sets (`store.archiving.drop`), each of them
+    # recorded: the counts are the sets' sizes plus what left.
+    recorded = max(int(in_set), int(last or 0))
+    gone = recorded - int(in_set)
+    return Scheduling(int(games) + gone, recorded, int(done or 0), bool(locked),
+                      bool(dirty), bool(queued), float(wake_at) if wake_at else None)
 
 
 def wake_due(s: Scheduling, now: float) -> bool:

@@ -22,7 +22,8 @@ from archive import mover, reads
 from archive.db import Archive, open_archive
 from archive.errors import Unavailable
 from clients.redisproc import RedisServer
-from store import archiving, bots, ids, keys
+from store import archiving, bots, ids, keys, steps
+from store import arena as store_arena
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.pools import Pool
@@ -265,3 +266,33 @@ def test_a_fit_keeps_the_pools_tables_in_the_archive_about_once_an_hour(
     assert as_of_first == first
     assert reads.rating_snapshot(arc, Pool.THREE, OFFICIAL, at=times[0] - 1) is None
     assert reads.rating_snapshot(arc, Pool.TEAMS, OFFICIAL) is None
+
+
+def test_an_arena_goes_on_dealing_after_its_games_are_archived(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """The archive drops an arena's released games from its recorded set: the games
+    recorded after that are still numbered past the step's cursor, so the step folds
+    them, frees their bots and deals new boards (numbering them by the set's size once
+    stopped the arena after its first archived batch)."""
+    r, rq = rr
+    store_arena.start(r, store_arena.ArenaSpec.build(
+        "3p", {"max_hands": "1"}, seed=3, max_wait_ms=0,
+        anchors=[*HOUSE, "house:pimc?samples=1", "house:pimc?samples=3", "house:pimc?samples=4"]))
+    ref = EventRef.arena("3p")
+    hosted: list[str] = []
+    for _ in range(4):
+        advance(r, rq, ref)
+        games = [str(m) for m in r.zrange(keys.arena_games("3p"), 0, -1)]
+        fresh = [m for m in games if m not in hosted]
+        assert fresh, store_arena.info(r, "3p").step["holding"]
+        for mid in fresh:
+            MatchHost(r, mid, "run-1", rq_conn=rq).host()
+        hosted += fresh
+        advance(r, rq, ref)  # folds and releases them
+        assert archiving_job.run_archive(r, rq, lambda: arc)["moved"] == len(fresh)
+    assert reads.count(arc) == len(hosted)
+    s = steps.scheduling(r, ref)
+    assert s.recorded == s.done == len(hosted)  # the games dropped count ...
+    assert r.zcard(keys.arena_recorded("3p")) == 0  # ... and left Redis
+    in_play = r.zcard(keys.arena_games("3p"))  # dealt by the last pass: in flight
+    assert s.games == len(hosted) + in_play

@@ -395,5 +395,5 @@ def test_recording_numbers_never_repeat_when_the_arenas_games_leave_for_the_arch
     assert steps.record(r, ARENA, "m-a3pb2t0") == 0  # once
     assert steps.recorded_after(r, ARENA, 3) == [("m-a3pb2t0", 4)]
     # A set recorded before the counter existed goes on from its highest number.
-    r.delete(keys.event_recorded_count(ARENA))
+    r.hdel(keys.event(ARENA), "recorded")
     assert steps.record(r, ARENA, "m-a3pb3t0") == 5

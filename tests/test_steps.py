@@ -154,6 +154,33 @@ def test_an_end_is_written_whole_and_once(r: redis.Redis) -> None:
     assert events.newest_seq(r, tid) == 1
 
 
+def test_recording_numbers_go_on_after_the_archive_drops_recorded_games(
+        r: redis.Redis) -> None:
+    """The archive drops an arena's released games from its sets (`store.archiving.drop`):
+    the next game recorded is still numbered past the step's cursor, and the counts
+    recovery judges by still count the games dropped."""
+    ref = EventRef.arena("3p")
+    for i in range(3):
+        r.zadd(keys.event_games(ref), {f"m-{i}": i})
+        assert steps.record(r, ref, f"m-{i}") == i + 1
+    assert steps.record(r, ref, "m-1") == 0  # once
+    r.hset(keys.event(ref), "done", 3)  # the step folded them; they were released ...
+    r.zrem(keys.event_games(ref), "m-0", "m-1", "m-2")  # ... and archived
+    r.zrem(keys.event_recorded(ref), "m-0", "m-1", "m-2")
+    r.zadd(keys.event_games(ref), {"m-3": 3, "m-4": 4})
+    assert steps.record(r, ref, "m-3") == 4
+    assert steps.recorded_after(r, ref, 3) == [("m-3", 4)]
+    s = steps.scheduling(r, ref)
+    assert (s.games, s.recorded, s.done) == (5, 4, 3)  # m-4 in flight, m-3 not folded
+    # An event recorded before the counter: from its highest number, else its cursor.
+    old = EventRef.tournament("t-1a")
+    r.zadd(keys.event_recorded(old), {"m-a": 1, "m-b": 2})
+    assert steps.record(r, old, "m-c") == 3
+    emptied = EventRef.arena("2v2")
+    r.hset(keys.event(emptied), "done", 7)
+    assert steps.record(r, emptied, "m-d") == 8
+
+
 def test_the_watch_loop_reads_once_more_when_the_source_says_it_is_over() -> None:
     """The end is written with the status: a watcher that read nothing new, then finds the
     source over, reads once more and gets the end (no event is ever missed), and stops

@@ -56,7 +56,7 @@ def _capture(r: redis.Redis, stop: threading.Event, seen: dict[str, str]) -> Non
 def _arena_dump(r: redis.Redis) -> str:
     """What the arena's step holds of its open boards, for a failure's message."""
     st = json.loads(r.get(keys.arena_state("3p")) or "{}")
-    out = [f"cursor {st.get('cursor')}, recorded_n {r.get('ms:arena:3p:recorded_n')}, "
+    out = [f"cursor {st.get('cursor')}, recorded {r.hget('ms:arena:3p', 'recorded')}, "
            f"creating {len(st.get('creating', []))}, live "
            f"{r.smembers(keys.LIVE_EVENTS)}, dirty {r.get(keys.arena_dirty('3p'))}, "
            f"queued {r.get(keys.arena_queued('3p'))}, lock {r.get(keys.arena_lock('3p'))}"]
