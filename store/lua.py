@@ -133,11 +133,13 @@ RECORD_LUA = """
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0
 end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  redis.call('SET', KEYS[2], top[2] or 0)
+local n = tonumber(redis.call('HGET', KEYS[2], 'recorded'))
+if not n then
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  n = math.max(tonumber(last[2] or 0), tonumber(redis.call('HGET', KEYS[2], 'done') or 0))
 end
-local n = redis.call('INCR', KEYS[2])
+n = n + 1
+redis.call('HSET', KEYS[2], 'recorded', n)
 redis.call('ZADD', KEYS[1], n, ARGV[1])
 return n
 """
