@@ -47,10 +47,13 @@ end
 EMIT_LUA = _EMIT_FN + "return emit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n"
 
 # KEYS: the event's hash, its step state, the set of live events, its public stream and
-# emitted keys, its organiser stream and emitted keys, the ended events the archive awaits.
+# emitted keys, its organiser stream and emitted keys, the ended events the archive awaits,
+# the games waiting for the archive.
 # ARGV: the step_seq the run read, the new state JSON, games done, games planned, the end
 # status ('' for none), when it ended, the error, the event's reference, the end event's
-# key and JSON ('' for none), wake_at ('' for none), '1' while the event is live.
+# key and JSON ('' for none), wake_at ('' for none), '1' while the event is live, now,
+# then the ids of the games this pass released (queued for the archive with the save
+# that folded them: a pass redone after a crash finds them still in Redis).
 # One scheduling step's save, all or nothing: only if no other run saved since this one
 # read the state (`step_seq` unchanged), the new state, the progress, when to look again
 # and whether recovery keeps nudging the event; and, the first time the event ends, its
@@ -81,6 +84,9 @@ if live then
   redis.call('SADD', KEYS[3], ARGV[8])
 else
   redis.call('SREM', KEYS[3], ARGV[8])
+end
+for i = 14, #ARGV do
+  redis.call('ZADD', KEYS[9], 'NX', ARGV[13], ARGV[i])
 end
 return seq + 1
 """

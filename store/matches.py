@@ -203,15 +203,18 @@ def mark_failed(r: Redis, match_id: str, error: str) -> MatchSpec | None:
     return spec if done is not None else None
 
 
-def release(r: Redis, match_id: str, players: int, when: float, rated: bool = True) -> None:
+def release(r: Redis, match_id: str, players: int, when: float, rated: bool = True,
+            archive: bool = True) -> None:
     """Make a finished game public: its plays may be watched, (`rated`) it counts in its
-    pool's ratings (a test of a change's games are released unrated), and it waits to
-    move to the archive (`store.archiving`)."""
+    pool's ratings (a test of a change's games are released unrated), and (`archive`) it
+    waits to move to the archive (`store.archiving`). An event's step queues its games
+    for the archive itself, with the save that folds them (`store.steps.save`)."""
     pipe = r.pipeline(transaction=True)
     pipe.hset(keys.match(match_id), "released", repr(when))
     if rated:
         pipe.zadd(keys.results(Pool.of(players)), {match_id: when}, nx=True)
-    pipe.zadd(keys.ARCHIVE_PENDING, {match_id: when}, nx=True)  # public: it may leave Redis
+    if archive:
+        pipe.zadd(keys.ARCHIVE_PENDING, {match_id: when}, nx=True)  # public: it may leave
     pipe.execute()
 
 

@@ -175,19 +175,21 @@ class Ending:
 
 def save(r: redis.Redis, ref: EventRef, expected: int, new_state: dict[str, Any], *,
          done: int, total: int, live: bool, wake_at: float | None = None,
-         ending: Ending | None = None) -> bool:
+         ending: Ending | None = None, archive: Sequence[str] = ()) -> bool:
     """Save the step's state if its version is still `expected`, with the progress, when to
-    look again, whether the event is still live and (the first time) its end, all in one
-    atomic script (`store.lua.SAVE_STEP_LUA`); False when another run saved first (then
-    nothing is written)."""
+    look again, whether the event is still live, (the first time) its end, and the games
+    it released, queued for the archive (`archive`), all in one atomic script
+    (`store.lua.SAVE_STEP_LUA`); False when another run saved first (then nothing is
+    written)."""
     out: Any = r.eval(
-        SAVE_STEP_LUA, 8, keys.event(ref), keys.event_state(ref), keys.LIVE_EVENTS,
+        SAVE_STEP_LUA, 9, keys.event(ref), keys.event_state(ref), keys.LIVE_EVENTS,
         keys.event_stream(ref), keys.event_emitted(ref), keys.event_live(ref),
-        keys.event_live_emitted(ref), keys.ARCHIVE_EVENTS,
+        keys.event_live_emitted(ref), keys.ARCHIVE_EVENTS, keys.ARCHIVE_PENDING,
         expected, json.dumps(new_state, separators=(",", ":")), done, total,
         ending.status if ending else "", repr(time.time()), ending.error if ending else "",
         str(ref), "finished", messages.encode(ending.event) if ending and ending.event else "",
-        "" if wake_at is None else repr(wake_at), "1" if live else "0")
+        "" if wake_at is None else repr(wake_at), "1" if live else "0", repr(time.time()),
+        *archive)
     return bool(out)
 
 

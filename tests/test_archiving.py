@@ -296,3 +296,47 @@ def test_an_arena_goes_on_dealing_after_its_games_are_archived(
     assert r.zcard(keys.arena_recorded("3p")) == 0  # ... and left Redis
     in_play = r.zcard(keys.arena_games("3p"))  # dealt by the last pass: in flight
     assert s.games == len(hosted) + in_play
+
+
+def test_a_step_that_dies_after_releasing_leaves_its_games_for_the_next_pass(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step killed after it released a board but before its save: nothing of that board
+    is queued for the archive yet (the save queues it), so an archiving job in between
+    takes none of it, and the pass redone folds the board and ends the tournament."""
+    from workers import scheduler
+
+    class Killed(Exception):
+        pass
+
+    r, rq = rr
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="crash", players=3,
+                     format="round_robin", bots=[(b, b) for b in HOUSE],
+                     rules={"max_hands": "1"}, clock=Clock(), faults=Faults(), seed=5,
+                     duplicate="replay", seeding="given")
+    create_tournament(r, rq, spec)
+    ref = EventRef.tournament(spec.tournament_id)
+    advance(r, rq, ref)
+    games = [str(g) for g in r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)]
+    for mid in games:
+        MatchHost(r, mid, "run-1", rq_conn=rq).host()
+    real = scheduler.failpoints.reached
+
+    def dies(name: str) -> None:
+        if name == "step.before-save":
+            raise Killed(name)
+        real(name)
+
+    monkeypatch.setattr(scheduler.failpoints, "reached", dies)
+    with pytest.raises(Killed):
+        advance(r, rq, ref)
+    monkeypatch.setattr(scheduler.failpoints, "reached", real)
+    assert all(r.hget(keys.match(m), "released") for m in games)  # public ...
+    assert archiving.pending_count(r) == 0  # ... and not yet the archive's
+    assert archiving_job.run_archive(r, rq, lambda: arc).get("moved", 0) == 0
+    r.delete(keys.event_lock(ref))  # the dead run's lock (recovery frees it)
+    advance(r, rq, ref)
+    assert store_t.info(r, spec.tournament_id).status == "finished"
+    assert sorted(archiving.pending(r, 100)) == sorted(games)
+    assert archiving_job.run_archive(r, rq, lambda: arc)["moved"] == len(games)
+    assert reads.count(arc) == len(games)

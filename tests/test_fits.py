@@ -163,7 +163,7 @@ def test_a_fit_that_fails_leaves_its_request_for_the_next_job(
     assert store_ratings.fit_requested(r, "3p")  # recovery queues a job for it ...
     assert store_ratings.claim_queue(r, "3p") and not store_ratings.claim_queue(r, "3p")  # once
 
-    def pool_fails(r: redis.Redis, pool: str) -> None:
+    def pool_fails(r: redis.Redis, pool: str, archive: object = None) -> None:
         raise MemoryError("a pool too big for this worker")
 
     monkeypatch.setattr(fit_job, "fit_pool", pool_fails)

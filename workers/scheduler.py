@@ -256,7 +256,7 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
     planner.recorded(r, fresh, cursor, planned)
     done_boards = boards.finish([(mid, str(row.get("unit", ""))) for mid, row in fresh]
                                 + [(mid, "") for mid in failed])
-    _release(r, rq_conn, planner, boards, done_boards, planned)
+    public = _release(r, rq_conn, planner, boards, done_boards, planned)
     planner.bookkeep(r, planned)
     # Decided after the release: games paired from these results (a Swiss round) become
     # public only once the results they were paired on are.
@@ -276,9 +276,11 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
     if ending is not None:
         failpoints.reached("step.before-end")  # the pass that ends the event, before its save
     if not steps.save(r, ref, stored.seq, new_state, done=cursor, total=planned.total,
-                      live=live, wake_at=planned.wake_at, ending=ending):
+                      live=live, wake_at=planned.wake_at, ending=ending, archive=public):
         return {"event": str(ref), "skipped": "another run saved first"}
     failpoints.reached("step.after-save")
+    if public:
+        request_archive(r, rq_conn)  # public and folded: the games may leave Redis
     created = _create(r, rq_conn, decided)
     if ending is not None:
         log.log(logging.ERROR if planned.error else logging.INFO, "%s %s%s", ref,
@@ -342,13 +344,16 @@ class Boards:
 
 
 def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boards,
-             units: list[str], planned: Planned) -> None:
+             units: list[str], planned: Planned) -> list[str]:
     """Make the games of finished boards public: watchable, in the public standings and
     events (and, if the planner's games are rated, the ratings). A failed game has no
     result: only its plays become watchable. Idempotent, so a pass redone after a crash
-    releases nothing twice."""
+    releases nothing twice. The games released, which the step's save queues for the
+    archive: never before the save, or a pass redone after a crash would find games it
+    must fold already gone from Redis."""
     if not units:
-        return
+        return []
+    released: list[str] = []
     ref = planner.ref
     now = time.time()
     for unit in units:
@@ -357,18 +362,22 @@ def _release(r: redis.Redis, rq_conn: redis.Redis, planner: Planner, boards: Boa
         shown = [mid for mid in match_ids if mid in rows]
         for mid in match_ids:
             if mid not in rows:  # failed: its plays so far are public with its board
-                store_matches.release(r, mid, planner.players, now, rated=False)
+                store_matches.release(r, mid, planner.players, now, rated=False,
+                                      archive=False)
+                released.append(mid)
         first = boards.released + 1
         for mid in shown:
             boards.released += 1
-            store_matches.release(r, mid, planner.players, now, rated=planner.rated)
+            store_matches.release(r, mid, planner.players, now, rated=planner.rated,
+                                  archive=False)
+            released.append(mid)
             metrics.finished(str(rows[mid].get("end", "")), int(rows[mid].get("actions", 0)))
             if planner.streams:
                 events.emit(r, ref.id, f"finished:{mid}",
                             _finished_event(mid, rows[mid], boards.released, planned.total))
         steps.mark_released(r, ref, shown, first)
     planner.released(r, rq_conn, boards.released, planned)
-    request_archive(r, rq_conn)  # public now: the games may leave Redis
+    return released
 
 
 def _finished_event(mid: str, row: dict[str, Any], done: int,
