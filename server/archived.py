@@ -10,18 +10,28 @@ These calls block: servicers run them on a lane's threads.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from archive import reads
 from archive.db import Archive, open_archive
+from archive.errors import ArchiveError, Unavailable
 from store.matches import MatchRecord
 from store.pools import Pool
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from store.tournaments import TournamentInfo
 
-__all__ = ["Archived", "info_of"]
+__all__ = ["BACKOFF_S", "COUNT_TTL_S", "Archived", "info_of"]
+
+BACKOFF_S = 5.0  # after a failed call, calls fail at once this long (no thread waits)
+COUNT_TTL_S = 5.0  # a pool's archived game count is read again after this long
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -32,20 +42,36 @@ class Archived:
     pool_size: int = 8
     _archive: Archive | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _down_until: float = field(default=0.0, init=False, repr=False)
+    _counts: dict[Pool, tuple[float, int]] = field(default_factory=dict, init=False,
+                                                   repr=False)
 
     def archive(self) -> Archive | None:
-        """The open archive (opened now if need be); None for a stack without one."""
+        """The open archive (opened now if need be); None for a stack without one.
+        Unavailable, at once, for a while after the archive failed a call: a database
+        away costs each reader nothing, not a connect timeout each."""
         if not self.url:
             return None
+        if time.monotonic() < self._down_until:
+            raise Unavailable("the archive is unavailable (it failed a moment ago; asked "
+                              "again in a few seconds)")
         with self._lock:
             if self._archive is None:
-                self._archive = open_archive(self.url, pool_size=self.pool_size)
+                self._archive = self._guard(
+                    lambda: open_archive(self.url, pool_size=self.pool_size))
             return self._archive
+
+    def _guard(self, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except (ArchiveError, SQLAlchemyError, OSError):
+            self._down_until = time.monotonic() + BACKOFF_S
+            raise
 
     def match(self, match_id: str) -> MatchRecord | None:
         """An archived game with its transcript; None when it is not archived."""
         a = self.archive()
-        found = None if a is None else reads.game(a, match_id)
+        found = None if a is None else self._guard(lambda: reads.game(a, match_id))
         return None if found is None else reads.to_record(found)
 
     def matches(self, *, bot_id: str = "", event: EventRef | None = None,
@@ -56,8 +82,9 @@ class Archived:
         a = self.archive()
         if a is None:
             return []
-        found = reads.games(a, bot_id=bot_id, event=event, players=players, before=before,
-                            limit=limit, since=since, until=until)
+        found = self._guard(lambda: reads.games(
+            a, bot_id=bot_id, event=event, players=players, before=before, limit=limit,
+            since=since, until=until))
         out = []
         for g in found:
             if not g.shared:  # stored whole (the codec's fallback): its blob has it all
@@ -71,24 +98,32 @@ class Archived:
     def event(self, ref: EventRef) -> reads.ArchivedEvent | None:
         """An ended tournament or test the archive holds whole; None otherwise."""
         a = self.archive()
-        return None if a is None else reads.event(a, ref)
+        return None if a is None else self._guard(lambda: reads.event(a, ref))
 
     def events(self, kind: EventKind, before: int | None = None, limit: int = 50,
                status: str = "") -> list[reads.ArchivedEvent]:
         """Ended events of a kind, newest first."""
         a = self.archive()
-        return [] if a is None else reads.events(a, kind, before=before, limit=limit,
-                                                  status=status)
+        return [] if a is None else self._guard(lambda: reads.events(
+            a, kind, before=before, limit=limit, status=status))
 
     def event_rows(self, ref: EventRef) -> dict[str, dict[str, Any]]:
         """An archived event's results (standings rows) by match id, in archive order."""
         a = self.archive()
-        return {} if a is None else {row["match_id"]: row for row in reads.event_rows(a, ref)}
+        return {} if a is None else {row["match_id"]: row
+                                     for row in self._guard(lambda: reads.event_rows(a, ref))}
 
     def rated_games(self, pool: Pool) -> int:
-        """How many rated games of a pool the archive holds."""
+        """How many rated games of a pool the archive holds (read again after a few
+        seconds: a count over a season's games is not free)."""
+        now = time.monotonic()
+        cached = self._counts.get(pool)
+        if cached is not None and now - cached[0] < COUNT_TTL_S:
+            return cached[1]
         a = self.archive()
-        return 0 if a is None else reads.count(a, pool, rated=True)
+        n = 0 if a is None else self._guard(lambda: reads.count(a, pool, rated=True))
+        self._counts[pool] = (now, n)
+        return n
 
     def close(self) -> None:
         """Close the archive's connections."""

@@ -213,13 +213,14 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
                          if not status or store_t.info(r, tid).status == status)
                 page, more = page_of(tests, size)
                 if more:
-                    return page, page[-1].test_id
+                    return page, store_matches.page_token(r, keys.TESTS, page[-1].test_id)
                 out = list(page)
             room = size - len(out)
             archived = self.archived.events(EventKind.TEST, before, room + 1)
             ended, more = archived[:room], len(archived) > room
+            listed = {t.test_id for t in out}  # in both stores: a move cut short
             out += [_archived_test(e, organiser) for e in ended
-                    if not status or e.status == status]
+                    if (not status or e.status == status) and e.ref.id not in listed]
             if not more:
                 return out, ""
             return out, f"a:{ended[-1].id if ended else ARCHIVE_TOP}"

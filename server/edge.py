@@ -123,7 +123,8 @@ def archive_token(token: str) -> int | None:
     if not token.startswith("a:"):
         return None
     digits = token[2:]
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+    if (not digits.isascii() or not digits.isdigit() or len(digits) > 19
+            or not 1 <= int(digits) <= ARCHIVE_TOP):
         raise InvalidArgument("page_token: not a token this server issued")
     return int(digits)
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import grpc
 import redis
+from sqlalchemy.exc import SQLAlchemyError
 
 from archive import reads
+from archive.errors import ArchiveError
 from proto.moon.v1 import match_pb2, match_pb2_grpc, rating_pb2
 from server import wire
 from server.archived import Archived
@@ -167,9 +169,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                         unset="unset for any")
         players = (None if request.pool == rating_pb2.RATING_POOL_UNSPECIFIED
                    else wire.pool_from_pb(request.pool).players)
-        since = (request.finished_after.ToDatetime().timestamp()
+        since = (wire.seconds_of(request.finished_after, "finished_after")
                  if request.HasField("finished_after") else None)
-        until = (request.finished_before.ToDatetime().timestamp()
+        until = (wire.seconds_of(request.finished_before, "finished_before")
                  if request.HasField("finished_before") else None)
         token = request.page_token
         before = archive_token(token)
@@ -190,23 +192,26 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             index = store_matches.index(event, bot_id)
             if before is None:
                 for mid in store_matches.ids_after(r, index, token, newest_first=True):
-                    rec = _from_redis(r, mid) or self.archived.match(mid)
+                    rec = _from_redis(r, mid)
                     if rec is None or not wanted(rec):
-                        continue
+                        continue  # (gone: archived, and the archive's part lists it)
                     out.append(rec)
                     seen.add(mid)
                     if len(out) > size:
-                        return out[:size], out[size - 1].spec.match_id
-                # An open tournament's or test's index lists its archived games too
-                # (served above): the archive has nothing more of it.
-                if event is not None and event.kind.streams and store_matches.index_held(r, index):
-                    return out, ""
+                        return out[:size], store_matches.page_token(
+                            r, index, out[size - 1].spec.match_id)
             if status and status != MatchStatus.FINISHED:
                 return out, ""  # the archive holds finished games only
             room = size - len(out)
-            found = self.archived.matches(
-                bot_id=bot_id, event=event, players=players, before=before, limit=room + 1,
-                since=since, until=until)
+            try:
+                found = self.archived.matches(
+                    bot_id=bot_id, event=event, players=players, before=before,
+                    limit=room + 1, since=since, until=until)
+            except (ArchiveError, SQLAlchemyError, OSError):
+                if not out:
+                    raise  # UNAVAILABLE: nothing to answer with
+                # What Redis holds, and a token that goes on into the archive's part.
+                return out, f"a:{before or ARCHIVE_TOP}"
             page, more = found[:room], len(found) > room
             out += [rec for _, rec in page if rec.spec.match_id not in seen]  # both stores
             if not more:

@@ -8,7 +8,9 @@ from typing import Any
 
 import grpc
 import redis
+from sqlalchemy.exc import SQLAlchemyError
 
+from archive.errors import ArchiveError
 from archive.reads import ArchivedEvent
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from ratings import methods as rating_methods
@@ -173,14 +175,16 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                 page, more = page_of(((spec, info) for spec, info in loaded
                                       if wanted(spec, info)), size)
                 if more:
-                    return page, page[-1][0].tournament_id
+                    return page, store_matches.page_token(r, keys.TOURNAMENTS,
+                                                          page[-1][0].tournament_id)
                 out = list(page)
             room = size - len(out)
             archived = self.archived.events(EventKind.TOURNAMENT, before, room + 1)
             ended, more = archived[:room], len(archived) > room
+            listed = {spec.tournament_id for spec, _ in out}  # in both: a move cut short
             for e in ended:
                 spec, info = TournamentSpec.from_json(e.spec), info_of(e)
-                if wanted(spec, info):
+                if wanted(spec, info) and spec.tournament_id not in listed:
                     out.append((spec, info))
             if not more:
                 return out, ""
@@ -291,8 +295,12 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         else:
             name, table = await self.reads.run(store_ratings.current_named, pool)
         names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
-        games = await self.reads.run(store_matches.pool_size, pool) + await self.reads.run(
-            lambda _r: self.archived.rated_games(Pool.parse(pool)))
+        games = await self.reads.run(store_matches.pool_size, pool)
+        try:
+            games += await self.reads.run(
+                lambda _r: self.archived.rated_games(Pool.parse(pool)))
+        except (ArchiveError, SQLAlchemyError, OSError):  # away: the last fit's count
+            games = max(games, table.games if table is not None else 0)
         los = None
         if request.los_matrix and table is not None:
             if table.provisional:

@@ -91,6 +91,7 @@ __all__ = [
     "rules_from_map",
     "rules_options_to_pb",
     "rules_to_pb",
+    "seconds_of",
     "tile_to_pb",
     "welcome_pb",
 ]
@@ -112,6 +113,20 @@ _REASON: dict[str, _Rejected.Reason.ValueType] = {
 }
 
 # ---------------------------------------------------------------- values
+
+
+# What a Timestamp may hold (0001-01-01 to 9999-12-31, as its own documentation says).
+_TIMESTAMP_SECONDS = (-62_135_596_800, 253_402_300_799)
+
+
+def seconds_of(ts: Timestamp, field: str) -> float:
+    """A request's timestamp as unix seconds (UTC, whatever the referee's time zone);
+    InvalidArgument for one outside the range a Timestamp may hold."""
+    lo, hi = _TIMESTAMP_SECONDS
+    if not lo <= ts.seconds <= hi or not 0 <= ts.nanos < 1_000_000_000:
+        raise InvalidArgument(f"{field}: not a time from year 1 to 9999 (seconds "
+                              f"{ts.seconds}, nanos {ts.nanos})")
+    return ts.seconds + ts.nanos / 1e9
 
 
 def tile_to_pb(tile: Tile) -> game_pb2.Tile:

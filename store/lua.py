@@ -106,10 +106,13 @@ redis.call('SADD', KEYS[3], ARGV[5])
 return 1
 """
 
-# KEYS: a zset (an index ordered by time). ARGV: a member, "1" for newest first.
-# The members after that one in that order, or false when it is not a member: one atomic
-# step, so an item added meanwhile cannot shift the position between the look-up and
-# the read (a page would then repeat the token's own item).
+# KEYS: a zset (an index ordered by time). ARGV: a member, "1" for newest first, the
+# member's score when the token was made ('' if unknown).
+# The members after that one in that order, or false when it is not a member and no score
+# was given: one atomic step, so an item added meanwhile cannot shift the position
+# between the look-up and the read (a page would then repeat the token's own item). A
+# member gone from the index since (a game moved to the archive) is placed by its score:
+# what follows it is what has a later place in (score, member) order.
 AFTER_LUA = """
 local newest = ARGV[2] == '1'
 local rank
@@ -118,13 +121,31 @@ if newest then
 else
   rank = redis.call('ZRANK', KEYS[1], ARGV[1])
 end
-if not rank then
+if rank then
+  if newest then
+    return redis.call('ZREVRANGE', KEYS[1], rank + 1, -1)
+  end
+  return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
+end
+if ARGV[3] == '' then
   return false
 end
+local s = tonumber(ARGV[3])
+local found
 if newest then
-  return redis.call('ZREVRANGE', KEYS[1], rank + 1, -1)
+  found = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[3], '-inf', 'WITHSCORES')
+else
+  found = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[3], '+inf', 'WITHSCORES')
 end
-return redis.call('ZRANGE', KEYS[1], rank + 1, -1)
+local out = {}
+for i = 1, #found, 2 do
+  local m = found[i]
+  local tie = tonumber(found[i + 1]) == s
+  if not (tie and ((newest and m >= ARGV[1]) or ((not newest) and m <= ARGV[1]))) then
+    out[#out + 1] = m
+  end
+end
+return out
 """
 
 # KEYS: an event's `recorded` zset, the event's hash. ARGV: match id.

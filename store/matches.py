@@ -10,6 +10,7 @@ recovery when no run can host it (`mark_failed`, under the match's lease).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = [
     "mark_failed",
     "open_count",
     "open_ids",
+    "page_token",
     "pool_results",
     "pool_size",
     "read_logs",
@@ -225,11 +227,6 @@ def index(event: EventRef | None = None, bot_id: str = "") -> str:
             else keys.bot_matches(bot_id) if bot_id else keys.MATCHES)
 
 
-def index_held(r: Redis, index: str) -> bool:
-    """Whether Redis still holds the index (an ended event's leaves with the event)."""
-    return bool(r.exists(index))
-
-
 def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
               ) -> tuple[list[str], list[str]]:
     """The match's log entries from `log_from` and its connection entries from
@@ -242,19 +239,34 @@ def read_logs(r: Redis, match_id: str, log_from: int, conn_from: int
 
 
 def ids_after(r: Redis, index: str, after: str, newest_first: bool) -> list[str]:
-    """Ids of a time-ordered index (a zset) that come after the id `after` ('' from the top).
+    """Ids of a time-ordered index (a zset) that come after the page token `after` ('' from
+    the top; `page_token` makes one).
 
     The position of `after` is looked up in the same atomic step as the read
     (`store.lua.AFTER_LUA`), so a page token stays right while new items arrive: nothing
-    repeats or goes missing between pages.
+    repeats or goes missing between pages. A token carries its item's score, so it stays
+    right when the item itself leaves the index (a game moved to the archive).
     """
     if not after:
         ids = r.zrevrange(index, 0, -1) if newest_first else r.zrange(index, 0, -1)
         return list(ids)  # type: ignore[arg-type]
-    found: Any = r.eval(AFTER_LUA, 1, index, after, "1" if newest_first else "0")
+    member, _, score = after.rpartition("@") if "@" in after else (after, "", "")
+    if score:
+        try:
+            if not math.isfinite(float(score)):
+                raise ValueError(score)
+        except ValueError:
+            raise InvalidArgument("page_token: not a token this server issued") from None
+    found: Any = r.eval(AFTER_LUA, 1, index, member, "1" if newest_first else "0", score)
     if found is None:
         raise InvalidArgument("page_token: not a token this server issued")
     return [str(i) for i in found]
+
+
+def page_token(r: Redis, index: str, last: str) -> str:
+    """The token of a page of `index` that ends with `last`: its id and score."""
+    score = r.zscore(index, last)
+    return last if score is None else f"{last}@{score!r}"
 
 
 def open_ids(r: Redis) -> list[str]:
