@@ -34,6 +34,7 @@ __all__ = [
     "add_live",
     "asks",
     "create",
+    "exists",
     "failed_errors",
     "free_lock",
     "live_events",
@@ -56,6 +57,11 @@ QUEUED_S = 30  # a queued step job unheard of this long counts as lost (recovery
 def asks(ref: EventRef) -> Asks:
     """The coalesced asks for the event's step: many asks, one job (`store.coalesce`)."""
     return Asks(keys.event_dirty(ref), keys.event_queued(ref), keys.event_lock(ref), QUEUED_S)
+
+
+def exists(r: redis.Redis, ref: EventRef) -> bool:
+    """Whether Redis holds the event (an ended one leaves whole for the archive)."""
+    return bool(r.exists(keys.event(ref)))
 
 
 def step_lock(ref: EventRef, ttl_ms: int, owner: str = "") -> Lock:

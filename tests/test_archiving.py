@@ -340,3 +340,39 @@ def test_a_step_that_dies_after_releasing_leaves_its_games_for_the_next_pass(
     assert sorted(archiving.pending(r, 100)) == sorted(games)
     assert archiving_job.run_archive(r, rq, lambda: arc)["moved"] == len(games)
     assert reads.count(arc) == len(games)
+
+
+def test_an_ended_event_moves_only_when_no_step_is_owed_and_no_step_runs_after(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """The archive copies and deletes an ended event under its step's lock and only when
+    no step is owed; a step job that comes after finds no event and writes nothing."""
+    r, rq = rr
+    spec = make_spec(tournament_id=ids.new_tournament_id(), name="moved", players=3,
+                     format="round_robin", bots=[(b, b) for b in HOUSE],
+                     rules={"max_hands": "1"}, clock=Clock(), faults=Faults(), seed=5,
+                     duplicate="replay", seeding="given")
+    create_tournament(r, rq, spec)
+    ref = EventRef.tournament(spec.tournament_id)
+    advance(r, rq, ref)
+    for mid in [str(g) for g in r.zrange(keys.tournament_matches(spec.tournament_id), 0, -1)]:
+        MatchHost(r, mid, "run-1", rq_conn=rq).host()
+    advance(r, rq, ref)
+    assert store_t.info(r, spec.tournament_id).status == "finished"
+    run_fits(r, "3p", archive=lambda: arc)  # its own fit, owed before it can move
+    steps.asks(ref).ask(r)  # a step is owed (a late ask): the event waits for it
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["moved"] > 0 and r.exists(keys.event(ref))
+    lock = steps.step_lock(ref, 60_000)
+    assert lock.acquire(r)  # a step runs: the event waits for it too
+    steps.asks(ref).started(r)
+    steps.asks(ref).take(r)
+    archiving.asks().ask(r)
+    archiving_job.run_archive(r, rq, lambda: arc)
+    assert r.exists(keys.event(ref))
+    lock.release(r)
+    archiving.asks().ask(r)
+    archiving_job.run_archive(r, rq, lambda: arc)
+    assert not r.exists(keys.event(ref)) and reads.event(arc, ref) is not None
+    assert set(r.keys(f"ms:*{spec.tournament_id}*")) == set()
+    assert advance(r, rq, ref)["skipped"] == "no such event in Redis"
+    assert set(r.keys(f"ms:*{spec.tournament_id}*")) == set()

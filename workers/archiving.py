@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from archive import mover
 from archive.db import Archive
 from archive.errors import ArchiveError
-from store import archiving
+from store import archiving, steps
 from workers import failpoints, metrics
 from workers.queues import enqueue_archive
 
@@ -71,7 +71,7 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
             if batches >= MAX_BATCHES and archiving.pending(r, 1):
                 asks.ask_again(r)  # more wait: the job queued below takes them
             else:
-                moved_events += _events(r, archive())
+                moved_events += _events(r, archive(), instance)
     except (ArchiveError, SQLAlchemyError, OSError) as exc:
         asks.ask_again(r)  # the games wait in Redis; recovery asks again
         metrics.ARCHIVE_ERRORS.inc()
@@ -99,18 +99,34 @@ def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str
     return len(leaving)
 
 
-def _events(r: redis.Redis, archive: Archive) -> int:
-    """Move the ended tournaments and tests whose games are all archived; how many."""
+def _events(r: redis.Redis, archive: Archive, instance: str = "") -> int:
+    """Move the ended tournaments and tests whose games are all archived; how many.
+
+    Each under its step's lock, and only when no step is owed (not live, not asked for):
+    a last step folding its final games must not run while the event is copied and
+    deleted (its writes would be lost, or left behind as keys of an event gone)."""
     moved = 0
+    live = set(steps.live_events(r))
     for ref in archiving.ended_events(r):
-        snapshot = archiving.event_snapshot(r, ref)
-        if snapshot is None:
-            continue  # a game of it still to archive, or its own fit owed: a later job
-        mover.write_event(archive, ref, snapshot)
-        failpoints.reached("archive.before-drop")
-        archiving.drop_event(r, ref, snapshot)
-        moved += 1
-        log.info("archive: %s moved out of Redis", ref)
+        if ref in live:
+            continue
+        lock = steps.step_lock(ref, LOCK_MS, instance)
+        if not lock.acquire(r):
+            continue  # its step is running: a later job
+        try:
+            s = steps.scheduling(r, ref)
+            if s.asked or s.queued:
+                continue  # a step is owed first
+            snapshot = archiving.event_snapshot(r, ref)
+            if snapshot is None:
+                continue  # a game of it still to archive, or its own fit owed: a later job
+            mover.write_event(archive, ref, snapshot)
+            failpoints.reached("archive.before-drop")
+            archiving.drop_event(r, ref, snapshot)
+            moved += 1
+            log.info("archive: %s moved out of Redis", ref)
+        finally:
+            lock.release(r)  # (gone with the event when it moved)
     return moved
 
 

@@ -197,6 +197,8 @@ def advance(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef,
     compare-and-set), and what is left is the holder's to do. The lock names the worker
     `instance` running the job: when that worker dies, recovery frees the lock at once
     (`workers.recovery.wake`) rather than after `lock_ms`."""
+    if not steps.exists(r, ref):  # archived whole (or never made): no step, no keys made
+        return {"event": str(ref), "skipped": "no such event in Redis"}
     asks = steps.asks(ref)
     asks.started(r)  # asks from now on queue another job
     asks.ask_again(r)  # this job makes a pass, whoever queued it
