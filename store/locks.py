@@ -21,17 +21,36 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
 from store.lua import FENCED_BATCH_LUA, LOCK_EXTEND_LUA, LOCK_RELEASE_LUA, Command, batch_args
 
-__all__ = ["OWNER_SEP", "Lock"]
+__all__ = ["OWNER_SEP", "Lock", "patiently"]
 
 OWNER_SEP = "~"  # between a lock token's owner and its random part
+
+
+_T = TypeVar("_T")
+
+
+def patiently(call: Callable[[], _T], wait_s: float = 30.0) -> _T:
+    """`call()`, tried again while Redis is away, up to `wait_s`: for what a job owes
+    after its work (freeing its lock, asking again for what it took), which a Redis
+    restart under it must not cost. The last connection error when Redis stays away."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.2
+    while True:
+        try:
+            return call()
+        except (redis.ConnectionError, redis.TimeoutError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +96,10 @@ class Lock:
         """`release`, retried while Redis is away (up to `wait_s`): a job whose Redis went
         down under it must not leave its lock to lapse on its own (a fit's, ten minutes)
         while the worker that held it lives on. False when it could not."""
-        deadline = time.monotonic() + wait_s
-        pause = 0.2
-        while True:
-            try:
-                return self.release(r)
-            except (redis.ConnectionError, redis.TimeoutError):
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(pause)
-                pause = min(pause * 2, 2.0)
+        try:
+            return patiently(lambda: self.release(r), wait_s)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
 
     def batch(self, r: redis.Redis, commands: Sequence[Command]) -> list[Any] | None:
         """Run `commands` in order (`store.lua.FENCED_BATCH_LUA`) only while this token

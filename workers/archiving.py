@@ -126,7 +126,7 @@ def _events(r: redis.Redis, archive: Archive, instance: str = "") -> int:
             moved += 1
             log.info("archive: %s moved out of Redis", ref)
         finally:
-            lock.release(r)  # (gone with the event when it moved)
+            lock.release_patiently(r)  # (gone with the event when it moved)
     return moved
 
 

@@ -29,6 +29,7 @@ from ratings import Game, RatingError, games_from_rows, methods
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
+from store.locks import patiently
 from store.pools import Pool
 from store.rating_tables import OFFICIAL, RatingTable
 from workers import failpoints, metrics
@@ -157,10 +158,12 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
                 log.warning("ratings %s: this fit's lock lapsed; another job goes on", pool)
                 break
     finally:
-        if pool_owed or tids_owed or failed:
-            store_ratings.restore_request(r, pool, sorted(tids_owed | set(failed)),
-                                          pool_too=pool_owed)
-        lock.release_patiently(r)
+        try:
+            if pool_owed or tids_owed or failed:
+                patiently(lambda: store_ratings.restore_request(
+                    r, pool, sorted(tids_owed | set(failed)), pool_too=pool_owed))
+        finally:
+            lock.release_patiently(r)
     if failed:
         raise RatingError(f"the fits of tournament(s) {', '.join(failed)} failed; asked again")
     log.info("ratings %s: %d fit(s), %d games", pool, fits, games)
