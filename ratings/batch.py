@@ -39,17 +39,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ratings.errors import RatingError
-from ratings.games import Game, canonical, side_count
+from ratings.games import Game
 from ratings.intervals import quantile, uncertainty
 from ratings.los import los, los_matrix, los_pairs
 from ratings.luck import solve_with_luck
-from ratings.model import pack
+from ratings.model import pack_table
 from ratings.optimize import solve
 from ratings.registry import Method
 from ratings.scale import ELO_PER_NAT, to_nat
+from ratings.table import GameTable
 from store.rating_tables import LOS_MAX_BOTS, RatingRow, RatingTable, los_rows
 
-__all__ = ["LEVEL", "PRIOR_SD", "BatchFit", "Fit", "Rating", "fit"]
+__all__ = ["LEVEL", "PRIOR_SD", "BatchFit", "Fit", "Rating", "fit", "fit_table"]
 
 FloatArray = NDArray[np.float64]
 
@@ -117,18 +118,30 @@ def _method(sides: int, level: float, dof: float, luck: bool = False) -> str:
 
 
 def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEVEL) -> Fit:
-    """Fit one pool (all 3p or all 2v2; mixing raises): ratings, intervals, LOS (module doc)."""
+    """Fit one pool (all 3p or all 2v2; mixing raises): ratings, intervals, LOS (module doc).
+
+    The fit of the games' table (`fit_table`, `GameTable.from_games`), to the last bit.
+    """
+    _check(prior_sd, level)
+    return fit_table(GameTable.from_games(games), prior_sd=prior_sd, level=level)
+
+
+def _check(prior_sd: float, level: float) -> None:
     if not 0 < level < 1:
         raise RatingError(f"level must be between 0 and 1, got {level}")
     if not prior_sd > 0 or not math.isfinite(prior_sd):
         raise RatingError(f"prior_sd must be a positive number of Elo, got {prior_sd}")
-    pool_games = canonical(games)
-    sides = side_count(pool_games)
-    if not pool_games:
+
+
+def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LEVEL) -> Fit:
+    """Fit one pool given as columns (`ratings.table`): the fit of the same games, `fit`."""
+    _check(prior_sd, level)
+    if not len(table):
         empty = np.zeros((0, 0))
         empty.setflags(write=False)
         return Fit(_method(3, level, math.inf), 0, 0, level, (), empty, math.inf)
-    pool = pack(pool_games)
+    sides = table.sides
+    pool = pack_table(table)
     precision = 1.0 / to_nat(prior_sd) ** 2
     try:
         solution = solve_with_luck(pool, to_nat(prior_sd))

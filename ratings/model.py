@@ -29,7 +29,6 @@ sides in place order) and every game of a pattern is evaluated at once.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ratings.games import Game
+from ratings.table import GameTable
 
 __all__ = [
     "Evaluation",
@@ -49,6 +49,7 @@ __all__ = [
     "luck_gradient",
     "luck_hessian",
     "pack",
+    "pack_table",
     "side_strengths",
     "slot_scores",
     "to_bots",
@@ -117,48 +118,97 @@ class Pool:
 
 
 def pack(games: Sequence[Game]) -> Pool:
-    """Arrays for canonical games of one pool (`games.canonical`, one side count)."""
-    bots = tuple(sorted({b for g in games for b in g.bots}))
-    index = {b: i for i, b in enumerate(bots)}
-    # A game without a unit is its own: its id (unique) stands in, marked so it cannot clash.
-    labels = [g.unit if g.unit else "\0" + g.game_id for g in games]
-    units = tuple(sorted(set(labels)))
-    unit_index = {u: i for i, u in enumerate(units)}
-    size = Counter(labels)
-    boards = tuple(u for u in units if size[u] >= 2)  # a board played once: no luck term
-    board_index = {u: i for i, u in enumerate(boards)}
-    k = len(games[0].sides) if games else 3
-    width = max((len(s) for g in games for s in g.sides), default=1)
-    rows = len(games)
-    # Seat by seat: each side's bots (padded with -1) and place.
-    side_bots = np.full((rows, k, width), -1, dtype=np.int64)
-    for row, game in enumerate(games):
-        for s, side in enumerate(game.sides):
-            side_bots[row, s, : len(side)] = [index[b] for b in side]
-    places = np.array([g.places for g in games], dtype=np.int64).reshape(rows, k)
+    """Arrays for games of one pool (`games.canonical`, one side count): `pack_table` of
+    their table."""
+    return pack_table(GameTable.from_games(games))
+
+
+def _bots_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArray]:
+    """The ids of the bots that play in these rows, sorted, and each seat's index into them."""
+    seat_bot = table.seat_bot[rows]
+    used = np.unique(seat_bot)
+    names = [table.bots[i] for i in used.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    remap = np.full(len(table.bots), -1, dtype=np.int64)
+    remap[used[order]] = np.arange(len(order), dtype=np.int64)
+    return tuple(names[i] for i in order), remap[seat_bot]
+
+
+def _units_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArray]:
+    """The sorted unit labels of these rows and each row's index into them.
+
+    A game without a unit is its own: its id after a NUL stands in (so it cannot clash
+    with a label, none of which holds a NUL), and those labels sort first, by id.
+    """
+    unit = table.unit[rows]
+    unit_of = np.empty(rows.size, dtype=np.int64)
+    alone = np.flatnonzero(unit < 0)
+    ids = table.game_id[rows[alone]]
+    by_id = np.argsort(ids, kind="stable")  # code point order, as Python's
+    unit_of[alone[by_id]] = np.arange(alone.size, dtype=np.int64)
+    used = np.unique(unit[unit >= 0])
+    names = np.array([table.units[i] for i in used.tolist()], dtype=str)
+    by_name = np.argsort(names, kind="stable") if names.size else np.zeros(0, np.int64)
+    rank = np.empty(len(table.units), dtype=np.int64)
+    rank[used[by_name]] = alone.size + np.arange(used.size, dtype=np.int64)
+    shared = unit >= 0
+    unit_of[shared] = rank[unit[shared]]
+    labels = ["\0" + x for x in ids[by_id].tolist()] + names[by_name].tolist()
+    return tuple(labels), unit_of
+
+
+def pack_table(table: GameTable) -> Pool:
+    """Arrays for a table's set of games (`GameTable.canonical_rows`), one pool.
+
+    The arrays of the same games' `pack` to the last bit: games in game-id order,
+    bots and units indexed in sorted order.
+    """
+    rows = table.canonical_rows()
+    count = rows.size
+    k = table.sides
+    bots, seat_bot = _bots_of(table, rows)
+    units, unit_of = _units_of(table, rows)
+    size = np.bincount(unit_of, minlength=len(units))
+    board_units = np.flatnonzero(size >= 2)  # a board played once: no luck term
+    board_index = np.full(len(units), -1, dtype=np.int64)
+    board_index[board_units] = np.arange(board_units.size, dtype=np.int64)
+    boards = tuple(units[i] for i in board_units.tolist())
+    seat_place = table.place[rows]
+    # Side by side: each side's bots (padded with -1) and place. 2v2: team t holds seats
+    # t and t + 2, a bot holding both seats of its team once.
+    if k == 3:
+        side_bots = seat_bot[:, :, None]
+        places = seat_place
+    else:
+        second = np.where(seat_bot[:, 2:] != seat_bot[:, :2], seat_bot[:, 2:], -1)
+        width = 2 if bool((second >= 0).any()) else 1
+        side_bots = np.stack([seat_bot[:, :2], second], axis=2)[:, :, :width]
+        places = seat_place[:, :2]
+    width = side_bots.shape[2]
     # Place order, ties by seat: position 0 is the best side.
     seat_of = np.argsort(places * k + np.arange(k), axis=1, kind="stable").astype(np.int64)
-    ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(rows, k * width)
+    ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(count, k * width)
     real = ranked >= 0
-    side_size = real.reshape(rows, k, width).sum(axis=2)
+    side_size = real.reshape(count, k, width).sum(axis=2)
     slot_weight = np.where(real, 1.0 / np.repeat(np.maximum(side_size, 1), width, axis=1), 0.0)
     slot_bot = np.where(real, ranked, 0)
     # Games each bot played: a bot on two sides of a game (a house bot) played it once.
-    seen = np.unique(np.arange(rows)[:, None].repeat(k * width, axis=1)[real] * len(bots)
-                     + slot_bot[real])
-    played = np.bincount(seen % max(len(bots), 1), minlength=len(bots)).astype(np.int64)
+    sorted_slots = np.sort(np.where(real, slot_bot, -1), axis=1)
+    first = sorted_slots >= 0
+    first[:, 1:] &= sorted_slots[:, 1:] != sorted_slots[:, :-1]
+    played = np.bincount(sorted_slots[first], minlength=len(bots)).astype(np.int64)
     # Tie pattern: which neighbours in place order are tied, numbered by first appearance.
     ordered = np.take_along_axis(places, seat_of, axis=1)
     code = ((ordered[:, 1:] == ordered[:, :-1]) * (1 << np.arange(k - 1))).sum(axis=1)
-    distinct, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    appearance = np.argsort(first, kind="stable")
+    distinct, first_row, inverse = np.unique(code, return_index=True, return_inverse=True)
+    appearance = np.argsort(first_row, kind="stable")
     renumber = np.empty(len(distinct), dtype=np.int64)
     renumber[appearance] = np.arange(len(distinct))
     patterns = []
     for d in appearance:
-        ranks = list(ordered[first[d]])
+        ranks = list(ordered[first_row[d]])
         patterns.append(tuple(ranks.count(p) for p in sorted(set(ranks))))
-    board_of = np.array([board_index.get(u, -1) for u in labels], dtype=np.int64)
+    board_of = board_index[unit_of]
     lucky = np.flatnonzero(board_of >= 0).astype(np.int64)
     luck_of = (board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64)
     n = len(bots)
@@ -168,8 +218,9 @@ def pack(games: Sequence[Game]) -> Pool:
         slot_bot=slot_bot.astype(np.int64),
         slot_weight=slot_weight.astype(np.float64),
         slot_side=np.repeat(np.arange(k, dtype=np.int64), width),
-        unit_of=np.array([unit_index[u] for u in labels], dtype=np.int64),
-        pattern_of=renumber[inverse.ravel()].astype(np.int64) if rows else np.zeros(0, np.int64),
+        unit_of=unit_of,
+        pattern_of=(renumber[inverse.ravel()].astype(np.int64) if count
+                    else np.zeros(0, np.int64)),
         patterns=tuple(patterns),
         played=played,
         seat_of=seat_of,
