@@ -52,7 +52,9 @@ __all__ = [
     "pack_table",
     "side_strengths",
     "slot_scores",
+    "subpool",
     "to_bots",
+    "utility_terms",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -232,6 +234,35 @@ def pack_table(table: GameTable) -> Pool:
     )
 
 
+def subpool(pool: Pool, rows: IntArray) -> Pool:
+    """The pool of some of its games (rows ascending): the same bots (a bot without a game
+    there keeps its index) and tie patterns; units and boards those of the rows."""
+    k = pool.sides
+    used, unit_of = np.unique(pool.unit_of[rows], return_inverse=True)
+    units = tuple(pool.units[i] for i in used.tolist())
+    size = np.bincount(unit_of, minlength=len(units))
+    board_units = np.flatnonzero(size >= 2)
+    board_index = np.full(len(units), -1, dtype=np.int64)
+    board_index[board_units] = np.arange(board_units.size, dtype=np.int64)
+    board_of = board_index[unit_of]
+    lucky = np.flatnonzero(board_of >= 0).astype(np.int64)
+    seat_of = pool.seat_of[rows]
+    slot_bot, slot_weight = pool.slot_bot[rows], pool.slot_weight[rows]
+    sorted_slots = np.sort(np.where(slot_weight > 0, slot_bot, -1), axis=1)
+    first = sorted_slots >= 0
+    first[:, 1:] &= sorted_slots[:, 1:] != sorted_slots[:, :-1]
+    return Pool(
+        bots=pool.bots, units=units, slot_bot=slot_bot, slot_weight=slot_weight,
+        slot_side=pool.slot_side, unit_of=unit_of.astype(np.int64),
+        pattern_of=pool.pattern_of[rows], patterns=pool.patterns,
+        played=np.bincount(sorted_slots[first], minlength=len(pool.bots)).astype(np.int64),
+        seat_of=seat_of, boards=tuple(units[i] for i in board_units.tolist()),
+        board_of=board_of, lucky=lucky,
+        luck_of=(board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64),
+        pair_index=pool.pair_index[rows],
+    )
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Evaluation:
     """Per-game log-likelihood with its gradient and negative Hessian in side utilities."""
@@ -297,23 +328,36 @@ def evaluate(
     With `luck` (one effect per board and seat position, `Pool.luck_of`), the
     games on boards have utilities gain * strength + luck; without it, none has luck.
     """
-    k = pool.sides
     u = side_strengths(pool, theta)
     gains = np.ones(pool.games)
     if luck is not None and pool.luck_count:
         lucky = pool.lucky
         gains[lucky] = gain
         u[lucky] = gain * u[lucky] + luck[pool.luck_of]
-    loglik = np.zeros(pool.games)
-    grad = np.zeros((pool.games, k))
-    neg = np.zeros((pool.games, k, k))
-    for pid, groups in enumerate(pool.patterns):
-        rows = np.flatnonzero(pool.pattern_of == pid)
-        ll, gr, ng = _pattern_terms(u[rows], _pattern_of(groups))
-        loglik[rows] = ll
-        grad[rows] = gr
-        neg[rows] = ng
+    loglik, grad, neg = utility_terms(pool, u)
     return Evaluation(loglik, grad, neg, gains)
+
+
+def utility_terms(pool: Pool, u: FloatArray, rows: IntArray | None = None
+                  ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Log-likelihood, gradient and negative Hessian in the side utilities u (games, sides)
+    of some games (all: None; else u holds those rows only)."""
+    k = pool.sides
+    count = u.shape[0]
+    pattern_of = pool.pattern_of if rows is None else pool.pattern_of[rows]
+    if len(pool.patterns) == 1:
+        ll, gr, ng = _pattern_terms(u, _pattern_of(pool.patterns[0]))
+        return ll, gr, ng
+    loglik = np.zeros(count)
+    grad = np.zeros((count, k))
+    neg = np.zeros((count, k, k))
+    for pid, groups in enumerate(pool.patterns):
+        at = np.flatnonzero(pattern_of == pid)
+        ll, gr, ng = _pattern_terms(u[at], _pattern_of(groups))
+        loglik[at] = ll
+        grad[at] = gr
+        neg[at] = ng
+    return loglik, grad, neg
 
 
 def slot_scores(pool: Pool, ev: Evaluation) -> FloatArray:

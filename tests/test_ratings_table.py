@@ -21,9 +21,16 @@ from ratings.table import natural_order
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "rating_fits.json").read_text())
 POOLS: list[tuple[str, list[Game]]] = [(c.name, make(c)) for c in CASES] + extra_pools()
-# How far today's figures may be from the recorded ones (Elo, and Elo^2 for the covariance).
+# How far today's figures may be from the converged record: the ratings (Elo) within
+# 1e-9; the intervals and LOS within 1e-8 and the covariance (Elo^2, entries about 1e4)
+# within 2e-6, because that record's own convergence stalls with a gradient of about
+# 1e-11, where the intervals have not quite settled (today's fit polishes to rounding).
+# From the record of the fit as it shipped (its luck sd stopped within 1e-6 in log tau^2):
+# within 1e-4 Elo.
 ELO_TOL = 1e-9
-
+CI_TOL = 1e-8
+COV_TOL = 2e-6
+SHIPPED_TOL = 1e-4
 
 def _digests(games: list[Game]) -> dict[str, str]:
     pool = pack(canonical(games))
@@ -40,21 +47,29 @@ def _close(got: Any, want: Any, tol: float) -> bool:
                             rtol=0.0, atol=tol))
 
 
+def _same_figures(got: Fit, want: dict[str, Any], tol: float, ci_tol: float,
+                  cov_tol: float | None) -> None:
+    assert [r.bot_id for r in got.ratings] == [r[0] for r in want["ratings"]]
+    assert [r.games for r in got.ratings] == [r[4] for r in want["ratings"]]
+    assert _close([r.rating for r in got.ratings], [r[1] for r in want["ratings"]], tol)
+    assert _close([got.luck_sd, got.gain], [want["luck_sd"], want["gain"]], tol)
+    values = [[r.ci_low, r.ci_high] for r in got.ratings]
+    assert _close(values, [r[2:4] for r in want["ratings"]], ci_tol)
+    nxt = [r.los_next for r in got.ratings]
+    assert nxt[-1] is None and want["ratings"][-1][5] is None
+    assert _close(nxt[:-1], [r[5] for r in want["ratings"]][:-1], ci_tol)
+    if cov_tol is not None:
+        assert _close(got.covariance.ravel(), want["covariance"], cov_tol)
+
+
 @pytest.mark.parametrize(("name", "games"), POOLS, ids=[p[0] for p in POOLS])
 def test_the_fit_gives_the_recorded_figures(name: str, games: list[Game]) -> None:
     want = GOLDEN["cases"][name]
     got = fit(games)
     assert (got.method, got.games, got.units, got.dof) == (
         want["method"], want["games"], want["units"], want["dof"])
-    assert [r.bot_id for r in got.ratings] == [r[0] for r in want["ratings"]]
-    assert [r.games for r in got.ratings] == [r[4] for r in want["ratings"]]
-    values = [[r.rating, r.ci_low, r.ci_high] for r in got.ratings]
-    assert _close(values, [r[1:4] for r in want["ratings"]], ELO_TOL)
-    nxt = [r.los_next for r in got.ratings]
-    assert nxt[-1] is None and want["ratings"][-1][5] is None
-    assert _close(nxt[:-1], [r[5] for r in want["ratings"]][:-1], ELO_TOL)
-    assert _close(got.covariance.ravel(), want["covariance"], ELO_TOL)
-    assert _close([got.luck_sd, got.gain], [want["luck_sd"], want["gain"]], ELO_TOL)
+    _same_figures(got, want["converged"], ELO_TOL, CI_TOL, COV_TOL)
+    _same_figures(got, want["shipped"], SHIPPED_TOL, SHIPPED_TOL, None)
 
 
 # --- the columnar input ------------------------------------------------------------
