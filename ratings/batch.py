@@ -42,7 +42,7 @@ from ratings.errors import RatingError
 from ratings.games import Game
 from ratings.intervals import quantile, uncertainty
 from ratings.los import los, los_matrix, los_pairs
-from ratings.luck import solve_with_luck
+from ratings.luck import Start, solve_with_luck
 from ratings.model import pack_table
 from ratings.optimize import solve
 from ratings.registry import Method
@@ -50,7 +50,7 @@ from ratings.scale import ELO_PER_NAT, to_nat
 from ratings.table import GameTable
 from store.rating_tables import LOS_MAX_BOTS, RatingRow, RatingTable, los_rows
 
-__all__ = ["LEVEL", "PRIOR_SD", "BatchFit", "Fit", "Rating", "fit", "fit_table"]
+__all__ = ["LEVEL", "PRIOR_SD", "BatchFit", "Fit", "FitState", "Rating", "fit", "fit_table"]
 
 FloatArray = NDArray[np.float64]
 
@@ -71,6 +71,18 @@ class Rating:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class FitState:
+    """Where a later fit of nearly the same games may start (`fit_table(start=...)`): each
+    bot's MAP strength in the fit's own terms (natural log, before the scale), the luck's
+    sd, the fresh-deal scale and the slope of the luck's fixed point (`ratings.luck`)."""
+
+    strengths: dict[str, float]
+    luck_sd: float
+    scale: float
+    tau_slope: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Fit:
     """A pool's ratings, best first, with the covariance behind their intervals."""
 
@@ -83,6 +95,8 @@ class Fit:
     dof: float  # Student-t degrees of freedom of the intervals (inf: normal)
     luck_sd: float = 0.0  # estimated sd of a seat position's board luck (natural log); 0: none
     gain: float = 1.0  # given their luck, games on boards read the ratings times this
+    iterations: int = 0  # Newton steps of the fit (a large pool's sample fit not counted)
+    state: FitState | None = None  # where a refit may start
 
     def rating(self, bot_id: str) -> Rating:
         """The rating of one bot (RatingError when it played no game here)."""
@@ -117,13 +131,14 @@ def _method(sides: int, level: float, dof: float, luck: bool = False) -> str:
     return f"{model} MAP{with_luck}, board-clustered sandwich {level:.0%} CI ({spread})"
 
 
-def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEVEL) -> Fit:
+def fit(games: Iterable[Game], *, prior_sd: float = PRIOR_SD, level: float = LEVEL,
+        start: Fit | None = None) -> Fit:
     """Fit one pool (all 3p or all 2v2; mixing raises): ratings, intervals, LOS (module doc).
 
     The fit of the games' table (`fit_table`, `GameTable.from_games`), to the last bit.
     """
     _check(prior_sd, level)
-    return fit_table(GameTable.from_games(games), prior_sd=prior_sd, level=level)
+    return fit_table(GameTable.from_games(games), prior_sd=prior_sd, level=level, start=start)
 
 
 def _check(prior_sd: float, level: float) -> None:
@@ -133,8 +148,14 @@ def _check(prior_sd: float, level: float) -> None:
         raise RatingError(f"prior_sd must be a positive number of Elo, got {prior_sd}")
 
 
-def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LEVEL) -> Fit:
-    """Fit one pool given as columns (`ratings.table`): the fit of the same games, `fit`."""
+def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LEVEL,
+              start: Fit | None = None) -> Fit:
+    """Fit one pool given as columns (`ratings.table`): the fit of the same games, `fit`.
+
+    `start`: an earlier fit of this pool (most of these games): the fit starts from its
+    strengths, luck sd and scale, and reaches the same optimum in fewer steps (the same
+    fit to 1e-9 Elo; not to the last bit, as the steps differ).
+    """
     _check(prior_sd, level)
     if not len(table):
         empty = np.zeros((0, 0))
@@ -143,8 +164,13 @@ def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LE
     sides = table.sides
     pool = pack_table(table)
     precision = 1.0 / to_nat(prior_sd) ** 2
+    begin = None
+    if start is not None and start.state is not None:
+        known = start.state.strengths
+        begin = Start(np.array([known.get(b, 0.0) for b in pool.bots]), start.state.luck_sd,
+                      start.state.scale, start.state.tau_slope)
     try:
-        solution = solve_with_luck(pool, to_nat(prior_sd))
+        solution = solve_with_luck(pool, to_nat(prior_sd), begin)
     except (RatingError, np.linalg.LinAlgError):
         # Luck that explains the games better than any strengths do (a seat position
         # that always wins, say) leaves the fresh-deal scale unbounded: such a pool is
@@ -183,6 +209,9 @@ def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LE
         dof=spread.dof,
         luck_sd=solution.luck_sd,
         gain=solution.gain / solution.scale,
+        iterations=solution.iterations,
+        state=FitState(dict(zip(pool.bots, solution.theta.tolist(), strict=True)),
+                       solution.luck_sd, solution.scale, solution.tau_slope),
     )
 
 

@@ -94,8 +94,8 @@ _LOWEST = math.log(1e-6 * NOISE_VAR)  # tau below 1/1000 of the noise's sd: no l
 _HIGHEST = math.log(1e3 * NOISE_VAR)
 # In log tau^2: 1e-6 moves a rating by about 1e-5 Elo (1,000 bots, 100,000 games), so tau
 # settles far below, where a rating is the same, to 1e-9 Elo, from any start.
-_RHO_TOL = 1e-11
-_RHO_FLOOR = 1e-8  # a change below this that no longer halves is rounding: settled
+_RHO_TOL = 1e-13
+_RHO_FLOOR = 1e-10  # a change below this that no longer halves is rounding: settled
 _SCALE_TOL = 1e-12  # relative change of the scale c
 _SCALE_STEPS = 100
 _NO_SPREAD = 1e-9  # strengths (natural log) that differ less are equal but for rounding
@@ -103,8 +103,8 @@ _MAX_ITER = 300  # Newton steps in all
 # tau takes a step once the fit's gradient is below _TUNE_FIRST, then below _TUNE_RATIO
 # times tau's last change: far from tau's value the MAP need not be exact.
 _TUNE_FIRST = 1e-2
-_TUNE_RATIO = 1e-3
-_GTOL_FINAL = 1e-10  # as `ratings.optimize`
+_TUNE_RATIO = 1e-6
+_GTOL_FINAL = 1e-12  # below `ratings.optimize`: tau is read at the MAP to rounding
 _ACCEPT = 1e-6  # as `ratings.optimize`: a fit that cannot get below this has failed
 _SMALL = 1e-2  # a change of log tau^2 after which the old curvature still serves
 _MAX_MOVE = 2.0  # largest change of log tau^2 in one step
@@ -115,6 +115,8 @@ _HALVINGS = 30
 # A pool of more games than this starts from the fit of every _SAMPLE_EVERY-th unit.
 _SAMPLE_ABOVE = 40_000
 _SAMPLE_EVERY = 8
+_ROUGH_RHO = 1e-4  # a sample fit's tolerances: it is only a start
+_ROUGH_GTOL = 1e-6
 # Information on the luck below which the boards' games say nothing of it (a game that is
 # not a 3-way tie carries 0.1 or more; a tie's is 0 but for rounding).
 _NO_INFORMATION = 1e-9
@@ -216,8 +218,11 @@ def luck_given(pool: Pool, theta: FloatArray, luck_sd: float, k: float,
         t = np.ones(boards)
         trial = x - step.ravel()
         new_value, new_grad, new_neg = objective(trial)
+        resolution = 1e-12 * np.maximum(1.0, np.abs(value))
         for _ in range(_HALVINGS):
-            bad = new_value > value - _ARMIJO * t * slope
+            # A board's step is taken when it decreases its objective enough, or changes
+            # it by less than the objective's resolution (a board already at its optimum).
+            bad = (new_value > value - _ARMIJO * t * slope) & (new_value - value > resolution)
             if not bool(bad.any()):
                 break
             # Halve the step of the boards that did not gain enough, the others' kept.
@@ -233,20 +238,24 @@ def _sample_start(pool: Pool, prior_sd: float) -> Start | None:
     whole), far cheaper and close to the fit of all (None when that fit fails)."""
     part = subpool(pool, np.flatnonzero(pool.unit_of % _SAMPLE_EVERY == 0))
     try:
-        sol = solve_with_luck(part, prior_sd)
+        sol = solve_with_luck(part, prior_sd, rough=True)
     except (RatingError, np.linalg.LinAlgError):
         return None
     return Start.of(sol)
 
 
-def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None) -> Solution:
+def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None,
+                    rough: bool = False) -> Solution:
     """The fit with board luck at the estimated tau, and its fresh-deal scale (module doc).
 
     A pool without boards (or of a single unit), or whose boards show no luck,
     gets the plain fit. `start` (an earlier fit of most of these games, say) sets the
     first point; a large pool without one starts from the fit of a sample of its units.
-    The optimum is the same from any start, to the tolerances below.
+    The optimum is the same from any start, to the tolerances below. `rough`: a start
+    for a larger fit only (tau within _ROUGH_RHO, the gradient below _ROUGH_GTOL, no
+    last step and no scale).
     """
+    rho_tol, gtol = (_ROUGH_RHO, _ROUGH_GTOL) if rough else (_RHO_TOL, _GTOL_FINAL)
     theta = None if start is None else start.theta
     if not pool.luck_count or len(pool.units) < 2:
         return solve(pool, prior_sd, theta=theta)
@@ -257,6 +266,8 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None) -> 
     if start is not None and start.luck_sd > 0:
         rho = min(max(math.log(start.luck_sd**2), _LOWEST), _HIGHEST)
     tau, k = math.exp(rho / 2), gain(math.exp(rho))
+    if start is not None and theta is not None and not start.luck_sd > 0:
+        theta = theta / k  # a plain fit's strengths: utilities k theta on the boards
     luck = None if theta is None else luck_given(pool, theta, tau, k)
     newton = Newton(pool, prior_sd, tau, k, theta, luck)
     if not float(np.abs(luck_hessian(pool, newton.ev)).max(initial=0.0)) > _NO_INFORMATION:
@@ -289,19 +300,21 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None) -> 
             change = abs(new_rho - rho)
             # Settled: tau's step is below the tolerance, or below the floor and no longer
             # shrinking (the noise of rounding, not a step towards the fixed point).
-            settled = change <= _RHO_TOL or (change <= _RHO_FLOOR and change >= last / 2)
+            settled = change <= rho_tol or (change <= _RHO_FLOOR and change >= last / 2)
             last = change
-            if settled and (newton.converged or stalled):
+            if settled and (newton.gradient_size <= gtol or stalled):
+                if rough:
+                    return replace(here, scale=scale, tau_slope=slope)
                 here = newton.polished()
                 scale = fresh_scale(pool, here.theta, 1.0 / prior_sd**2, scale)
                 return replace(here, scale=scale, tau_slope=slope)
             if not settled:
                 # The closer tau gets, the closer to the MAP its next step is taken.
-                tune_at = min(_TUNE_FIRST, max(_GTOL_FINAL, _TUNE_RATIO * change))
+                tune_at = min(_TUNE_FIRST, max(gtol, _TUNE_RATIO * change))
                 rho, stalled = new_rho, False
                 newton.retune(math.exp(rho / 2), gain(math.exp(rho)), small=change <= _SMALL)
                 continue
-            tune_at = _GTOL_FINAL
+            tune_at = gtol
         if not newton.step():
             if newton.gradient_size > _ACCEPT:
                 break

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.special import expit
 
 from ratings.games import Game
 from ratings.table import GameTable
@@ -297,8 +298,48 @@ def _ordering_terms(u: FloatArray, order: tuple[int, ...]) -> tuple[FloatArray, 
     return logp, grad, neg
 
 
+def _strict_terms(u: FloatArray) -> tuple[FloatArray, ...]:
+    """`_ordering_terms` of the place order (0, 1, ..., k-1) for k = 2 or 3, column by
+    column (most games are strict rankings: this is the fit's inner loop)."""
+    g, k = u.shape
+    grad = np.empty((g, k))
+    neg = np.empty((g, k, k))
+    if k == 2:
+        d = u[:, 0] - u[:, 1]
+        logp = -np.logaddexp(0.0, -d)
+        lose = expit(-d)  # the probability the order were the other way
+        grad[:, 0] = lose
+        grad[:, 1] = -lose
+        info = lose * (1.0 - lose)
+        neg[:, 0, 0] = neg[:, 1, 1] = info
+        neg[:, 0, 1] = neg[:, 1, 0] = -info
+        return logp, grad, neg
+    u0, u1, u2 = u[:, 0], u[:, 1], u[:, 2]
+    top = np.maximum(np.maximum(u0, u1), u2)
+    e0, e1, e2 = np.exp(u0 - top), np.exp(u1 - top), np.exp(u2 - top)
+    total = e0 + e1 + e2
+    p0, p1, p2 = e0 / total, e1 / total, e2 / total
+    d = u1 - u2  # the second stage: side 1 ahead of side 2
+    q2 = expit(-d)
+    q1 = 1.0 - q2
+    logp = u0 - top - np.log(total) - np.logaddexp(0.0, -d)
+    grad[:, 0] = 1.0 - p0
+    grad[:, 1] = q2 - p1
+    grad[:, 2] = -p2 - q2
+    second = q1 * q2
+    neg[:, 0, 0] = p0 * (1.0 - p0)
+    neg[:, 1, 1] = p1 * (1.0 - p1) + second
+    neg[:, 2, 2] = p2 * (1.0 - p2) + second
+    neg[:, 0, 1] = neg[:, 1, 0] = -p0 * p1
+    neg[:, 0, 2] = neg[:, 2, 0] = -p0 * p2
+    neg[:, 1, 2] = neg[:, 2, 1] = -p1 * p2 - second
+    return logp, grad, neg
+
+
 def _pattern_terms(u: FloatArray, pattern: _Pattern) -> tuple[FloatArray, ...]:
     """Log-likelihood, gradient and negative Hessian of games sharing one tie pattern."""
+    if pattern.orderings == (tuple(range(u.shape[1])),) and u.shape[1] in (2, 3):
+        return _strict_terms(u)
     terms = [_ordering_terms(u, o) for o in pattern.orderings]
     logps = np.stack([t[0] for t in terms], axis=1)  # (g, m)
     grads = np.stack([t[1] for t in terms], axis=1)  # (g, m, k)

@@ -88,17 +88,16 @@ class LuckLayout:
 
     Every game on a board has its negative Hessian read in seat-position order (the
     order of its luck effects), its slots too. Most boards have a few games: each
-    board's part of S, A_b - B_b D_b^-1 B_b^T, is a small block on the board's slots,
-    summed into S cell by cell (boards of one number of games at once). A board of
-    hundreds of games, whose block would cost more than a product over every bot, goes
-    through a dense B instead (`dense`, BLAS).
+    board's part of B D^-1 B^T is a small block on the board's slots, summed into S cell
+    by cell (boards of one number of games at once). A board of hundreds of games,
+    whose block would cost more than a product over every bot, goes through a dense B
+    instead (`dense`, BLAS).
     """
 
     seat_neg: IntArray  # (lucky, k, k): flat index into the games' negative Hessians
     slot_seat: IntArray  # (S,): the seat position of each slot in seat order
     seat_slot: IntArray  # (lucky, S): the pool's slot of each slot in seat order
     small: tuple[_Boards, ...]
-    plain: IntArray  # the rows of the games whose A part is summed game by game
     dense: IntArray  # the boards summed through a dense B
     dense_rows: IntArray  # their games, as indices into `Pool.lucky`
 
@@ -133,10 +132,7 @@ def luck_layout(pool: Pool) -> LuckLayout:
                              weight[rows].reshape(len(which), t * slots), cells))
     dense = np.flatnonzero(dense_board).astype(np.int64)
     dense_rows = np.flatnonzero(dense_board[board]).astype(np.int64)
-    in_small = np.zeros(pool.games, dtype=bool)
-    in_small[lucky] = ~dense_board[board]
-    return LuckLayout(seat_neg, slot_seat, seat_slot, tuple(small),
-                      np.flatnonzero(~in_small).astype(np.int64), dense, dense_rows)
+    return LuckLayout(seat_neg, slot_seat, seat_slot, tuple(small), dense, dense_rows)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -258,11 +254,13 @@ def _plain_hessian(pool: Pool, ev: Evaluation, rows: IntArray | None) -> FloatAr
     n = len(pool.bots)
     side = pool.slot_side
     pick = slice(None) if rows is None else rows
-    w = pool.slot_weight[pick] * ev.gain[pick][:, None]
     neg = ev.neg_hess[pick]
-    if len(side) != pool.sides:
-        neg = neg[:, side[:, None], side[None, :]]
-    blocks = neg * w[:, :, None] * w[:, None, :]
+    gain = ev.gain[pick]
+    if len(side) == pool.sides:  # one bot a side, each of weight 1
+        blocks = neg * (gain * gain)[:, None, None]
+    else:
+        w = pool.slot_weight[pick] * gain[:, None]
+        blocks = neg[:, side[:, None], side[None, :]] * w[:, :, None] * w[:, None, :]
     return _scatter(pool.pair_index[pick], blocks, n * n)
 
 
@@ -391,34 +389,35 @@ class Newton:
             self._layout = luck_layout(pool)
         lay = self._layout
         seat_neg = ev.neg_hess.ravel()[lay.seat_neg]  # (lucky, k, k), seat-position order
-        d = _scatter(pool.board_of[pool.lucky][:, None] * (k * k) + np.arange(k * k), seat_neg,
-                     len(pool.boards) * k * k).reshape(-1, k, k)
+        gain = self.gain
+        # D board by board (the small boards' games are laid out board by board), then
+        # A game by game, and each small board's - B_b D_b^-1 B_b^T as one block.
+        d = np.empty((len(pool.boards), k, k))
+        negs = []
+        for group in lay.small:
+            neg = seat_neg[group.rows]  # (nb, T, k, k)
+            d[group.boards] = neg.sum(axis=1)
+            negs.append(neg)
+        if lay.dense.size:
+            board = pool.board_of[pool.lucky[lay.dense_rows]]
+            d[lay.dense] = _scatter(board[:, None] * (k * k) + np.arange(k * k),
+                                    seat_neg[lay.dense_rows], len(pool.boards) * k * k
+                                    ).reshape(-1, k, k)[lay.dense]
         d += self.luck_precision * np.eye(k)[None, :, :]
         d_inv = inverse_blocks(d)
-        gain = self.gain
-        # A from the games summed one by one; the small boards add A_b - B_b D_b^-1 B_b^T.
-        summed = _plain_hessian(pool, ev, lay.plain)
+        summed = _plain_hessian(pool, ev, None)
         rows = []
         seat = lay.slot_seat
         slots = len(seat)
-        for group in lay.small:
+        for group, neg in zip(lay.small, negs, strict=True):
             nb, t = group.rows.shape
-            neg = seat_neg[group.rows]  # (nb, T, k, k)
-            w = group.weight.reshape(nb, t, slots)
             if slots == k:  # one bot a side: a slot is its seat position, of weight 1
-                e = gain * neg
-                own = (gain * gain) * neg
+                e = (gain * neg).reshape(nb, t * slots, k)
             else:
-                e = gain * w[:, :, :, None] * neg[:, :, seat, :]
-                own = (gain * gain) * neg[:, :, seat[:, None], seat[None, :]] * (
-                    w[:, :, :, None] * w[:, :, None, :])
-            e = e.reshape(nb, t * slots, k)
+                w = group.weight.reshape(nb, t, slots)
+                e = (gain * w[:, :, :, None] * neg[:, :, seat, :]).reshape(nb, t * slots, k)
             ed = np.matmul(e, d_inv[group.boards])
-            block = -np.matmul(ed, e.transpose(0, 2, 1))
-            per_game = block.reshape(nb, t, slots, t, slots)
-            for i in range(t):  # each game's own A on the diagonal
-                per_game[:, i, :, i, :] += own[:, i]
-            summed += _scatter(group.cells, block, n * n)
+            summed -= _scatter(group.cells, np.matmul(ed, e.transpose(0, 2, 1)), n * n)
             rows.append((e, ed))
         dense_cross = None
         schur = summed.reshape(n, n)
