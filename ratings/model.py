@@ -129,7 +129,7 @@ def pack(games: Sequence[Game]) -> Pool:
 def _bots_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArray]:
     """The ids of the bots that play in these rows, sorted, and each seat's index into them."""
     seat_bot = table.seat_bot[rows]
-    used = np.unique(seat_bot)
+    used = np.flatnonzero(np.bincount(seat_bot.ravel(), minlength=len(table.bots)))
     names = [table.bots[i] for i in used.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.full(len(table.bots), -1, dtype=np.int64)
@@ -149,7 +149,7 @@ def _units_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArr
     ids = table.game_id[rows[alone]]
     by_id = np.argsort(ids, kind="stable")  # code point order, as Python's
     unit_of[alone[by_id]] = np.arange(alone.size, dtype=np.int64)
-    used = np.unique(unit[unit >= 0])
+    used = np.flatnonzero(np.bincount(unit[unit >= 0], minlength=len(table.units)))
     names = np.array([table.units[i] for i in used.tolist()], dtype=str)
     by_name = np.argsort(names, kind="stable") if names.size else np.zeros(0, np.int64)
     rank = np.empty(len(table.units), dtype=np.int64)
@@ -188,22 +188,30 @@ def pack_table(table: GameTable) -> Pool:
         side_bots = np.stack([seat_bot[:, :2], second], axis=2)[:, :, :width]
         places = seat_place[:, :2]
     width = side_bots.shape[2]
-    # Place order, ties by seat: position 0 is the best side.
-    seat_of = np.argsort(places * k + np.arange(k), axis=1, kind="stable").astype(np.int64)
+    # Place order, ties by seat: position 0 is the best side. The keys place * k + seat
+    # are distinct, so a side's position is the count of keys below its own.
+    key = places * k + np.arange(k)
+    position = (key[:, None, :] < key[:, :, None]).sum(axis=2)
+    seat_of = np.empty((count, k), dtype=np.int64)
+    np.put_along_axis(seat_of, position, np.arange(k, dtype=np.int64)[None, :], axis=1)
     ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(count, k * width)
     real = ranked >= 0
     side_size = real.reshape(count, k, width).sum(axis=2)
     slot_weight = np.where(real, 1.0 / np.repeat(np.maximum(side_size, 1), width, axis=1), 0.0)
     slot_bot = np.where(real, ranked, 0)
     # Games each bot played: a bot on two sides of a game (a house bot) played it once.
-    sorted_slots = np.sort(np.where(real, slot_bot, -1), axis=1)
-    first = sorted_slots >= 0
-    first[:, 1:] &= sorted_slots[:, 1:] != sorted_slots[:, :-1]
-    played = np.bincount(sorted_slots[first], minlength=len(bots)).astype(np.int64)
+    again = np.zeros(real.shape, dtype=bool)
+    for i in range(1, k * width):
+        again[:, i] = (ranked[:, :i] == ranked[:, i : i + 1]).any(axis=1)
+    played = np.bincount(slot_bot[real & ~again], minlength=len(bots)).astype(np.int64)
     # Tie pattern: which neighbours in place order are tied, numbered by first appearance.
     ordered = np.take_along_axis(places, seat_of, axis=1)
     code = ((ordered[:, 1:] == ordered[:, :-1]) * (1 << np.arange(k - 1))).sum(axis=1)
-    distinct, first_row, inverse = np.unique(code, return_index=True, return_inverse=True)
+    distinct = np.flatnonzero(np.bincount(code, minlength=1 << (k - 1)))
+    first_row = np.array([int(np.argmax(code == c)) for c in distinct.tolist()], dtype=np.int64)
+    lookup = np.zeros(1 << (k - 1), dtype=np.int64)
+    lookup[distinct] = np.arange(distinct.size)
+    inverse = lookup[code]
     appearance = np.argsort(first_row, kind="stable")
     renumber = np.empty(len(distinct), dtype=np.int64)
     renumber[appearance] = np.arange(len(distinct))

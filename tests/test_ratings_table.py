@@ -138,6 +138,11 @@ def test_natural_order_is_game_order() -> None:
     assert natural_order(ids).tolist() == want
     assert natural_order(ids[:-4]).tolist() == sorted(range(len(ids) - 4),
                                                        key=lambda i: game_order(ids[i]))
+    # Ids of one shape (digits in the same places) take a shortcut: the plain order.
+    ids = [f"{rng.choice(list('xy'))}{rng.integers(0, 100):02d}-{rng.integers(0, 10)}"
+           for _ in range(300)]
+    want = sorted(range(len(ids)), key=lambda i: game_order(ids[i]))
+    assert natural_order(ids).tolist() == want
 
 
 def test_a_table_keeps_a_repeat_once_and_refuses_two_games_under_one_id() -> None:
