@@ -68,7 +68,7 @@ from scipy.stats import norm, spearmanr
 # `ratings` package: the repository root goes in front.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ratings import ELO_PER_NAT, PRIOR_SD, Game, GameTable, fit
+from ratings import ELO_PER_NAT, PRIOR_SD, Game, GameTable, fit, fit_table
 from tournaments.design import rounds_of, triple_design
 from tournaments.round_robin import board_rounds3
 
@@ -231,10 +231,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = "boards" if boards else "fresh"
         print(f"los95_games_{name}: {needed:.0f} games")
         print(f"los_sd_ratio_{name}: {honesty:.2f} empirical/fitted")
+    # The fit at scale (bench/fit_scale.py has more): boards of 3 tables, as columns.
     size, bots = (20_000, 300) if args.quick else (100_000, 1000)
-    pool = big_pool(rng, size, bots)
+    table = big_table(rng, size, bots)
     start = time.perf_counter()
-    result = fit(pool)
+    result = fit_table(table)
     elapsed = time.perf_counter() - start
     assert len(result.ratings) == bots
     print(f"fit_{size // 1000}k_3p_{bots}_bots: {elapsed:.2f} s")

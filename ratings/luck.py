@@ -103,6 +103,8 @@ _MAX_ITER = 300  # Newton steps in all
 # tau takes a step once the fit's gradient is below _TUNE_FIRST, then below _TUNE_RATIO
 # times tau's last change: far from tau's value the MAP need not be exact.
 _TUNE_FIRST = 1e-2
+_TUNE_WARM = 1e-8
+_SLOPE_STEP = 1e-7  # tau's steps shorter than this (in log tau^2) do not set the slope
 _TUNE_RATIO = 1e-6
 _GTOL_FINAL = 1e-12  # below `ratings.optimize`: tau is read at the MAP to rounding
 _ACCEPT = 1e-6  # as `ratings.optimize`: a fit that cannot get below this has failed
@@ -276,7 +278,8 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None,
     slope = math.nan if start is None else start.tau_slope
     history: list[tuple[float, float]] = []
     last = math.inf  # tau's last change
-    tune_at = _TUNE_FIRST
+    # From a start that knew tau, tau is near: its first step is read at the MAP.
+    tune_at = _TUNE_FIRST if start is None or not start.luck_sd > 0 else _TUNE_WARM
     stalled = False  # no step decreases the objective: as converged as it gets
     while newton.iterations < _MAX_ITER:
         if newton.gradient_size <= tune_at:
@@ -287,8 +290,10 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None,
             move = r
             if history and math.isfinite(r):
                 prev_rho, prev_r = history[-1]
-                if rho != prev_rho:
-                    slope = (r - prev_r) / (rho - prev_rho)
+                if abs(rho - prev_rho) > _SLOPE_STEP or not math.isfinite(slope):
+                    # The secant's slope, from steps long enough to read it (the last
+                    # ones are at rounding's scale: the slope kept is that of an earlier).
+                    slope = (r - prev_r) / (rho - prev_rho) if rho != prev_rho else math.nan
             if math.isfinite(r) and math.isfinite(slope):
                 # r falls with rho around a stable fixed point; else a fixed-point step.
                 move = -r / slope if slope < 0 else r
@@ -304,6 +309,7 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None,
             last = change
             if settled and (newton.gradient_size <= gtol or stalled):
                 if rough:
+                    scale = fresh_scale(pool, here.theta, 1.0 / prior_sd**2, scale)
                     return replace(here, scale=scale, tau_slope=slope)
                 here = newton.polished()
                 scale = fresh_scale(pool, here.theta, 1.0 / prior_sd**2, scale)
