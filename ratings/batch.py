@@ -26,7 +26,11 @@ over 1,000 Elo, the spread between a random and a strong bot.
 
 The fit is a function of the set of games: they are deduplicated and sorted
 by id before anything is summed, and bots and units are indexed in sorted
-order, so the order of the input does not change a single bit of the result.
+order, so the order of the input does not change a single bit of the result,
+nor does its form: `fit` of `Game`s and `fit_table` of the same games as columns
+(`ratings.table.GameTable`, what a bulk reader fills) are the same fit to the
+last bit. A refit may start from an earlier fit (`start=`, its `Fit.state`): the
+same optimum, to 1e-9 Elo, in fewer steps (`ratings.luck`).
 """
 
 from __future__ import annotations

@@ -63,6 +63,17 @@ k / c the ratings then stand for. The price: c is one more
 estimate (sd about a tenth of its value at 30 games per bot there), and
 along the fitted direction the fresh-deal likelihood again reads luck as
 skill, so in a pool of equals c restores much of the plain fit's spread.
+
+Where the search starts. tau is settled to 1e-13 in log tau^2, read at the MAP to
+rounding (a change of 1e-6 moves a rating by about 1e-5 Elo, and a bot of one game
+by more), so the fit is one function of the games, to 1e-9 Elo, whatever the path
+to it; the paths differ in cost only. A refit starts from an earlier fit
+(`Start`: its strengths, tau, scale, and the slope of tau's residual, so that its
+first step in tau is already a secant's), with each board's luck solved alone
+first given those strengths (`luck_given`, all boards at once). A large pool
+without one starts from a rough fit of every eighth of its units, boards whole
+(itself started so, down to a few tens of thousands of games): its strengths are
+close, and its tau within about 1e-2.
 """
 
 from __future__ import annotations
