@@ -25,7 +25,7 @@ Each step is a full Newton step when it decreases the objective enough
 (Armijo), else halved; near the minimum, where the objective (~1e5 at
 100,000 games) can no longer resolve a decrease, a step is judged by the
 gradient alone, which is safe on a strictly convex objective. A full step
-that cut the gradient a hundredfold leaves its curvature for the next step
+that cut the gradient twentyfold leaves its curvature for the next step
 (the chord variant of Newton's method: near the minimum the Hessian hardly
 changes, and such a step costs one evaluation of the games, a fifth of a new
 curvature), and so does a small move of the luck's sd. `Newton` takes one
@@ -69,8 +69,8 @@ _MAX_ITER = 200
 _ACCEPT = 1e-6
 _ARMIJO = 1e-4
 _HALVINGS = 40
-# A step whose gradient fell at least this much leaves its curvature for the next step.
-_REUSE = 0.01
+# A step whose gradient fell at least this much (twentyfold) leaves its curvature for the next.
+_REUSE = 0.05
 # The last step below which the solution keeps the curvature of the point before it.
 _KEEP = 1e-12
 # A board's part of B D^-1 B^T is summed cell by cell into S while that is cheaper than
