@@ -76,6 +76,8 @@ _KEEP = 1e-12
 # A board's part of B D^-1 B^T is summed cell by cell into S while that is cheaper than
 # a dense product over all bots: a scattered cell costs about this many flops.
 _DENSE_COST = 20.0
+# Cells of the boards' blocks summed at once (their products and indices stay in cache).
+_CHUNK_CELLS = 1 << 24
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -87,7 +89,12 @@ class _Boards:
     rows: IntArray  # (nb, T): the games, as indices into `Pool.lucky`
     bots: IntArray  # (nb, T S): the bot of each slot
     weight: FloatArray  # (nb, T S): its weight (1 / side size; 0 for padding)
-    cells: IntArray  # (nb (T S)^2,): bot_s * n + bot_t of each pair of the board's slots
+    cells: IntArray  # (nb, (T S)^2): bot_s * n + bot_t of each pair of the board's slots
+
+    def chunks(self) -> list[slice]:
+        """Runs of boards small enough that a run's blocks stay in cache (a few MB)."""
+        step = max(1, _CHUNK_CELLS // max(1, self.bots.shape[1] ** 2))
+        return [slice(i, i + step) for i in range(0, self.boards.size, step)]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -135,7 +142,7 @@ def luck_layout(pool: Pool) -> LuckLayout:
         which = np.flatnonzero((count == t) & ~dense_board)
         rows = order[start[which][:, None] + np.arange(t)]  # (nb, T)
         b = bots[rows].reshape(len(which), t * slots)
-        cells = (b[:, :, None] * n + b[:, None, :]).ravel()
+        cells = (b[:, :, None] * n + b[:, None, :]).reshape(len(which), -1)
         small.append(_Boards(which.astype(np.int64), rows.astype(np.int64), b,
                              weight[rows].reshape(len(which), t * slots), cells))
     dense = np.flatnonzero(dense_board).astype(np.int64)
@@ -217,8 +224,9 @@ class Curvature:
         flat = inverse.ravel()
         total = 0.0
         for group, (_, ed) in zip(lay.small, self.rows, strict=True):
-            block = np.matmul(ed, ed.transpose(0, 2, 1))
-            total += float(block.ravel() @ flat[group.cells])
+            for run in group.chunks():
+                block = np.matmul(ed[run], ed[run].transpose(0, 2, 1))
+                total += float(block.ravel() @ flat[group.cells[run].ravel()])
         if self.dense_cross is not None:
             v = _times_blocks(self.dense_cross, self.luck_inverse[lay.dense])
             total += float(np.sum(v * (inverse @ v)))
@@ -425,7 +433,9 @@ class Newton:
                 w = group.weight.reshape(nb, t, slots)
                 e = (gain * w[:, :, :, None] * neg[:, :, seat, :]).reshape(nb, t * slots, k)
             ed = np.matmul(e, d_inv[group.boards])
-            summed -= _scatter(group.cells, np.matmul(ed, e.transpose(0, 2, 1)), n * n)
+            for run in group.chunks():
+                block = np.matmul(ed[run], e[run].transpose(0, 2, 1))
+                summed -= _scatter(group.cells[run], block, n * n)
             rows.append((e, ed))
         dense_cross = None
         schur = summed.reshape(n, n)
