@@ -310,9 +310,9 @@ def _strict_terms(u: FloatArray) -> tuple[FloatArray, ...]:
     """`_ordering_terms` of the place order (0, 1, ..., k-1) for k = 2 or 3, column by
     column (most games are strict rankings: this is the fit's inner loop)."""
     g, k = u.shape
-    grad = np.empty((g, k))
-    neg = np.empty((g, k, k))
     if k == 2:
+        grad = np.empty((g, k))
+        neg = np.empty((g, k, k))
         d = u[:, 0] - u[:, 1]
         logp = -np.logaddexp(0.0, -d)
         lose = expit(-d)  # the probability the order were the other way
@@ -322,25 +322,22 @@ def _strict_terms(u: FloatArray) -> tuple[FloatArray, ...]:
         neg[:, 0, 0] = neg[:, 1, 1] = info
         neg[:, 0, 1] = neg[:, 1, 0] = -info
         return logp, grad, neg
-    u0, u1, u2 = u[:, 0], u[:, 1], u[:, 2]
+    u0, u1, u2 = np.ascontiguousarray(u.T)  # columns, contiguous: each pass streams
     top = np.maximum(np.maximum(u0, u1), u2)
     e0, e1, e2 = np.exp(u0 - top), np.exp(u1 - top), np.exp(u2 - top)
     total = e0 + e1 + e2
     p0, p1, p2 = e0 / total, e1 / total, e2 / total
     d = u1 - u2  # the second stage: side 1 ahead of side 2
-    q2 = expit(-d)
-    q1 = 1.0 - q2
-    logp = u0 - top - np.log(total) - np.logaddexp(0.0, -d)
-    grad[:, 0] = 1.0 - p0
-    grad[:, 1] = q2 - p1
-    grad[:, 2] = -p2 - q2
+    q1, q2 = expit(d), expit(-d)
+    # log q1 = -log(1 + exp(-d)), but for a second stage beyond rounding (q1 = 0).
+    second_log = np.log(q1) if float(d.min(initial=0.0)) > -700.0 else -np.logaddexp(0.0, -d)
+    logp = u0 - top - np.log(total) + second_log
     second = q1 * q2
-    neg[:, 0, 0] = p0 * (1.0 - p0)
-    neg[:, 1, 1] = p1 * (1.0 - p1) + second
-    neg[:, 2, 2] = p2 * (1.0 - p2) + second
-    neg[:, 0, 1] = neg[:, 1, 0] = -p0 * p1
-    neg[:, 0, 2] = neg[:, 2, 0] = -p0 * p2
-    neg[:, 1, 2] = neg[:, 2, 1] = -p1 * p2 - second
+    off01, off02, off12 = -p0 * p1, -p0 * p2, -p1 * p2 - second
+    grad = np.stack([1.0 - p0, q2 - p1, -p2 - q2], axis=1)
+    neg = np.stack([p0 * (1.0 - p0), off01, off02,
+                    off01, p1 * (1.0 - p1) + second, off12,
+                    off02, off12, p2 * (1.0 - p2) + second], axis=1).reshape(g, k, k)
     return logp, grad, neg
 
 

@@ -521,8 +521,8 @@ class Newton:
         From a converged point (a gradient of 1e-10, which chord steps reach only just)
         that step lands on the optimum to rounding, so that every path to it (any start,
         any sequence of steps and luck sds) gives the same fit to 1e-10 Elo and less.
-        The solution keeps the curvature of the point it stepped from: the intervals move
-        by the same order, not more.
+        The solution keeps the curvature of the point it stepped from when the step was
+        below _KEEP (the intervals then move by less than 1e-10 Elo), else its own.
         """
         curv = self.curvature()
         self._stale = None
@@ -531,7 +531,7 @@ class Newton:
         ev, value, grad = self._evaluate(trial)
         if np.all(np.isfinite(trial)) and _largest(grad) <= self.gradient_size:
             self.x, self.ev, self.value, self.grad = trial, ev, value, grad
-        self._curvature = curv
+            self._curvature = curv if _largest(direction) <= _KEEP else None
         return self.solution()
 
 

@@ -21,15 +21,13 @@ from ratings.table import natural_order
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "rating_fits.json").read_text())
 POOLS: list[tuple[str, list[Game]]] = [(c.name, make(c)) for c in CASES] + extra_pools()
-# How far today's figures may be from the converged record: the ratings (Elo) within
-# 1e-9; the intervals and LOS within 1e-8 and the covariance (Elo^2) within 2e-10 of its
-# largest entry, because that record's own convergence stalls with a gradient of about
-# 1e-11, where the intervals have not quite settled (today's fit polishes to rounding).
-# From the record of the fit as it shipped (its luck sd stopped within 1e-6 in log tau^2):
+# How far today's figures may be from the converged record: the ratings, intervals and
+# LOS within 1e-9 (Elo), the covariance (Elo^2) within 1e-12 of its largest entry. From
+# the record of the fit as it shipped (its luck sd stopped within 1e-6 in log tau^2):
 # within 1e-4 Elo.
 ELO_TOL = 1e-9
-CI_TOL = 1e-8
-COV_TOL = 2e-10
+CI_TOL = 1e-9
+COV_TOL = 1e-12
 SHIPPED_TOL = 1e-4
 
 def _digests(games: list[Game]) -> dict[str, str]:
