@@ -333,11 +333,28 @@ def _strict_terms(u: FloatArray) -> tuple[FloatArray, ...]:
     second_log = np.log(q1) if float(d.min(initial=0.0)) > -700.0 else -np.logaddexp(0.0, -d)
     logp = u0 - top - np.log(total) + second_log
     second = q1 * q2
-    off01, off02, off12 = -p0 * p1, -p0 * p2, -p1 * p2 - second
-    grad = np.stack([1.0 - p0, q2 - p1, -p2 - q2], axis=1)
-    neg = np.stack([p0 * (1.0 - p0), off01, off02,
-                    off01, p1 * (1.0 - p1) + second, off12,
-                    off02, off12, p2 * (1.0 - p2) + second], axis=1).reshape(g, k, k)
+    # Entry by entry into contiguous rows, then one transposing copy.
+    rows = np.empty((3 + 9, g))
+    np.subtract(1.0, p0, out=rows[0])
+    np.subtract(q2, p1, out=rows[1])
+    np.add(p2, q2, out=rows[2])
+    np.negative(rows[2], out=rows[2])
+    h = rows[3:]
+    np.multiply(p0, rows[0], out=h[0])
+    np.multiply(p0, p1, out=h[1])
+    np.negative(h[1], out=h[1])
+    np.multiply(p0, p2, out=h[2])
+    np.negative(h[2], out=h[2])
+    np.multiply(p1, 1.0 - p1, out=h[4])
+    h[4] += second
+    np.multiply(p1, p2, out=h[5])
+    h[5] += second
+    np.negative(h[5], out=h[5])
+    np.multiply(p2, 1.0 - p2, out=h[8])
+    h[8] += second
+    h[3], h[6], h[7] = h[1], h[2], h[5]
+    grad = np.ascontiguousarray(rows[:3].T)
+    neg = np.ascontiguousarray(rows[3:].T).reshape(g, k, k)
     return logp, grad, neg
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -284,24 +283,28 @@ def inverse_blocks(d: FloatArray) -> FloatArray:
     """The inverses of symmetric positive definite (boards, k, k) blocks, k = 2 or 3 in
     closed form (the adjugate; LAPACK's batched inverse is slow on tiny blocks)."""
     k = d.shape[1]
-    out: NDArray[np.floating[Any]]
+    if k not in (2, 3):
+        inv = np.linalg.inv(d)
+        sym: FloatArray = ((inv + inv.transpose(0, 2, 1)) / 2).astype(np.float64)
+        return sym
+    flat = np.ascontiguousarray(d.reshape(-1, k * k).T)  # entries as contiguous rows
+    co = np.empty((k * k, d.shape[0]))
     if k == 2:
-        a, b, c = d[:, 0, 0], d[:, 0, 1], d[:, 1, 1]
+        a, b, c = flat[0], flat[1], flat[3]
+        co[0], co[1], co[2], co[3] = c, -b, -b, a
         det = a * c - b * b
-        out = np.stack([np.stack([c, -b], 1), np.stack([-b, a], 1)], 1) / det[:, None, None]
-    elif k == 3:
-        a, b, c = d[:, 0, 0], d[:, 0, 1], d[:, 0, 2]
-        e, f, i = d[:, 1, 1], d[:, 1, 2], d[:, 2, 2]
-        co = np.stack([np.stack([e * i - f * f, c * f - b * i, b * f - c * e], 1),
-                       np.stack([c * f - b * i, a * i - c * c, b * c - a * f], 1),
-                       np.stack([b * f - c * e, b * c - a * f, a * e - b * b], 1)], 1)
-        det = a * co[:, 0, 0] + b * co[:, 0, 1] + c * co[:, 0, 2]
-        out = co / det[:, None, None]
     else:
-        out = np.linalg.inv(d)
-        out = (out + out.transpose(0, 2, 1)) / 2
-    result: FloatArray = out.astype(np.float64)
-    return result
+        a, b, c, e, f, i = flat[0], flat[1], flat[2], flat[4], flat[5], flat[8]
+        co[0] = e * i - f * f
+        co[1] = co[3] = c * f - b * i
+        co[2] = co[6] = b * f - c * e
+        co[4] = a * i - c * c
+        co[5] = co[7] = b * c - a * f
+        co[8] = a * e - b * b
+        det = a * co[0] + b * co[1] + c * co[2]
+    co /= det
+    out: FloatArray = np.ascontiguousarray(co.T).reshape(d.shape)
+    return out
 
 
 def _largest(v: FloatArray) -> float:
