@@ -175,7 +175,7 @@ def pack_table(table: GameTable) -> Pool:
     board_units = np.flatnonzero(size >= 2)  # a board played once: no luck term
     board_index = np.full(len(units), -1, dtype=np.int64)
     board_index[board_units] = np.arange(board_units.size, dtype=np.int64)
-    boards = tuple(units[i] for i in board_units.tolist())
+    boards = tuple(map(units.__getitem__, board_units.tolist()))
     seat_place = table.place[rows]
     # Side by side: each side's bots (padded with -1) and place. 2v2: team t holds seats
     # t and t + 2, a bot holding both seats of its team once.
@@ -248,7 +248,7 @@ def subpool(pool: Pool, rows: IntArray) -> Pool:
     there keeps its index) and tie patterns; units and boards those of the rows."""
     k = pool.sides
     used, unit_of = np.unique(pool.unit_of[rows], return_inverse=True)
-    units = tuple(pool.units[i] for i in used.tolist())
+    units = tuple(map(pool.units.__getitem__, used.tolist()))
     size = np.bincount(unit_of, minlength=len(units))
     board_units = np.flatnonzero(size >= 2)
     board_index = np.full(len(units), -1, dtype=np.int64)
@@ -265,7 +265,7 @@ def subpool(pool: Pool, rows: IntArray) -> Pool:
         slot_side=pool.slot_side, unit_of=unit_of.astype(np.int64),
         pattern_of=pool.pattern_of[rows], patterns=pool.patterns,
         played=np.bincount(sorted_slots[first], minlength=len(pool.bots)).astype(np.int64),
-        seat_of=seat_of, boards=tuple(units[i] for i in board_units.tolist()),
+        seat_of=seat_of, boards=tuple(map(units.__getitem__, board_units.tolist())),
         board_of=board_of, lucky=lucky,
         luck_of=(board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64),
         pair_index=pool.pair_index[rows],
