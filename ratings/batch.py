@@ -84,6 +84,8 @@ class FitState:
     luck_sd: float
     scale: float
     tau_slope: float
+    boards: tuple[str, ...] = ()  # the boards whose luck the fit estimated, sorted
+    luck: FloatArray | None = None  # (boards, sides): their luck (natural log utility)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -170,9 +172,21 @@ def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LE
     precision = 1.0 / to_nat(prior_sd) ** 2
     begin = None
     if start is not None and start.state is not None:
-        known = start.state.strengths
-        begin = Start(np.array([known.get(b, 0.0) for b in pool.bots]), start.state.luck_sd,
-                      start.state.scale, start.state.tau_slope)
+        state = start.state
+        known = state.strengths
+        luck: FloatArray | None = None
+        if state.luck is not None and state.boards:
+            # The earlier fit's luck of each board it knew (boards sorted in both).
+            old = np.array(state.boards)
+            new = np.array(pool.boards)
+            at = np.minimum(np.searchsorted(old, new), len(old) - 1)
+            seen = old[at] == new
+            per_board = np.zeros((len(new), pool.sides))
+            if state.luck.shape[1] == pool.sides:
+                per_board[seen] = state.luck[at[seen]]
+            luck = per_board.ravel()
+        begin = Start(np.array([known.get(b, 0.0) for b in pool.bots]), state.luck_sd,
+                      state.scale, state.tau_slope, luck)
     try:
         solution = solve_with_luck(pool, to_nat(prior_sd), begin)
     except (RatingError, np.linalg.LinAlgError):
@@ -215,7 +229,10 @@ def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LE
         gain=solution.gain / solution.scale,
         iterations=solution.iterations,
         state=FitState(dict(zip(pool.bots, solution.theta.tolist(), strict=True)),
-                       solution.luck_sd, solution.scale, solution.tau_slope),
+                       solution.luck_sd, solution.scale, solution.tau_slope,
+                       pool.boards if solution.luck_sd > 0 else (),
+                       solution.luck.reshape(-1, max(pool.sides, 1))
+                       if solution.luck_sd > 0 else None),
     )
 
 

@@ -181,13 +181,15 @@ def fresh_scale(pool: Pool, theta: FloatArray, precision: float, c: float = 1.0)
 class Start:
     """Where a fit starts: strengths (natural log, in the pool's bot order; 0 for a bot not
     seen before), the luck's sd (0: none known), the fresh-deal scale and the slope of the
-    luck's fixed point (`Solution.tau_slope`). Any start leads to the same fit, to 1e-9
-    Elo; a good one (an earlier fit of most of the games) in fewer steps."""
+    luck's fixed point (`Solution.tau_slope`), and optionally each board's luck (the
+    pool's boards * sides; 0 for a board not seen before). Any start leads to the same
+    fit, to 1e-9 Elo; a good one (an earlier fit of most of the games) in fewer steps."""
 
     theta: FloatArray
     luck_sd: float = 0.0
     scale: float = 1.0
     tau_slope: float = math.nan
+    luck: FloatArray | None = None
 
     @classmethod
     def of(cls, solution: Solution) -> Start:
@@ -281,7 +283,12 @@ def solve_with_luck(pool: Pool, prior_sd: float, start: Start | None = None,
     tau, k = math.exp(rho / 2), gain(math.exp(rho))
     if start is not None and theta is not None and not start.luck_sd > 0:
         theta = theta / k  # a plain fit's strengths: utilities k theta on the boards
-    luck = None if theta is None else luck_given(pool, theta, tau, k)
+    known = None if start is None or not start.luck_sd > 0 else start.luck
+    if known is not None and known.size != pool.luck_count:
+        known = None
+    # With the boards' luck known, one step on it takes in the games that came since.
+    luck = None if theta is None else luck_given(pool, theta, tau, k, known,
+                                                 _LUCK_STEPS if known is None else 1)
     newton = Newton(pool, prior_sd, tau, k, theta, luck)
     if not float(np.abs(luck_hessian(pool, newton.ev)).max(initial=0.0)) > _NO_INFORMATION:
         return solve(pool, prior_sd, theta=theta)  # the boards' games say nothing of luck
