@@ -53,6 +53,8 @@ from ratings.model import (
     bot_gradient,
     evaluate,
     luck_gradient,
+    side_strengths,
+    utility_terms,
 )
 
 __all__ = ["Curvature", "LuckLayout", "Newton", "Solution", "inverse_blocks", "luck_layout",
@@ -345,11 +347,13 @@ class Newton:
         self.gain = gain if self.with_luck else 1.0
         self.m = self.pool.luck_count if self.with_luck else 0
 
-    def _evaluate(self, x: FloatArray) -> tuple[Evaluation, float, FloatArray]:
-        """The games' terms, the objective and its gradient at x = (theta, luck)."""
+    def _evaluate(self, x: FloatArray, ev: Evaluation | None = None
+                  ) -> tuple[Evaluation, float, FloatArray]:
+        """The games' terms (unless given), the objective and its gradient at x."""
         n = self.n
         theta, luck = x[:n], x[n:]
-        ev = evaluate(self.pool, theta, luck if self.with_luck else None, self.gain)
+        if ev is None:
+            ev = evaluate(self.pool, theta, luck if self.with_luck else None, self.gain)
         value = (-float(ev.loglik.sum()) + 0.5 * self.precision * float(theta @ theta)
                  + 0.5 * self.luck_precision * float(luck @ luck))
         grad = -bot_gradient(self.pool, ev) + self.precision * theta
@@ -358,10 +362,25 @@ class Newton:
             grad = np.concatenate([grad, g_luck])
         return ev, value, grad
 
-    def _refresh(self) -> None:
-        self.ev, self.value, self.grad = self._evaluate(self.x)
+    def _refresh(self, ev: Evaluation | None = None) -> None:
+        self.ev, self.value, self.grad = self._evaluate(self.x, ev)
         self._curvature: Curvature | None = None
         self._stale: Curvature | None = None
+
+    def _retuned_terms(self, before: Evaluation, was_lucky: bool) -> Evaluation:
+        """The games' terms after a retune: the games on boards keep their utilities (and
+        so their terms, with the new gain); the others are evaluated again."""
+        pool = self.pool
+        gains = np.ones(pool.games)
+        gains[pool.lucky] = self.gain
+        if not was_lucky:
+            return evaluate(pool, self.x[: self.n], self.x[self.n :], self.gain)
+        rest = np.setdiff1d(np.arange(pool.games), pool.lucky, assume_unique=True)
+        loglik, grad, neg = before.loglik.copy(), before.grad.copy(), before.neg_hess.copy()
+        if rest.size:
+            u = side_strengths(pool, self.x[: self.n])[rest]
+            loglik[rest], grad[rest], neg[rest] = utility_terms(pool, u, rest)
+        return Evaluation(loglik, grad, neg, gains)
 
     def retune(self, luck_sd: float, gain: float, small: bool = False) -> None:
         """New luck sd and gain, from the current point: the strengths are divided by the
@@ -372,11 +391,11 @@ class Newton:
         """
         luck = self.x[self.n :]
         before = self._curvature if small and self.m else None
-        old_gain = self.gain
+        old_gain, was_lucky = self.gain, self.m > 0
         self._set(luck_sd, gain)
         theta = self.x[: self.n] * (old_gain / self.gain if self.m else 1.0)
         self.x = np.concatenate([theta, luck if luck.size == self.m else np.zeros(self.m)])
-        self._refresh()
+        self._refresh(self._retuned_terms(self.ev, was_lucky) if self.m else None)
         if before is not None and before.luck_inverse.shape[0] * self.pool.sides == self.m:
             self._stale = before
 
