@@ -14,6 +14,8 @@ every `name: value unit` line they printed, by benchmark:
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
   (bench/ratings.py);
+- fit_scale: the batch fit of 100,000 and 1,000,000 games, old and new, warm starts
+  (bench/fit_scale.py);
 - sprt: the test of a change's error rates, games to a verdict, paired against unpaired,
   and the fixed-games interval's coverage (bench/sprt.py);
 - swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
@@ -56,6 +58,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "hosting": ("hosting.py", [], ["--quick"]),
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
+    "fit_scale": ("fit_scale.py", [], ["--quick"]),
     "sprt": ("sprt.py", [], ["--quick"]),
     "swiss": ("swiss.py", [], ["--quick"]),
     "arena": ("arena.py", [], ["--quick"]),

@@ -68,7 +68,7 @@ from scipy.stats import norm, spearmanr
 # `ratings` package: the repository root goes in front.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ratings import ELO_PER_NAT, PRIOR_SD, Game, fit
+from ratings import ELO_PER_NAT, PRIOR_SD, Game, GameTable, fit, fit_table
 from tournaments.design import rounds_of, triple_design
 from tournaments.round_robin import board_rounds3
 
@@ -178,22 +178,29 @@ def games_to_lead(rng: np.random.Generator, reps: int, boards: bool) -> tuple[fl
     return needed, honesty
 
 
-def big_pool(rng: np.random.Generator, games: int, bots: int) -> list[Game]:
-    """A large 3p pool: each round a random split into disjoint tables sharing one board."""
+def big_table(rng: np.random.Generator, games: int, bots: int, tables: int = 3) -> GameTable:
+    """A large 3p pool as columns: each round a random split of the bots into disjoint
+    tables, every `tables` of them sharing a board (its luck as in the module doc)."""
     theta = rng.normal(0.0, SPREAD, bots) / ELO_PER_NAT
     per_round = bots // 3
-    out: list[Game] = []
-    names = [f"bot{i:04d}" for i in range(bots)]
-    r = 0
-    while len(out) < games:
-        seats = rng.permutation(bots)[: per_round * 3].reshape(per_round, 3)
-        u = 2.0 * theta[seats] + _luck(rng)[None, :] + rng.gumbel(size=seats.shape)
-        ranks = np.argsort(np.argsort(-u, axis=1), axis=1) + 1
-        for t in range(min(per_round, games - len(out))):
-            out.append(Game(f"g{len(out):06d}", f"b{r}",
-                            tuple((names[s],) for s in seats[t]), tuple(int(x) for x in ranks[t])))
-        r += 1
-    return out
+    rounds = -(-games // per_round)
+    per_board = -(-per_round // tables)
+    seats = rng.permuted(np.tile(np.arange(bots), (rounds, 1)), axis=1)[:, : per_round * 3]
+    seats = seats.reshape(rounds, per_round, 3)
+    z = rng.normal(size=(rounds, per_board, 3))
+    luck = np.repeat(-np.log(2.0 * z * z), tables, axis=1)[:, :per_round]
+    u = 2.0 * theta[seats] + luck + rng.gumbel(size=seats.shape)
+    places = np.argsort(np.argsort(-u, axis=2), axis=2) + 1
+    board = (np.arange(rounds)[:, None] * per_board + np.arange(per_round)[None, :] // tables)
+    ids = np.strings.add("g", np.strings.zfill(np.arange(games).astype(str), 7))
+    return GameTable(ids, board.ravel()[:games], seats.reshape(-1, 3)[:games],
+                     places.reshape(-1, 3)[:games], tuple(f"bot{i:04d}" for i in range(bots)),
+                     tuple(f"b{i}" for i in range(rounds * per_board)))
+
+
+def big_pool(rng: np.random.Generator, games: int, bots: int, tables: int = 3) -> list[Game]:
+    """`big_table` as `Game`s."""
+    return list(big_table(rng, games, bots, tables).games())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -224,10 +231,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = "boards" if boards else "fresh"
         print(f"los95_games_{name}: {needed:.0f} games")
         print(f"los_sd_ratio_{name}: {honesty:.2f} empirical/fitted")
+    # The fit at scale (bench/fit_scale.py has more): boards of 3 tables, as columns.
     size, bots = (20_000, 300) if args.quick else (100_000, 1000)
-    pool = big_pool(rng, size, bots)
+    table = big_table(rng, size, bots)
     start = time.perf_counter()
-    result = fit(pool)
+    result = fit_table(table)
     elapsed = time.perf_counter() - start
     assert len(result.ratings) == bots
     print(f"fit_{size // 1000}k_3p_{bots}_bots: {elapsed:.2f} s")

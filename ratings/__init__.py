@@ -3,6 +3,7 @@
 - `registry`, `methods`: every rating method, registered by name, each turning games
   into the one result type, a `store.rating_tables.RatingTable`.
 - `games`: `Game` (validated) and `games_from_rows` for result rows.
+- `table`: `GameTable`, a pool's games as columns, what the fit reads in bulk (`fit_table`).
 - `batch`: the official rating (`fit`, method `batch`), a Plackett-Luce / Bradley-Terry
   MAP fit with board luck (`luck`), board-clustered intervals at `LEVEL` and likelihood
   of superiority (`Fit`).
@@ -15,12 +16,13 @@
 3p and 2v2 are separate pools: fit each with its own call.
 """
 
-from ratings.batch import LEVEL, PRIOR_SD, Fit, Rating, fit
+from ratings.batch import LEVEL, PRIOR_SD, Fit, Rating, fit, fit_table
 from ratings.errors import RatingError
 from ratings.games import Game, canonical, games_from_rows
 from ratings.live import ProvisionalRating, provisional_ratings
 from ratings.methods import METHODS, Method
 from ratings.scale import ELO_PER_NAT, to_elo, to_nat
+from ratings.table import GameTable
 
 __all__ = [
     "ELO_PER_NAT",
@@ -29,12 +31,14 @@ __all__ = [
     "PRIOR_SD",
     "Fit",
     "Game",
+    "GameTable",
     "Method",
     "ProvisionalRating",
     "Rating",
     "RatingError",
     "canonical",
     "fit",
+    "fit_table",
     "games_from_rows",
     "provisional_ratings",
     "to_elo",

@@ -29,15 +29,16 @@ sides in place order) and every game of a pattern is evaluated at once.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
+from scipy.special import expit
 
 from ratings.games import Game
+from ratings.table import GameTable
 
 __all__ = [
     "Evaluation",
@@ -49,9 +50,12 @@ __all__ = [
     "luck_gradient",
     "luck_hessian",
     "pack",
+    "pack_table",
     "side_strengths",
     "slot_scores",
+    "subpool",
     "to_bots",
+    "utility_terms",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -117,48 +121,105 @@ class Pool:
 
 
 def pack(games: Sequence[Game]) -> Pool:
-    """Arrays for canonical games of one pool (`games.canonical`, one side count)."""
-    bots = tuple(sorted({b for g in games for b in g.bots}))
-    index = {b: i for i, b in enumerate(bots)}
-    # A game without a unit is its own: its id (unique) stands in, marked so it cannot clash.
-    labels = [g.unit if g.unit else "\0" + g.game_id for g in games]
-    units = tuple(sorted(set(labels)))
-    unit_index = {u: i for i, u in enumerate(units)}
-    size = Counter(labels)
-    boards = tuple(u for u in units if size[u] >= 2)  # a board played once: no luck term
-    board_index = {u: i for i, u in enumerate(boards)}
-    k = len(games[0].sides) if games else 3
-    width = max((len(s) for g in games for s in g.sides), default=1)
-    rows = len(games)
-    # Seat by seat: each side's bots (padded with -1) and place.
-    side_bots = np.full((rows, k, width), -1, dtype=np.int64)
-    for row, game in enumerate(games):
-        for s, side in enumerate(game.sides):
-            side_bots[row, s, : len(side)] = [index[b] for b in side]
-    places = np.array([g.places for g in games], dtype=np.int64).reshape(rows, k)
-    # Place order, ties by seat: position 0 is the best side.
-    seat_of = np.argsort(places * k + np.arange(k), axis=1, kind="stable").astype(np.int64)
-    ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(rows, k * width)
+    """Arrays for games of one pool (`games.canonical`, one side count): `pack_table` of
+    their table."""
+    return pack_table(GameTable.from_games(games))
+
+
+def _bots_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArray]:
+    """The ids of the bots that play in these rows, sorted, and each seat's index into them."""
+    seat_bot = table.seat_bot[rows]
+    used = np.flatnonzero(np.bincount(seat_bot.ravel(), minlength=len(table.bots)))
+    names = [table.bots[i] for i in used.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    remap = np.full(len(table.bots), -1, dtype=np.int64)
+    remap[used[order]] = np.arange(len(order), dtype=np.int64)
+    return tuple(names[i] for i in order), remap[seat_bot]
+
+
+def _units_of(table: GameTable, rows: IntArray) -> tuple[tuple[str, ...], IntArray]:
+    """The sorted unit labels of these rows and each row's index into them.
+
+    A game without a unit is its own: its id after a NUL stands in (so it cannot clash
+    with a label, none of which holds a NUL), and those labels sort first, by id.
+    """
+    unit = table.unit[rows]
+    unit_of = np.empty(rows.size, dtype=np.int64)
+    alone = np.flatnonzero(unit < 0)
+    ids = table.game_id[rows[alone]]
+    by_id = np.argsort(ids, kind="stable")  # code point order, as Python's
+    unit_of[alone[by_id]] = np.arange(alone.size, dtype=np.int64)
+    used = np.flatnonzero(np.bincount(unit[unit >= 0], minlength=len(table.units)))
+    names = np.array([table.units[i] for i in used.tolist()], dtype=str)
+    by_name = np.argsort(names, kind="stable") if names.size else np.zeros(0, np.int64)
+    rank = np.empty(len(table.units), dtype=np.int64)
+    rank[used[by_name]] = alone.size + np.arange(used.size, dtype=np.int64)
+    shared = unit >= 0
+    unit_of[shared] = rank[unit[shared]]
+    labels = ["\0" + x for x in ids[by_id].tolist()] + names[by_name].tolist()
+    return tuple(labels), unit_of
+
+
+def pack_table(table: GameTable) -> Pool:
+    """Arrays for a table's set of games (`GameTable.canonical_rows`), one pool.
+
+    The arrays of the same games' `pack` to the last bit: games in game-id order,
+    bots and units indexed in sorted order.
+    """
+    rows = table.canonical_rows()
+    count = rows.size
+    k = table.sides
+    bots, seat_bot = _bots_of(table, rows)
+    units, unit_of = _units_of(table, rows)
+    size = np.bincount(unit_of, minlength=len(units))
+    board_units = np.flatnonzero(size >= 2)  # a board played once: no luck term
+    board_index = np.full(len(units), -1, dtype=np.int64)
+    board_index[board_units] = np.arange(board_units.size, dtype=np.int64)
+    boards = tuple(map(units.__getitem__, board_units.tolist()))
+    seat_place = table.place[rows]
+    # Side by side: each side's bots (padded with -1) and place. 2v2: team t holds seats
+    # t and t + 2, a bot holding both seats of its team once.
+    if k == 3:
+        side_bots = seat_bot[:, :, None]
+        places = seat_place
+    else:
+        second = np.where(seat_bot[:, 2:] != seat_bot[:, :2], seat_bot[:, 2:], -1)
+        width = 2 if bool((second >= 0).any()) else 1
+        side_bots = np.stack([seat_bot[:, :2], second], axis=2)[:, :, :width]
+        places = seat_place[:, :2]
+    width = side_bots.shape[2]
+    # Place order, ties by seat: position 0 is the best side. The keys place * k + seat
+    # are distinct, so a side's position is the count of keys below its own.
+    key = places * k + np.arange(k)
+    position = (key[:, None, :] < key[:, :, None]).sum(axis=2)
+    seat_of = np.empty((count, k), dtype=np.int64)
+    np.put_along_axis(seat_of, position, np.arange(k, dtype=np.int64)[None, :], axis=1)
+    ranked = np.take_along_axis(side_bots, seat_of[:, :, None], axis=1).reshape(count, k * width)
     real = ranked >= 0
-    side_size = real.reshape(rows, k, width).sum(axis=2)
+    side_size = real.reshape(count, k, width).sum(axis=2)
     slot_weight = np.where(real, 1.0 / np.repeat(np.maximum(side_size, 1), width, axis=1), 0.0)
     slot_bot = np.where(real, ranked, 0)
     # Games each bot played: a bot on two sides of a game (a house bot) played it once.
-    seen = np.unique(np.arange(rows)[:, None].repeat(k * width, axis=1)[real] * len(bots)
-                     + slot_bot[real])
-    played = np.bincount(seen % max(len(bots), 1), minlength=len(bots)).astype(np.int64)
+    again = np.zeros(real.shape, dtype=bool)
+    for i in range(1, k * width):
+        again[:, i] = (ranked[:, :i] == ranked[:, i : i + 1]).any(axis=1)
+    played = np.bincount(slot_bot[real & ~again], minlength=len(bots)).astype(np.int64)
     # Tie pattern: which neighbours in place order are tied, numbered by first appearance.
     ordered = np.take_along_axis(places, seat_of, axis=1)
     code = ((ordered[:, 1:] == ordered[:, :-1]) * (1 << np.arange(k - 1))).sum(axis=1)
-    distinct, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    appearance = np.argsort(first, kind="stable")
+    distinct = np.flatnonzero(np.bincount(code, minlength=1 << (k - 1)))
+    first_row = np.array([int(np.argmax(code == c)) for c in distinct.tolist()], dtype=np.int64)
+    lookup = np.zeros(1 << (k - 1), dtype=np.int64)
+    lookup[distinct] = np.arange(distinct.size)
+    inverse = lookup[code]
+    appearance = np.argsort(first_row, kind="stable")
     renumber = np.empty(len(distinct), dtype=np.int64)
     renumber[appearance] = np.arange(len(distinct))
     patterns = []
     for d in appearance:
-        ranks = list(ordered[first[d]])
+        ranks = list(ordered[first_row[d]])
         patterns.append(tuple(ranks.count(p) for p in sorted(set(ranks))))
-    board_of = np.array([board_index.get(u, -1) for u in labels], dtype=np.int64)
+    board_of = board_index[unit_of]
     lucky = np.flatnonzero(board_of >= 0).astype(np.int64)
     luck_of = (board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64)
     n = len(bots)
@@ -168,8 +229,9 @@ def pack(games: Sequence[Game]) -> Pool:
         slot_bot=slot_bot.astype(np.int64),
         slot_weight=slot_weight.astype(np.float64),
         slot_side=np.repeat(np.arange(k, dtype=np.int64), width),
-        unit_of=np.array([unit_index[u] for u in labels], dtype=np.int64),
-        pattern_of=renumber[inverse.ravel()].astype(np.int64) if rows else np.zeros(0, np.int64),
+        unit_of=unit_of,
+        pattern_of=(renumber[inverse.ravel()].astype(np.int64) if count
+                    else np.zeros(0, np.int64)),
         patterns=tuple(patterns),
         played=played,
         seat_of=seat_of,
@@ -178,6 +240,35 @@ def pack(games: Sequence[Game]) -> Pool:
         lucky=lucky,
         luck_of=luck_of,
         pair_index=slot_bot[:, :, None] * n + slot_bot[:, None, :],
+    )
+
+
+def subpool(pool: Pool, rows: IntArray) -> Pool:
+    """The pool of some of its games (rows ascending): the same bots (a bot without a game
+    there keeps its index) and tie patterns; units and boards those of the rows."""
+    k = pool.sides
+    used, unit_of = np.unique(pool.unit_of[rows], return_inverse=True)
+    units = tuple(map(pool.units.__getitem__, used.tolist()))
+    size = np.bincount(unit_of, minlength=len(units))
+    board_units = np.flatnonzero(size >= 2)
+    board_index = np.full(len(units), -1, dtype=np.int64)
+    board_index[board_units] = np.arange(board_units.size, dtype=np.int64)
+    board_of = board_index[unit_of]
+    lucky = np.flatnonzero(board_of >= 0).astype(np.int64)
+    seat_of = pool.seat_of[rows]
+    slot_bot, slot_weight = pool.slot_bot[rows], pool.slot_weight[rows]
+    sorted_slots = np.sort(np.where(slot_weight > 0, slot_bot, -1), axis=1)
+    first = sorted_slots >= 0
+    first[:, 1:] &= sorted_slots[:, 1:] != sorted_slots[:, :-1]
+    return Pool(
+        bots=pool.bots, units=units, slot_bot=slot_bot, slot_weight=slot_weight,
+        slot_side=pool.slot_side, unit_of=unit_of.astype(np.int64),
+        pattern_of=pool.pattern_of[rows], patterns=pool.patterns,
+        played=np.bincount(sorted_slots[first], minlength=len(pool.bots)).astype(np.int64),
+        seat_of=seat_of, boards=tuple(map(units.__getitem__, board_units.tolist())),
+        board_of=board_of, lucky=lucky,
+        luck_of=(board_of[lucky][:, None] * k + seat_of[lucky]).astype(np.int64),
+        pair_index=pool.pair_index[rows],
     )
 
 
@@ -215,8 +306,62 @@ def _ordering_terms(u: FloatArray, order: tuple[int, ...]) -> tuple[FloatArray, 
     return logp, grad, neg
 
 
+def _strict_terms(u: FloatArray) -> tuple[FloatArray, ...]:
+    """`_ordering_terms` of the place order (0, 1, ..., k-1) for k = 2 or 3, column by
+    column (most games are strict rankings: this is the fit's inner loop)."""
+    g, k = u.shape
+    if k == 2:
+        grad = np.empty((g, k))
+        neg = np.empty((g, k, k))
+        d = u[:, 0] - u[:, 1]
+        logp = -np.logaddexp(0.0, -d)
+        lose = expit(-d)  # the probability the order were the other way
+        grad[:, 0] = lose
+        grad[:, 1] = -lose
+        info = lose * (1.0 - lose)
+        neg[:, 0, 0] = neg[:, 1, 1] = info
+        neg[:, 0, 1] = neg[:, 1, 0] = -info
+        return logp, grad, neg
+    u0, u1, u2 = np.ascontiguousarray(u.T)  # columns, contiguous: each pass streams
+    top = np.maximum(np.maximum(u0, u1), u2)
+    e0, e1, e2 = np.exp(u0 - top), np.exp(u1 - top), np.exp(u2 - top)
+    total = e0 + e1 + e2
+    p0, p1, p2 = e0 / total, e1 / total, e2 / total
+    d = u1 - u2  # the second stage: side 1 ahead of side 2
+    q1, q2 = expit(d), expit(-d)
+    # log q1 = -log(1 + exp(-d)), but for a second stage beyond rounding (q1 = 0).
+    second_log = np.log(q1) if float(d.min(initial=0.0)) > -700.0 else -np.logaddexp(0.0, -d)
+    logp = u0 - top - np.log(total) + second_log
+    second = q1 * q2
+    # Entry by entry into contiguous rows, then one transposing copy.
+    rows = np.empty((3 + 9, g))
+    np.subtract(1.0, p0, out=rows[0])
+    np.subtract(q2, p1, out=rows[1])
+    np.add(p2, q2, out=rows[2])
+    np.negative(rows[2], out=rows[2])
+    h = rows[3:]
+    np.multiply(p0, rows[0], out=h[0])
+    np.multiply(p0, p1, out=h[1])
+    np.negative(h[1], out=h[1])
+    np.multiply(p0, p2, out=h[2])
+    np.negative(h[2], out=h[2])
+    np.multiply(p1, 1.0 - p1, out=h[4])
+    h[4] += second
+    np.multiply(p1, p2, out=h[5])
+    h[5] += second
+    np.negative(h[5], out=h[5])
+    np.multiply(p2, 1.0 - p2, out=h[8])
+    h[8] += second
+    h[3], h[6], h[7] = h[1], h[2], h[5]
+    grad = np.ascontiguousarray(rows[:3].T)
+    neg = np.ascontiguousarray(rows[3:].T).reshape(g, k, k)
+    return logp, grad, neg
+
+
 def _pattern_terms(u: FloatArray, pattern: _Pattern) -> tuple[FloatArray, ...]:
     """Log-likelihood, gradient and negative Hessian of games sharing one tie pattern."""
+    if pattern.orderings == (tuple(range(u.shape[1])),) and u.shape[1] in (2, 3):
+        return _strict_terms(u)
     terms = [_ordering_terms(u, o) for o in pattern.orderings]
     logps = np.stack([t[0] for t in terms], axis=1)  # (g, m)
     grads = np.stack([t[1] for t in terms], axis=1)  # (g, m, k)
@@ -246,23 +391,36 @@ def evaluate(
     With `luck` (one effect per board and seat position, `Pool.luck_of`), the
     games on boards have utilities gain * strength + luck; without it, none has luck.
     """
-    k = pool.sides
     u = side_strengths(pool, theta)
     gains = np.ones(pool.games)
     if luck is not None and pool.luck_count:
         lucky = pool.lucky
         gains[lucky] = gain
         u[lucky] = gain * u[lucky] + luck[pool.luck_of]
-    loglik = np.zeros(pool.games)
-    grad = np.zeros((pool.games, k))
-    neg = np.zeros((pool.games, k, k))
-    for pid, groups in enumerate(pool.patterns):
-        rows = np.flatnonzero(pool.pattern_of == pid)
-        ll, gr, ng = _pattern_terms(u[rows], _pattern_of(groups))
-        loglik[rows] = ll
-        grad[rows] = gr
-        neg[rows] = ng
+    loglik, grad, neg = utility_terms(pool, u)
     return Evaluation(loglik, grad, neg, gains)
+
+
+def utility_terms(pool: Pool, u: FloatArray, rows: IntArray | None = None
+                  ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Log-likelihood, gradient and negative Hessian in the side utilities u (games, sides)
+    of some games (all: None; else u holds those rows only)."""
+    k = pool.sides
+    count = u.shape[0]
+    pattern_of = pool.pattern_of if rows is None else pool.pattern_of[rows]
+    if len(pool.patterns) == 1:
+        ll, gr, ng = _pattern_terms(u, _pattern_of(pool.patterns[0]))
+        return ll, gr, ng
+    loglik = np.zeros(count)
+    grad = np.zeros((count, k))
+    neg = np.zeros((count, k, k))
+    for pid, groups in enumerate(pool.patterns):
+        at = np.flatnonzero(pattern_of == pid)
+        ll, gr, ng = _pattern_terms(u[at], _pattern_of(groups))
+        loglik[at] = ll
+        grad[at] = gr
+        neg[at] = ng
+    return loglik, grad, neg
 
 
 def slot_scores(pool: Pool, ev: Evaluation) -> FloatArray:

@@ -14,27 +14,36 @@ only), and a sparse bots x luck part B. A Newton step eliminates the luck
 through the Schur complement S = A - B D^-1 B^T, dense (n, n), so a step
 costs one Cholesky factorisation of S whatever the number of boards. S is
 also the Hessian of the objective with the luck profiled out, the bread of
-the intervals (`ratings.intervals`).
+the intervals (`ratings.intervals`). S is summed board by board
+(`LuckLayout`): a board's games, read in seat-position order, make one small
+block of B D^-1 B^T on the board's slots, and boards of one size are summed
+at once (batched 3 x 9 products and one bincount), so a curvature costs a few
+passes over the games, about 0.5 s at a million games on this machine; a
+board of hundreds of games goes through a dense B and BLAS instead.
 
 Each step is a full Newton step when it decreases the objective enough
 (Armijo), else halved; near the minimum, where the objective (~1e5 at
 100,000 games) can no longer resolve a decrease, a step is judged by the
-gradient alone, which is safe on a strictly convex objective. `Newton` takes
-one step at a time so that `ratings.luck` can move the luck's sd between
-steps; after a small move the next step reuses the last curvature (still a
-descent direction) rather than factorising again. (The fit without luck used
-scipy's Newton-CG; with the luck's blocks a direct step through S is
-simpler and as fast: 100,000 games among 1,000 bots take about 7 steps.)
+gradient alone, which is safe on a strictly convex objective. A full step
+that cut the gradient twentyfold leaves its curvature for the next step
+(the chord variant of Newton's method: near the minimum the Hessian hardly
+changes, and such a step costs one evaluation of the games, a fifth of a new
+curvature), and so does a small move of the luck's sd. `Newton` takes one
+step at a time so that `ratings.luck` can move the luck's sd between steps.
+The solution is one more full Newton step on from the converged point
+(`Newton.polished`), so that it is the optimum to rounding whatever the path
+to it: a warm start, a sample's start and a cold one give the same fit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotri
 
 from ratings.errors import RatingError
 from ratings.model import (
@@ -42,13 +51,14 @@ from ratings.model import (
     IntArray,
     Pool,
     bot_gradient,
-    bot_hessian,
     evaluate,
     luck_gradient,
-    luck_hessian,
+    side_strengths,
+    utility_terms,
 )
 
-__all__ = ["Curvature", "LuckLayout", "Newton", "Solution", "luck_layout", "solve"]
+__all__ = ["Curvature", "LuckLayout", "Newton", "Solution", "inverse_blocks", "luck_layout",
+           "solve"]
 
 FloatArray = NDArray[np.float64]
 
@@ -60,72 +70,101 @@ _MAX_ITER = 200
 _ACCEPT = 1e-6
 _ARMIJO = 1e-4
 _HALVINGS = 40
-# Cells of the boards' (bots, bots) blocks up to which B D^-1 B^T is summed board by
-# board; beyond (boards of hundreds of bots), through a dense B and BLAS.
-_BLOCK_CELLS = 5_000_000
+# A step whose gradient fell at least this much (twentyfold) leaves its curvature for the next.
+_REUSE = 0.05
+# The last step below which the solution keeps the curvature of the point before it.
+_KEEP = 1e-12
+# A board's part of B D^-1 B^T is summed cell by cell into S while that is cheaper than
+# a dense product over all bots: a scattered cell costs about this many flops.
+_DENSE_COST = 20.0
+# Cells of the boards' blocks summed at once (their products and indices stay in cache).
+_CHUNK_CELLS = 1 << 24
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Boards:
+    """Boards of one number of games T, their slots laid out game by game in seat-position
+    order (S slots a game): each board's part of S is a (T S, T S) block of cells."""
+
+    boards: IntArray  # (nb,): board indices
+    rows: IntArray  # (nb, T): the games, as indices into `Pool.lucky`
+    bots: IntArray  # (nb, T S): the bot of each slot
+    weight: FloatArray  # (nb, T S): its weight (1 / side size; 0 for padding)
+    cells: IntArray  # (nb, (T S)^2): bot_s * n + bot_t of each pair of the board's slots
+
+    def chunks(self) -> list[slice]:
+        """Runs of boards small enough that a run's blocks stay in cache (a few MB)."""
+        step = max(1, _CHUNK_CELLS // max(1, self.bots.shape[1] ** 2))
+        return [slice(i, i + step) for i in range(0, self.boards.size, step)]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class LuckLayout:
-    """Where the bots x luck block B is non-zero: one row per (board, bot) that met.
+    """How the luck's blocks are laid out for a pool's boards.
 
-    B's row for a bot has entries only in the luck of the boards it played, so B is
-    kept as these rows (sorted by board, then bot), each a (sides,) vector. Within a
-    board, B D^-1 B^T adds a (bots, bots) block: for small boards the blocks are
-    multiplied board by board (boards of one size at once), for large ones through a
-    dense B (BLAS).
+    Every game on a board has its negative Hessian read in seat-position order (the
+    order of its luck effects), its slots too. Most boards have a few games: each
+    board's part of B D^-1 B^T is a small block on the board's slots, summed into S cell
+    by cell (boards of one number of games at once). A board of hundreds of games,
+    whose block would cost more than a product over every bot, goes through a dense B
+    instead (`dense`, BLAS).
     """
 
-    row_bot: IntArray  # (rows,)
-    row_board: IntArray  # (rows,)
-    slot_row: IntArray  # (lucky games, slots): the row of each slot, -1 for padding
-    groups: tuple[tuple[IntArray, IntArray], ...]  # boards of r rows: (boards, r) rows, cells
-    by_blocks: bool  # True: B D^-1 B^T board by board; False: through a dense B
+    seat_neg: IntArray  # (lucky, k, k): flat index into the games' negative Hessians
+    slot_seat: IntArray  # (S,): the seat position of each slot in seat order
+    seat_slot: IntArray  # (lucky, S): the pool's slot of each slot in seat order
+    small: tuple[_Boards, ...]
+    dense: IntArray  # the boards summed through a dense B
+    dense_rows: IntArray  # their games, as indices into `Pool.lucky`
 
 
 def luck_layout(pool: Pool) -> LuckLayout:
-    """The layout of B for a pool's boards (`LuckLayout`)."""
-    n = len(pool.bots)
+    """The layout of the luck's blocks for a pool's boards (`LuckLayout`)."""
+    n, k = len(pool.bots), pool.sides
+    slots = pool.slot_bot.shape[1]
+    width = slots // k if k else 1
     lucky = pool.lucky
-    real = pool.slot_weight[lucky] > 0
-    keys = pool.board_of[lucky][:, None] * n + pool.slot_bot[lucky]
-    row_key, inverse = np.unique(keys[real], return_inverse=True)
-    slot_row = np.full(real.shape, -1, dtype=np.int64)
-    slot_row[real] = inverse.ravel()
-    row_bot, row_board = row_key % n, row_key // n
-    count = np.bincount(row_board, minlength=len(pool.boards))
+    # rank[g, p]: the place position of the side in seat position p.
+    rank = np.argsort(pool.seat_of[lucky], axis=1).astype(np.int64)
+    base = lucky[:, None, None] * (k * k)
+    seat_neg = base + rank[:, :, None] * k + rank[:, None, :]
+    seat_slot = (rank[:, :, None] * width + np.arange(width)).reshape(len(lucky), slots)
+    slot_seat = np.repeat(np.arange(k, dtype=np.int64), width)
+    bots = np.take_along_axis(pool.slot_bot[lucky], seat_slot, axis=1)
+    weight = np.take_along_axis(pool.slot_weight[lucky], seat_slot, axis=1)
+    board = pool.board_of[lucky]
+    order = np.argsort(board, kind="stable")  # games of a board together, in game order
+    count = np.bincount(board, minlength=len(pool.boards))
     start = np.concatenate([[0], np.cumsum(count)])[:-1]
-    by_blocks = float((count.astype(np.float64) ** 2).sum()) <= _BLOCK_CELLS
-    groups = []
-    if by_blocks:
-        for r in np.unique(count[count > 0]):
-            rows = start[count == r][:, None] + np.arange(r)  # (boards, r)
-            bots = row_bot[rows]
-            cells = (bots[:, :, None] * n + bots[:, None, :]).ravel()
-            groups.append((rows.astype(np.int64), cells.astype(np.int64)))
-    return LuckLayout(row_bot.astype(np.int64), row_board.astype(np.int64), slot_row,
-                      tuple(groups), by_blocks)
-
-
-def _block_products(lay: LuckLayout, left: FloatArray, right: FloatArray
-                    ) -> list[tuple[FloatArray, IntArray]]:
-    """Each board's left_b right_b^T, (boards, r, r) per group, with its cells in (n, n)."""
-    out = []
-    for rows, cells in lay.groups:
-        out.append((np.matmul(left[rows], right[rows].transpose(0, 2, 1)), cells))
-    return out
+    side = count * slots
+    dense_board = side.astype(np.float64) ** 2 * _DENSE_COST > 2.0 * k * n * n
+    small = []
+    for t in np.unique(count[(count > 0) & ~dense_board]).tolist():
+        which = np.flatnonzero((count == t) & ~dense_board)
+        rows = order[start[which][:, None] + np.arange(t)]  # (nb, T)
+        b = bots[rows].reshape(len(which), t * slots)
+        cells = (b[:, :, None] * n + b[:, None, :]).reshape(len(which), -1)
+        small.append(_Boards(which.astype(np.int64), rows.astype(np.int64), b,
+                             weight[rows].reshape(len(which), t * slots), cells))
+    dense = np.flatnonzero(dense_board).astype(np.int64)
+    dense_rows = np.flatnonzero(dense_board[board]).astype(np.int64)
+    return LuckLayout(seat_neg, slot_seat, seat_slot, tuple(small), dense, dense_rows)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Curvature:
-    """The negative log-posterior's Hessian in blocks, and its Schur complement in the bots."""
+    """The negative log-posterior's Hessian in blocks, and its Schur complement in the bots.
 
-    bots: FloatArray  # A: (n, n), likelihood plus prior precision
+    B is kept as the parts the layout makes: per group of small boards, each slot's row
+    E (the slot's (sides,) part of B) and E D^-1; for the dense boards, B's columns.
+    """
+
     layout: LuckLayout | None  # where B lives; None without luck
-    cross_rows: FloatArray  # B by rows of the layout: (rows, sides)
     luck_inverse: FloatArray  # D^-1: (boards, sides, sides), D with the luck prior's precision
     schur: FloatArray  # S = A - B D^-1 B^T: (n, n)
     factor: tuple[FloatArray, bool]  # S's Cholesky factor (scipy's cho_factor)
+    rows: tuple[tuple[FloatArray, FloatArray], ...] = ()  # per small group: E, E D^-1
+    dense_cross: FloatArray | None = None  # (n, dense boards * sides): B's dense columns
 
     def luck_solve(self, rhs: FloatArray) -> FloatArray:
         """D^-1 rhs for a luck vector (boards * sides,)."""
@@ -138,59 +177,75 @@ class Curvature:
         out: FloatArray = cho_solve(self.factor, rhs, check_finite=False)
         return out
 
+    def schur_inverse(self) -> FloatArray:
+        """S^-1, from the Cholesky factor (LAPACK potri)."""
+        c, lower = self.factor
+        inv, info = dpotri(c, lower=lower)
+        if info:
+            raise np.linalg.LinAlgError("the Schur complement is singular")
+        out: FloatArray = np.tril(inv) if lower else np.triu(inv)
+        out = out + out.T - np.diag(np.diag(out))
+        return out
+
     def cross_dot(self, luck: FloatArray) -> FloatArray:
         """B luck: (n,) for a luck vector (boards * sides,)."""
         lay = self.layout
-        n = self.bots.shape[0]
+        n = self.schur.shape[0]
+        out = np.zeros(n)
         if lay is None:
-            return np.zeros(n)
+            return out
         m, k, _ = self.luck_inverse.shape
-        per_row = (self.cross_rows * luck.reshape(m, k)[lay.row_board]).sum(axis=1)
-        return np.bincount(lay.row_bot, weights=per_row, minlength=n).astype(np.float64)
+        per_board = luck.reshape(m, k)
+        for group, (e, _) in zip(lay.small, self.rows, strict=True):
+            per_slot = np.matmul(e, per_board[group.boards][:, :, None])[:, :, 0]
+            out += _scatter(group.bots, per_slot, n)
+        if self.dense_cross is not None:
+            out += self.dense_cross @ per_board[lay.dense].ravel()
+        return out
 
     def cross_t_dot(self, bots: FloatArray) -> FloatArray:
         """B^T bots: (boards * sides,) for a bot vector (n,)."""
         lay = self.layout
         m, k, _ = self.luck_inverse.shape
+        out = np.zeros((m, k))
         if lay is None:
-            return np.zeros(m * k)
-        values = self.cross_rows * bots[lay.row_bot][:, None]
-        cells = lay.row_board[:, None] * k + np.arange(k)
-        out = np.bincount(cells.ravel(), weights=values.ravel(), minlength=m * k)
-        result: FloatArray = out.astype(np.float64)
-        return result
+            return out.ravel()
+        for group, (e, _) in zip(lay.small, self.rows, strict=True):
+            out[group.boards] = np.matmul(bots[group.bots][:, None, :], e)[:, 0, :]
+        if self.dense_cross is not None:
+            out[lay.dense] = (bots @ self.dense_cross).reshape(-1, k)
+        return out.ravel()
 
     def luck_over_bots_trace(self) -> float:
         """tr(S^-1 V V^T) with V = B D^-1: what the bots' uncertainty adds to the luck's."""
         lay = self.layout
         if lay is None:
             return 0.0
-        w = _rows_times_blocks(self.cross_rows, self.luck_inverse, lay.row_board)
-        n = self.bots.shape[0]
-        if lay.by_blocks:
-            inverse = self.schur_solve(np.eye(n)).ravel()
-            return float(sum((block.ravel() * inverse[cells]).sum()
-                             for block, cells in _block_products(lay, w, w)))
-        v = _dense_rows(w, lay, n, self.luck_inverse.shape[0])
-        c, lower = self.factor
-        half = solve_triangular(c, v, lower=lower, trans=0 if lower else 1, check_finite=False)
-        return float(np.sum(half**2))
+        inverse = self.schur_inverse()
+        flat = inverse.ravel()
+        total = 0.0
+        for group, (_, ed) in zip(lay.small, self.rows, strict=True):
+            for run in group.chunks():
+                block = np.matmul(ed[run], ed[run].transpose(0, 2, 1))
+                total += float(block.ravel() @ flat[group.cells[run].ravel()])
+        if self.dense_cross is not None:
+            v = _times_blocks(self.dense_cross, self.luck_inverse[lay.dense])
+            total += float(np.sum(v * (inverse @ v)))
+        return total
 
 
-def _rows_times_blocks(rows: FloatArray, blocks: FloatArray, board: IntArray) -> FloatArray:
-    """Each row (sides,) times its board's (sides, sides) block."""
-    mine = blocks[board]
-    out: FloatArray = rows[:, 0, None] * mine[:, 0, :]
-    for j in range(1, rows.shape[1]):
-        out += rows[:, j, None] * mine[:, j, :]
+def _scatter(index: IntArray, weights: FloatArray, size: int) -> FloatArray:
+    """Sums of weights by index (np.bincount), float64 of length size."""
+    out: FloatArray = np.bincount(index.ravel(), weights=weights.ravel(),
+                                  minlength=size).astype(np.float64, copy=False)
     return out
 
 
-def _dense_rows(rows: FloatArray, lay: LuckLayout, n: int, boards: int) -> FloatArray:
-    """The (n, boards * sides) matrix whose rows the layout lists."""
-    k = rows.shape[1]
-    out = np.zeros((n, boards * k))
-    out[lay.row_bot[:, None], lay.row_board[:, None] * k + np.arange(k)] = rows
+def _times_blocks(cols: FloatArray, blocks: FloatArray) -> FloatArray:
+    """(n, q k) columns times the block diagonal of (q, k, k) blocks."""
+    n = cols.shape[0]
+    q, k, _ = blocks.shape
+    out: FloatArray = np.einsum("nqk,qkl->nql", cols.reshape(n, q, k), blocks).reshape(n, q * k)
     return out
 
 
@@ -206,44 +261,52 @@ class Solution:
     curvature: Curvature
     iterations: int
     scale: float = 1.0  # the ratings are scale * theta (`ratings.luck`: the fresh-deal scale)
+    # How the luck's fixed-point residual fell with log tau^2 at the end (`ratings.luck`;
+    # nan: unknown): a later fit of nearly these games starts its search for tau with it.
+    tau_slope: float = math.nan
 
 
-def _cross_rows(pool: Pool, ev: Evaluation, lay: LuckLayout) -> FloatArray:
-    """B (the negative Hessian between bots and luck) by the layout's rows: (rows, sides)."""
-    k = pool.sides
-    lucky = pool.lucky
-    w = (pool.slot_weight * ev.gain[:, None])[lucky]
-    values = ev.neg_hess[lucky][:, pool.slot_side, :] * w[:, :, None]  # (games, slots, sides)
-    real = lay.slot_row >= 0
-    cells = lay.slot_row[:, :, None] * k + pool.seat_of[lucky][:, None, :]  # luck by seat
-    out = np.bincount(cells[real].ravel(), weights=values[real].ravel(),
-                      minlength=len(lay.row_bot) * k)
-    result: FloatArray = out.reshape(len(lay.row_bot), k).astype(np.float64)
-    return result
+def _plain_hessian(pool: Pool, ev: Evaluation, rows: IntArray | None) -> FloatArray:
+    """A's part from some games (all: None), summed game by game: (n * n,)."""
+    n = len(pool.bots)
+    side = pool.slot_side
+    pick = slice(None) if rows is None else rows
+    neg = ev.neg_hess[pick]
+    gain = ev.gain[pick]
+    if len(side) == pool.sides:  # one bot a side, each of weight 1
+        blocks = neg * (gain * gain)[:, None, None]
+    else:
+        w = pool.slot_weight[pick] * gain[:, None]
+        blocks = neg[:, side[:, None], side[None, :]] * w[:, :, None] * w[:, None, :]
+    return _scatter(pool.pair_index[pick], blocks, n * n)
 
 
-def _inverse_blocks(d: FloatArray) -> FloatArray:
+def inverse_blocks(d: FloatArray) -> FloatArray:
     """The inverses of symmetric positive definite (boards, k, k) blocks, k = 2 or 3 in
     closed form (the adjugate; LAPACK's batched inverse is slow on tiny blocks)."""
     k = d.shape[1]
-    out: NDArray[np.floating[Any]]
+    if k not in (2, 3):
+        inv = np.linalg.inv(d)
+        sym: FloatArray = ((inv + inv.transpose(0, 2, 1)) / 2).astype(np.float64)
+        return sym
+    flat = np.ascontiguousarray(d.reshape(-1, k * k).T)  # entries as contiguous rows
+    co = np.empty((k * k, d.shape[0]))
     if k == 2:
-        a, b, c = d[:, 0, 0], d[:, 0, 1], d[:, 1, 1]
+        a, b, c = flat[0], flat[1], flat[3]
+        co[0], co[1], co[2], co[3] = c, -b, -b, a
         det = a * c - b * b
-        out = np.stack([np.stack([c, -b], 1), np.stack([-b, a], 1)], 1) / det[:, None, None]
-    elif k == 3:
-        a, b, c = d[:, 0, 0], d[:, 0, 1], d[:, 0, 2]
-        e, f, i = d[:, 1, 1], d[:, 1, 2], d[:, 2, 2]
-        co = np.stack([np.stack([e * i - f * f, c * f - b * i, b * f - c * e], 1),
-                       np.stack([c * f - b * i, a * i - c * c, b * c - a * f], 1),
-                       np.stack([b * f - c * e, b * c - a * f, a * e - b * b], 1)], 1)
-        det = a * co[:, 0, 0] + b * co[:, 0, 1] + c * co[:, 0, 2]
-        out = co / det[:, None, None]
     else:
-        out = np.linalg.inv(d)
-        out = (out + out.transpose(0, 2, 1)) / 2
-    result: FloatArray = out.astype(np.float64)
-    return result
+        a, b, c, e, f, i = flat[0], flat[1], flat[2], flat[4], flat[5], flat[8]
+        co[0] = e * i - f * f
+        co[1] = co[3] = c * f - b * i
+        co[2] = co[6] = b * f - c * e
+        co[4] = a * i - c * c
+        co[5] = co[7] = b * c - a * f
+        co[8] = a * e - b * b
+        det = a * co[0] + b * co[1] + c * co[2]
+    co /= det
+    out: FloatArray = np.ascontiguousarray(co.T).reshape(d.shape)
+    return out
 
 
 def _largest(v: FloatArray) -> float:
@@ -258,7 +321,7 @@ class Newton:
     """
 
     def __init__(self, pool: Pool, prior_sd: float, luck_sd: float = 0.0, gain: float = 1.0,
-                 start: Solution | None = None) -> None:
+                 theta: FloatArray | None = None, luck: FloatArray | None = None) -> None:
         if not prior_sd > 0 or not np.isfinite(prior_sd):
             raise RatingError(f"prior_sd must be positive and finite, got {prior_sd}")
         self.pool = pool
@@ -268,10 +331,10 @@ class Newton:
         self._layout: LuckLayout | None = None
         self._set(luck_sd, gain)
         self.x = np.zeros(self.n + self.m)
-        if start is not None:
-            self.x[: self.n] = start.theta
-            if self.m and start.luck.size == self.m:
-                self.x[self.n :] = start.luck
+        if theta is not None:
+            self.x[: self.n] = theta
+        if luck is not None and self.m and luck.size == self.m:
+            self.x[self.n :] = luck
         self._refresh()
 
     def _set(self, luck_sd: float, gain: float) -> None:
@@ -284,11 +347,13 @@ class Newton:
         self.gain = gain if self.with_luck else 1.0
         self.m = self.pool.luck_count if self.with_luck else 0
 
-    def _evaluate(self, x: FloatArray) -> tuple[Evaluation, float, FloatArray]:
-        """The games' terms, the objective and its gradient at x = (theta, luck)."""
+    def _evaluate(self, x: FloatArray, ev: Evaluation | None = None
+                  ) -> tuple[Evaluation, float, FloatArray]:
+        """The games' terms (unless given), the objective and its gradient at x."""
         n = self.n
         theta, luck = x[:n], x[n:]
-        ev = evaluate(self.pool, theta, luck if self.with_luck else None, self.gain)
+        if ev is None:
+            ev = evaluate(self.pool, theta, luck if self.with_luck else None, self.gain)
         value = (-float(ev.loglik.sum()) + 0.5 * self.precision * float(theta @ theta)
                  + 0.5 * self.luck_precision * float(luck @ luck))
         grad = -bot_gradient(self.pool, ev) + self.precision * theta
@@ -297,10 +362,25 @@ class Newton:
             grad = np.concatenate([grad, g_luck])
         return ev, value, grad
 
-    def _refresh(self) -> None:
-        self.ev, self.value, self.grad = self._evaluate(self.x)
+    def _refresh(self, ev: Evaluation | None = None) -> None:
+        self.ev, self.value, self.grad = self._evaluate(self.x, ev)
         self._curvature: Curvature | None = None
         self._stale: Curvature | None = None
+
+    def _retuned_terms(self, before: Evaluation, was_lucky: bool) -> Evaluation:
+        """The games' terms after a retune: the games on boards keep their utilities (and
+        so their terms, with the new gain); the others are evaluated again."""
+        pool = self.pool
+        gains = np.ones(pool.games)
+        gains[pool.lucky] = self.gain
+        if not was_lucky:
+            return evaluate(pool, self.x[: self.n], self.x[self.n :], self.gain)
+        rest = np.setdiff1d(np.arange(pool.games), pool.lucky, assume_unique=True)
+        loglik, grad, neg = before.loglik.copy(), before.grad.copy(), before.neg_hess.copy()
+        if rest.size:
+            u = side_strengths(pool, self.x[: self.n])[rest]
+            loglik[rest], grad[rest], neg[rest] = utility_terms(pool, u, rest)
+        return Evaluation(loglik, grad, neg, gains)
 
     def retune(self, luck_sd: float, gain: float, small: bool = False) -> None:
         """New luck sd and gain, from the current point: the strengths are divided by the
@@ -311,11 +391,11 @@ class Newton:
         """
         luck = self.x[self.n :]
         before = self._curvature if small and self.m else None
-        old_gain = self.gain
+        old_gain, was_lucky = self.gain, self.m > 0
         self._set(luck_sd, gain)
         theta = self.x[: self.n] * (old_gain / self.gain if self.m else 1.0)
         self.x = np.concatenate([theta, luck if luck.size == self.m else np.zeros(self.m)])
-        self._refresh()
+        self._refresh(self._retuned_terms(self.ev, was_lucky) if self.m else None)
         if before is not None and before.luck_inverse.shape[0] * self.pool.sides == self.m:
             self._stale = before
 
@@ -336,50 +416,90 @@ class Newton:
         return self._curvature
 
     def _compute_curvature(self) -> Curvature:
-        ev, n, m = self.ev, self.n, self.m
-        a = bot_hessian(self.pool, ev)
-        a[np.diag_indices_from(a)] += self.precision
-        k = max(self.pool.sides, 1)
+        pool, ev, n, m = self.pool, self.ev, self.n, self.m
+        k = max(pool.sides, 1)
         if not m:
-            return Curvature(a, None, np.zeros((0, k)), np.zeros((0, k, k)), a,
+            a = _plain_hessian(pool, ev, None).reshape(n, n)
+            a[np.diag_indices_from(a)] += self.precision
+            return Curvature(None, np.zeros((0, k, k)), a,
                              cho_factor(a, lower=True, check_finite=False))
-        d = luck_hessian(self.pool, ev)
-        d += self.luck_precision * np.eye(k)[None, :, :]
-        d_inv = _inverse_blocks(d)
         if self._layout is None:
-            self._layout = luck_layout(self.pool)
+            self._layout = luck_layout(pool)
         lay = self._layout
-        rows = _cross_rows(self.pool, ev, lay)
-        w = _rows_times_blocks(rows, d_inv, lay.row_board)  # B D^-1 by rows
-        taken: FloatArray
-        if lay.by_blocks:
-            summed = np.zeros(n * n)
-            for block, cells in _block_products(lay, w, rows):
-                summed += np.bincount(cells, weights=block.ravel(), minlength=n * n)
-            taken = summed.reshape(n, n)
-        else:
-            boards = len(self.pool.boards)
-            taken = _dense_rows(w, lay, n, boards) @ _dense_rows(rows, lay, n, boards).T
-        schur = a - taken
+        seat_neg = ev.neg_hess.ravel()[lay.seat_neg]  # (lucky, k, k), seat-position order
+        gain = self.gain
+        # D board by board (the small boards' games are laid out board by board), then
+        # A game by game, and each small board's - B_b D_b^-1 B_b^T as one block.
+        d = np.empty((len(pool.boards), k, k))
+        negs = []
+        for group in lay.small:
+            neg = seat_neg[group.rows]  # (nb, T, k, k)
+            d[group.boards] = neg.sum(axis=1)
+            negs.append(neg)
+        if lay.dense.size:
+            board = pool.board_of[pool.lucky[lay.dense_rows]]
+            d[lay.dense] = _scatter(board[:, None] * (k * k) + np.arange(k * k),
+                                    seat_neg[lay.dense_rows], len(pool.boards) * k * k
+                                    ).reshape(-1, k, k)[lay.dense]
+        d += self.luck_precision * np.eye(k)[None, :, :]
+        d_inv = inverse_blocks(d)
+        summed = _plain_hessian(pool, ev, None)
+        rows = []
+        seat = lay.slot_seat
+        slots = len(seat)
+        for group, neg in zip(lay.small, negs, strict=True):
+            nb, t = group.rows.shape
+            if slots == k:  # one bot a side: a slot is its seat position, of weight 1
+                e = (gain * neg).reshape(nb, t * slots, k)
+            else:
+                w = group.weight.reshape(nb, t, slots)
+                e = (gain * w[:, :, :, None] * neg[:, :, seat, :]).reshape(nb, t * slots, k)
+            ed = np.matmul(e, d_inv[group.boards])
+            for run in group.chunks():
+                block = np.matmul(ed[run], e[run].transpose(0, 2, 1))
+                summed -= _scatter(group.cells[run], block, n * n)
+            rows.append((e, ed))
+        dense_cross = None
+        schur = summed.reshape(n, n)
+        if lay.dense.size:
+            q = lay.dense.size
+            local = np.full(len(pool.boards), -1, dtype=np.int64)
+            local[lay.dense] = np.arange(q)
+            g = lay.dense_rows
+            w = pool.slot_weight[pool.lucky[g]]
+            w = np.take_along_axis(w, lay.seat_slot[g], axis=1)
+            bots = np.take_along_axis(pool.slot_bot[pool.lucky[g]], lay.seat_slot[g], axis=1)
+            e = gain * w[:, :, None] * seat_neg[g][:, seat, :]  # (games, S, k)
+            col = local[pool.board_of[pool.lucky[g]]][:, None, None] * k + np.arange(k)
+            cells = bots[:, :, None] * (q * k) + col
+            dense_cross = _scatter(cells, e, n * q * k).reshape(n, q * k)
+            schur -= _times_blocks(dense_cross, d_inv[lay.dense]) @ dense_cross.T
+        schur[np.diag_indices_from(schur)] += self.precision
         schur = (schur + schur.T) / 2
-        return Curvature(a, lay, rows, d_inv, schur,
-                         cho_factor(schur, lower=True, check_finite=False))
+        return Curvature(lay, d_inv, schur, cho_factor(schur, lower=True, check_finite=False),
+                         tuple(rows), dense_cross)
 
-    def _direction(self) -> FloatArray:
-        """The Newton step H^-1 grad, the luck eliminated through the Schur complement."""
+    def _direction(self) -> tuple[FloatArray, Curvature]:
+        """The Newton step H^-1 grad, the luck eliminated through the Schur complement, and
+        the curvature it used (an earlier point's while that one still serves)."""
         curv = self._stale if self._stale is not None else self.curvature()
         self._stale = None
         g_bots, g_luck = self.grad[: self.n], self.grad[self.n :]
         if not self.m:
-            return curv.schur_solve(g_bots)
+            return curv.schur_solve(g_bots), curv
         d_inv_g = curv.luck_solve(g_luck)
         d_bots = curv.schur_solve(g_bots - curv.cross_dot(d_inv_g))
         d_luck = curv.luck_solve(g_luck - curv.cross_t_dot(d_bots))
-        return np.concatenate([d_bots, d_luck])
+        return np.concatenate([d_bots, d_luck]), curv
 
     def step(self) -> bool:
-        """One damped Newton step; False when no step along it decreases the objective."""
-        direction = self._direction()
+        """One damped Newton step; False when no step along it decreases the objective.
+
+        A full step that cut the gradient at least _REUSE-fold leaves its curvature for
+        the next step (Newton's chord variant: near the minimum the Hessian hardly
+        changes, and a step then costs one evaluation instead of a new factorisation).
+        """
+        direction, curv = self._direction()
         slope = float(self.grad @ direction)  # the decrease a unit step promises (> 0)
         size = _largest(self.grad)
         t = 1.0
@@ -393,11 +513,13 @@ class Newton:
                 break
             t /= 2
         else:
+            if curv is not self._curvature:
+                return self.step()  # an earlier point's curvature failed: this point's own
             return False
         self.iterations += 1
         self.x, self.ev, self.value, self.grad = trial, ev, value, grad
         self._curvature = None
-        self._stale = None
+        self._stale = curv if t == 1.0 and _largest(grad) <= _REUSE * size else None
         return True
 
     def run(self) -> None:
@@ -415,14 +537,33 @@ class Newton:
         return Solution(self.x[:n].copy(), luck.copy(), self.luck_sd, self.gain, self.ev,
                         self.curvature(), self.iterations)
 
+    def polished(self) -> Solution:
+        """The solution one more full Newton step on, with this point's own curvature.
+
+        From a converged point (a gradient of 1e-10, which chord steps reach only just)
+        that step lands on the optimum to rounding, so that every path to it (any start,
+        any sequence of steps and luck sds) gives the same fit to 1e-10 Elo and less.
+        The solution keeps the curvature of the point it stepped from when the step was
+        below _KEEP (the intervals then move by less than 1e-10 Elo), else its own.
+        """
+        curv = self.curvature()
+        self._stale = None
+        direction, _ = self._direction()
+        trial = self.x - direction
+        ev, value, grad = self._evaluate(trial)
+        if np.all(np.isfinite(trial)) and _largest(grad) <= self.gradient_size:
+            self.x, self.ev, self.value, self.grad = trial, ev, value, grad
+            self._curvature = curv if _largest(direction) <= _KEEP else None
+        return self.solution()
+
 
 def solve(pool: Pool, prior_sd: float, luck_sd: float = 0.0, gain: float = 1.0,
-          start: Solution | None = None) -> Solution:
+          theta: FloatArray | None = None, luck: FloatArray | None = None) -> Solution:
     """MAP strengths (N(0, prior_sd^2) priors) and luck (N(0, luck_sd^2)), natural-log units.
 
-    luck_sd = 0 fits no luck (every game as if dealt fresh); `start` warm-starts
-    from an earlier solution of the same pool.
+    luck_sd = 0 fits no luck (every game as if dealt fresh); `theta` and `luck` are a
+    starting point (the optimum is the same from any).
     """
-    newton = Newton(pool, prior_sd, luck_sd, gain, start)
+    newton = Newton(pool, prior_sd, luck_sd, gain, theta, luck)
     newton.run()
-    return newton.solution()
+    return newton.polished()

@@ -319,31 +319,39 @@ def test_order_and_repeats_do_not_change_the_luck_fit() -> None:
     assert np.abs(base.covariance - other.covariance).max() < 1e-6
 
 
-@pytest.mark.parametrize("by_blocks", [True, False])
+@pytest.mark.parametrize(("cost", "dense"), [(0.0, 0), (10.0, 3), (1e12, 5)])
 def test_the_schur_complement_and_its_products_match_the_dense_blocks(
-    by_blocks: bool, monkeypatch: pytest.MonkeyPatch
+    cost: float, dense: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Boards of 2 and 3 games: each board's block summed cell by cell, through a dense B
+    (cost 1e12), or the boards of 3 games dense and those of 2 by cells (cost 10)."""
     from ratings import optimize
 
-    monkeypatch.setattr(optimize, "_BLOCK_CELLS", 10**9 if by_blocks else 0)
-    pool = pack(canonical(lucky_pool(3, bots=9, boards=5)))
+    monkeypatch.setattr(optimize, "_DENSE_COST", cost)
+    games = lucky_pool(3, bots=9, boards=5)
+    games = [g for g in games
+             if not (g.unit in ("board001", "board003") and g.game_id.endswith("-2"))]
+    pool = pack(canonical(games))
     newton = optimize.Newton(pool, PRIOR, 1.0, 1.4)
     newton.retune(1.2, 1.5)  # any point will do: move off zero
     newton.step()
     curv = newton.curvature()
-    assert curv.layout is not None and curv.layout.by_blocks == by_blocks
-    b = cross_hessian(pool, newton.ev, dense=True)
+    assert curv.layout is not None and curv.layout.dense.size == dense
+    ev = newton.ev
+    a = bot_hessian(pool, ev) + np.eye(len(pool.bots)) / PRIOR**2
+    b = cross_hessian(pool, ev, dense=True)
     k, boards = pool.sides, len(pool.boards)
     d_inv = np.zeros((boards * k, boards * k))
     for i in range(boards):
         d_inv[i * k:(i + 1) * k, i * k:(i + 1) * k] = curv.luck_inverse[i]
-    assert curv.schur == pytest.approx(curv.bots - b @ d_inv @ b.T, abs=1e-12)
+    assert curv.schur == pytest.approx(a - b @ d_inv @ b.T, abs=1e-12)
     x, y = np.linspace(-1, 1, boards * k), np.linspace(2, -1, len(pool.bots))
     assert curv.cross_dot(x) == pytest.approx(b @ x, abs=1e-12)
     assert curv.cross_t_dot(y) == pytest.approx(b.T @ y, abs=1e-12)
     v = b @ d_inv
     expected = np.trace(np.linalg.solve(curv.schur, v @ v.T))
     assert curv.luck_over_bots_trace() == pytest.approx(expected, rel=1e-10)
+    assert curv.schur_inverse() == pytest.approx(np.linalg.inv(curv.schur), rel=1e-10)
 
 
 def test_luck_that_explains_every_game_leaves_the_plain_fit() -> None:
