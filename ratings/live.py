@@ -23,15 +23,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ratings.batch import LEVEL, PRIOR_SD
 from ratings.games import Game, canonical, side_count
 from ratings.registry import Method
 from ratings.scale import ELO_PER_NAT, to_nat
+from ratings.table import GameTable
 from store.rating_tables import RatingRow, RatingTable
 
-__all__ = ["Provisional", "ProvisionalRating", "provisional_ratings"]
+__all__ = ["WINDOW", "Provisional", "ProvisionalRating", "provisional_ratings"]
+
+WINDOW = 100_000  # games the provisional figure of a large pool is taken over (newest)
 
 # A variance never shrinks below this fraction of itself in one game (Weng-Lin's kappa).
 _KAPPA = 1e-4
@@ -107,6 +112,17 @@ class Provisional(Method):
 
     name = "provisional"
     title = "provisional figure"
+
+    def rate_table(self, table: GameTable, as_of: float) -> RatingTable:
+        """Over columns: the update runs one game at a time, so a pool past WINDOW games
+        gets the figure of its newest WINDOW (by release) and says so; the batch fit,
+        which follows at once, counts them all."""
+        if len(table) <= WINDOW:
+            return self.rate(table.games(), as_of)
+        at = np.zeros(len(table)) if table.at is None else np.nan_to_num(table.at, nan=-np.inf)
+        newest = np.sort(np.argsort(at, kind="stable")[-WINDOW:])
+        out = self.rate(table.take(newest).games(), as_of)
+        return replace(out, method=f"{out.method}, over the pool's newest {WINDOW:,} games")
 
     def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
         """`provisional_ratings` over the pool's games (module doc)."""

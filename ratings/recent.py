@@ -19,9 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+import numpy as np
+
 from ratings.batch import BatchFit
 from ratings.games import Game
 from ratings.registry import Method
+from ratings.table import GameTable
 from store.rating_tables import RatingTable
 
 __all__ = ["DAYS", "Recent"]
@@ -37,6 +40,7 @@ class Recent(Method):
 
     def __init__(self, days: float = DAYS) -> None:
         self.days = days
+        self._fit = BatchFit()  # its own: the window's last fit starts the next
 
     def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
         """The batch fit's table over the window ending at `as_of` (module doc)."""
@@ -44,3 +48,13 @@ class Recent(Method):
         window = [g for g in games if g.at is not None and since <= g.at <= as_of]
         table = BatchFit().rate(window, as_of)
         return replace(table, method=f"{table.method}, games of the last {self.days:g} days")
+
+    def rate_table(self, table: GameTable, as_of: float) -> RatingTable:
+        """The same over columns: the window's rows, fitted from the window's last fit."""
+        since = as_of - self.days * 86400
+        if table.at is None:
+            window = table.take(np.zeros(len(table), dtype=bool))
+        else:
+            window = table.take((table.at >= since) & (table.at <= as_of))  # NaN: outside
+        out = self._fit.rate_table(window, as_of)
+        return replace(out, method=f"{out.method}, games of the last {self.days:g} days")

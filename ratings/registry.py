@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from ratings.errors import RatingError
 from ratings.games import Game
+from ratings.table import GameTable
 from store.rating_tables import MethodError, RatingTable, check_method_name
 
 __all__ = ["Method", "get", "names", "register"]
@@ -33,6 +34,12 @@ class Method(ABC):
     @abstractmethod
     def rate(self, games: Iterable[Game], as_of: float) -> RatingTable:
         """The table of one pool (all 3p or all 2v2) after these games, dated `as_of`."""
+
+    def rate_table(self, table: GameTable, as_of: float) -> RatingTable:
+        """The same table from the pool's games as columns (what the fit job reads from
+        the archive); a method that works on columns overrides it, the others get one
+        `Game` a row."""
+        return self.rate(table.games(), as_of)
 
 
 _METHODS: dict[str, Method] = {}

@@ -300,6 +300,32 @@ class GameTable:
             order = order[keep]
         return order
 
+    @classmethod
+    def concat(cls, tables: Sequence[GameTable]) -> GameTable:
+        """The rows of several tables of one kind of pool, in order, as one table (their
+        bots and units named once)."""
+        tables = [t for t in tables if len(t)] or list(tables[:1])
+        if len(tables) == 1:
+            return tables[0]
+        if len({t.seat_bot.shape[1] for t in tables}) != 1:
+            raise RatingError("tables of 3p and 2v2 games do not join")
+        bots = tuple(dict.fromkeys(b for t in tables for b in t.bots))
+        units = tuple(dict.fromkeys(u for t in tables for u in t.units))
+        bot_at = {b: i for i, b in enumerate(bots)}
+        unit_at = {u: i for i, u in enumerate(units)}
+        seat_bot, unit = [], []
+        for t in tables:
+            seat_bot.append(np.array([bot_at[b] for b in t.bots], dtype=np.int64)[t.seat_bot]
+                            if t.bots else t.seat_bot)
+            codes = np.array([unit_at[u] for u in t.units] + [-1], dtype=np.int64)
+            unit.append(codes[t.unit])  # -1 indexes the last: a game its own unit stays so
+        known = any(t.at is not None for t in tables)
+        at = (np.concatenate([np.full(len(t), np.nan) if t.at is None else t.at
+                              for t in tables]) if known else None)
+        return cls(np.concatenate([t.game_id for t in tables]), np.concatenate(unit),
+                   np.concatenate(seat_bot), np.concatenate([t.place for t in tables]),
+                   bots, units, at)
+
     def take(self, rows: ArrayLike) -> GameTable:
         """The table of some rows (indices or a boolean mask), names kept."""
         index = np.asarray(rows)

@@ -376,3 +376,34 @@ def test_an_ended_event_moves_only_when_no_step_is_owed_and_no_step_runs_after(
     assert set(r.keys(f"ms:*{spec.tournament_id}*")) == set()
     assert advance(r, rq, ref)["skipped"] == "no such event in Redis"
     assert set(r.keys(f"ms:*{spec.tournament_id}*")) == set()
+
+
+def test_the_fit_reads_the_archive_as_columns_and_fits_what_the_rows_fit(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """The fit job's bulk read (archive columns, then what Redis holds, a game in both
+    once) is the same pool as the rows: the same batch fit, and every method agrees."""
+    from ratings import games_from_rows, methods
+    from ratings.batch import BatchFit
+    from workers import fit
+
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in range(1, 9)] + [_play(r, rq, 4, 11)]
+    redis_rows = {row["match_id"]: row for row in store_matches.pool_results(r, "3p")}
+    leaving, gone = archiving.read(r, played[:5])
+    mover.write(arc, leaving)
+    archiving.drop(r, leaving[:4], gone)  # the fifth: written and not dropped (in both)
+    table = fit.pool_table(r, "3p", lambda: arc)
+    assert sorted(table.game_id.tolist()) == sorted(played[:8])
+    rows = [redis_rows[m] for m in played[:8]]
+    want = BatchFit().rate(games_from_rows(rows), 1.0)
+    got = BatchFit().rate_table(table, 1.0)
+    assert got == want
+    for name in methods.names():  # (a method may start from its last fit: the same fit)
+        m = methods.get(name)
+        a, b = m.rate_table(table, 2e9), m.rate(games_from_rows(rows), 2e9)
+        assert (a.games, [x.bot_id for x in a.rows]) == (b.games,
+                                                         [x.bot_id for x in b.rows])
+        assert all(abs(x.rating - y.rating) < 1e-6
+                   for x, y in zip(a.rows, b.rows, strict=True)), name
+    teams = fit.pool_table(r, "2v2", lambda: arc)
+    assert teams.game_id.tolist() == [played[-1]] and teams.seat_bot.shape == (1, 4)

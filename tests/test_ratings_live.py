@@ -66,3 +66,21 @@ def test_a_team_is_the_mean_of_its_bots() -> None:
 def test_mixed_pools_raise() -> None:
     with pytest.raises(RatingError, match="mix"):
         provisional_ratings([g3("g1", "abc", (1, 2, 3)), Game("g2", "", (("a",), ("b",)), (1, 2))])
+
+
+def test_a_large_pool_gets_the_figure_of_its_newest_games(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over columns, a pool past WINDOW games is figured over its newest WINDOW (by
+    release), and the table says so; a smaller one over every game."""
+    from ratings import GameTable, live
+
+    games = [Game(f"g{i}", "", (("a",), ("b",), ("c",)), (1, 2, 3) if i < 5 else (3, 2, 1),
+                  at=float(100 - i)) for i in range(8)]  # g7 oldest: "c" wins the oldest
+    table = GameTable.from_games(games)
+    whole = live.Provisional().rate_table(table, 0.0)
+    assert whole.games == 8 and "newest" not in whole.method
+    monkeypatch.setattr(live, "WINDOW", 5)
+    newest = live.Provisional().rate_table(table, 0.0)
+    assert newest.games == 5 and "newest 5 games" in newest.method
+    assert newest.rows[0].bot_id == "a"  # g0..g4: "a" won every one of them
+    assert newest.rows == live.Provisional().rate(games[:5], 0.0).rows

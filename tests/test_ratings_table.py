@@ -228,3 +228,22 @@ def test_a_table_from_a_sql_cursor_as_the_module_doc_reads_one() -> None:
     table = GameTable.of(ids, boards, np.column_stack(seats[:3]),
                          np.column_stack(seats[3:]), bot_ids)
     _same_fit(fit_table(table), fit(games))
+
+
+@pytest.mark.parametrize(("name", "games"), POOLS[:8], ids=[p[0] for p in POOLS[:8]])
+def test_tables_joined_fit_as_one_table_of_all_their_games(
+        name: str, games: list[Game]) -> None:
+    """The fit job joins the archive's columns and what Redis holds: the join of two
+    tables (their bots and boards named apart) is the pool of all their games."""
+    half = len(games) // 2
+    a, b = GameTable.from_games(games[:half]), GameTable.from_games(games[half:][::-1])
+    joined = GameTable.concat([a, b, GameTable.from_games([])])
+    assert joined.games() == tuple(games[:half]) + tuple(games[half:][::-1])
+    _same_fit(fit_table(joined), fit(games))
+
+
+def test_tables_of_3p_and_2v2_games_do_not_join() -> None:
+    three = GameTable.from_games([Game("g1", "", (("a",), ("b",), ("c",)), (1, 2, 3))])
+    teams = GameTable.from_games([Game("g2", "", (("a", "b"), ("c", "d")), (1, 2))])
+    with pytest.raises(RatingError, match="do not join"):
+        GameTable.concat([three, teams])

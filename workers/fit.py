@@ -26,6 +26,7 @@ from archive import mover, reads
 from archive.db import Archive
 from archive.errors import ArchiveError
 from ratings import Game, RatingError, games_from_rows, methods
+from ratings.table import GameTable
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -66,18 +67,37 @@ def pool_rows(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None =
     return list(rows.values())
 
 
+def pool_table(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = None
+               ) -> GameTable:
+    """Every released, rated result of a pool as columns: the archive's read in bulk
+    (`archive.reads.pool_columns`), then those Redis holds still; a game in both (a move
+    cut short between its write and its drop) counts once. Redis is read first: a game
+    that moves meanwhile is then in the archive when it is read."""
+    rows = store_matches.pool_results(r, pool)
+    tables = []
+    if archive is not None:
+        a = archive()
+        cols = reads.pool_columns(a, Pool.parse(pool))
+        tables.append(GameTable.of(cols.ids, cols.boards, cols.seat_bot, cols.place,
+                                   cols.bots, cols.released_at))
+        held = reads.archived_of(a, [str(row["match_id"]) for row in rows])
+        rows = [row for row in rows if row["match_id"] not in held]
+    tables.append(GameTable.from_games(_games(rows, pool)))
+    return GameTable.concat(tables)
+
+
 def fit_pool(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = None
              ) -> RatingTable:
     """Rate a pool over its released results with every method, storing each table as it
     is made; the official method's table."""
     now = time.time()
-    games = _games(pool_rows(r, pool, archive), pool)
+    games = pool_table(r, pool, archive)
     official: RatingTable | None = None
     tables: dict[str, RatingTable] = {}
     for name in methods.names():
         method = methods.get(name)
         try:
-            table = method.rate(games, now)
+            table = method.rate_table(games, now)
         except Exception:
             if name == OFFICIAL:
                 raise
