@@ -460,7 +460,16 @@ def _run_worker(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(str(exc)) from None
         print(f"worker metrics listening on {host}:{port}", flush=True)
-    _use_archive(stack_archive(args.archive, args.redis, "moonshot worker"))
+    archive_url = stack_archive(args.archive, args.redis, "moonshot worker")
+    _use_archive(archive_url)
+    if archive_url:
+        from store import archiving, bots
+
+        with contextlib.closing(bots.connect(args.redis)) as r:
+            again = archiving.unpark(r)
+        if again:
+            logging.getLogger("moonshot.archive").warning(
+                "archive: %d games it refused before are queued again", again)
     worker = make_worker(conn, name=args.name, concurrency=args.concurrency)
     # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
     # one pass per period across them all (see workers.recovery for why not RQ's scheduler);

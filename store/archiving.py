@@ -29,6 +29,7 @@ are still in play.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,11 +56,14 @@ __all__ = [
     "free_lock",
     "job_lock",
     "lock_holder",
+    "park",
+    "parked",
     "pending",
     "pending_count",
     "read",
     "set_url",
     "unarchived",
+    "unpark",
     "url",
 ]
 
@@ -130,6 +134,35 @@ def read(r: redis.Redis, match_ids: Sequence[str]) -> tuple[list[Leaving], list[
             rated=(in3 if spec.players == 3 else in4) is not None, row=row,
             transcript=done["transcript"], result=done["result"]))
     return out, gone
+
+
+def park(r: redis.Redis, match_id: str, why: str) -> None:
+    """Set aside a game the archive refuses (its record is one the archive cannot take):
+    out of the pending list, so it cannot hold up every other game's move, and kept in
+    Redis, readable, with why. `unpark` queues it again (a worker's start)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.zrem(keys.ARCHIVE_PENDING, match_id)
+    pipe.hset(keys.ARCHIVE_PARKED, match_id, why[:500])
+    pipe.execute()
+
+
+def parked(r: redis.Redis) -> dict[str, str]:
+    """The games set aside, and why."""
+    found: Any = r.hgetall(keys.ARCHIVE_PARKED)
+    return {str(k): str(v) for k, v in found.items()}
+
+
+def unpark(r: redis.Redis) -> int:
+    """Queue every game set aside again (a new version may take them); how many."""
+    found = parked(r)
+    if not found:
+        return 0
+    now = time.time()
+    pipe = r.pipeline(transaction=True)
+    pipe.zadd(keys.ARCHIVE_PENDING, dict.fromkeys(found, now), nx=True)
+    pipe.hdel(keys.ARCHIVE_PARKED, *found)
+    pipe.execute()
+    return len(found)
 
 
 def drop(r: redis.Redis, leaving: Sequence[Leaving], gone: Sequence[str] = ()) -> None:

@@ -58,6 +58,8 @@
 | ms:events:live              | set    | events the step still drives (`<kind>:<id>`)        |
 | ms:archive:pending          | zset   | finished, public games to archive, by release time  |
 | ms:archive:dirty, :queued, :lock | string | the archiving job's asks, marker and lock      |
+| ms:archive:parked           | hash   | games the archive refused (match id -> why): they   |
+|                             |        | stay in Redis, and wait again at a worker's start   |
 | ms:archive:events           | set    | ended tournaments and tests (`<kind>:<id>`) that    |
 |                             |        | move to the archive once their games have           |
 | ms:archive:backfill         | string | where an upgraded stack's walk of ms:matches is     |
@@ -277,6 +279,7 @@ ARCHIVE_PENDING = P + "archive:pending"  # finished, public games to archive, by
 ARCHIVE_DIRTY = P + "archive:dirty"  # the archiving job is asked for
 ARCHIVE_QUEUED = P + "archive:queued"  # an archiving job is queued (many asks, one job)
 ARCHIVE_LOCK = P + "archive:lock"  # held by the archiving job running
+ARCHIVE_PARKED = P + "archive:parked"  # games the archive refused: match id -> why
 ARCHIVE_BACKFILL = P + "archive:backfill"  # an upgrade's walk of ms:matches: where it is
 ARCHIVE_BACKFILL_DONE = P + "archive:backfill:done"  # set once that walk is over
 ARCHIVE_URL = P + "admin:archive"  # the stack's archive, for parts started without one

@@ -407,3 +407,25 @@ def test_the_fit_reads_the_archive_as_columns_and_fits_what_the_rows_fit(
                    for x, y in zip(a.rows, b.rows, strict=True)), name
     teams = fit.pool_table(r, "2v2", lambda: arc)
     assert teams.game_id.tolist() == [played[-1]] and teams.seat_bot.shape == (1, 4)
+
+
+def test_a_game_the_archive_cannot_take_is_set_aside_and_the_others_move(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """One record the archive refuses (not the archive being away) is found by splitting
+    its batch and set aside in Redis with why, readable still; the rest move; a worker's
+    start queues it again."""
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in range(1, 6)]
+    bad = played[2]
+    done = json.loads(str(r.get(keys.result(bad))))
+    done["result"]["placement"] = [1, 2, 99]  # no place the archive can hold
+    r.set(keys.result(bad), json.dumps(done))
+    out = archiving_job.run_archive(r, rq, lambda: arc)
+    assert out["moved"] == 4 and "failed" not in out
+    assert reads.count(arc) == 4 and reads.game(arc, bad) is None
+    why = archiving.parked(r)
+    assert list(why) == [bad] and "ValueError" in why[bad]
+    assert archiving.pending_count(r) == 0
+    assert store_matches.get_match(r, bad) is not None  # still served from Redis
+    assert archiving.unpark(r) == 1
+    assert archiving.pending(r, 10) == [bad] and archiving.parked(r) == {}

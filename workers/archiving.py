@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from archive import mover
 from archive.db import Archive
@@ -84,11 +84,33 @@ def run_archive(r: redis.Redis, rq_conn: redis.Redis, archive: Callable[[], Arch
     return {"moved": moved, "batches": batches, "events": moved_events}
 
 
+# Errors that say the archive (or Redis) is away, not that a game is one it cannot take:
+# the whole batch waits for them to pass.
+_AWAY = (OperationalError, InterfaceError, ArchiveError, OSError, redis.RedisError)
+
+
 def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str]) -> int:
-    """One batch: read, write in one transaction, then drop from Redis."""
+    """One batch: read, write in one transaction, then drop from Redis. A batch the
+    archive refuses for what is in it (not for being away) is split until the game it
+    refuses is found, which is set aside (`store.archiving.park`): one bad record never
+    holds up the stack's archiving."""
     started = time.perf_counter()
-    leaving, gone = archiving.read(r, ids)
-    new = mover.write(archive, leaving)
+    try:
+        leaving, gone = archiving.read(r, ids)
+        new = mover.write(archive, leaving)
+    except _AWAY:
+        raise
+    except Exception as exc:
+        if len(ids) > 1:
+            half = len(ids) // 2
+            return (_batch(r, rq_conn, archive, ids[:half])
+                    + _batch(r, rq_conn, archive, ids[half:]))
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        archiving.park(r, ids[0], why)
+        metrics.ARCHIVE_PARKED.inc()
+        log.error("archive: game %s set aside, the archive cannot take it (it stays in "
+                  "Redis; queued again at a worker's start): %s", ids[0], why)
+        return 0
     failpoints.reached("archive.before-drop")
     archiving.drop(r, leaving, gone)
     metrics.ARCHIVE_MOVED.inc(len(leaving))

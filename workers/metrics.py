@@ -17,6 +17,7 @@ from telemetry import export
 __all__ = [
     "ARCHIVE_ERRORS",
     "ARCHIVE_MOVED",
+    "ARCHIVE_PARKED",
     "ARCHIVE_SECONDS",
     "ARENA_STEPS",
     "ARENA_STEP_SECONDS",
@@ -120,6 +121,11 @@ ARCHIVE_MOVED = Counter(
 ARCHIVE_ERRORS = Counter(
     "moonshot_worker_archive_errors",
     "Archiving batches that failed (the archive away): the games wait in Redis.",
+    registry=REGISTRY)
+ARCHIVE_PARKED = Counter(
+    "moonshot_worker_archive_parked",
+    "Finished games the archive refused (a record it cannot take): set aside in Redis "
+    "(ms:archive:parked, with why) so the others move; queued again at a worker's start.",
     registry=REGISTRY)
 ARCHIVE_SECONDS = Histogram(
     "moonshot_worker_archive_batch_seconds",
