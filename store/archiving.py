@@ -204,8 +204,11 @@ def backfill(r: redis.Redis, limit: int = _BACKFILL_CHUNK) -> tuple[int, bool]:
     queued twice is archived once."""
     if r.get(keys.ARCHIVE_BACKFILL_DONE):
         return 0, True
-    cursor = float(r.get(keys.ARCHIVE_BACKFILL) or "-inf")
-    found: Any = r.zrangebyscore(keys.MATCHES, cursor, "+inf", start=0, num=limit,
+    # The cursor: a score, and how many games of exactly that score were read already
+    # (many games may share one: a chunk never skips the rest of them).
+    score_text, _, seen_text = str(r.get(keys.ARCHIVE_BACKFILL) or "-inf").partition(" ")
+    cursor, seen = float(score_text), int(seen_text or 0)
+    found: Any = r.zrangebyscore(keys.MATCHES, cursor, "+inf", start=seen, num=limit,
                                  withscores=True)
     if not found:
         _backfill_events(r)
@@ -213,19 +216,41 @@ def backfill(r: redis.Redis, limit: int = _BACKFILL_CHUNK) -> tuple[int, bool]:
         return 0, True
     pipe = r.pipeline(transaction=False)
     for mid, _ in found:
-        pipe.hmget(keys.match(mid), "status", "released")
+        pipe.hmget(keys.match(mid), "status", "released", "finished_at", "spec")
     queued: dict[str, float] = {}
-    for (mid, _), (status, released) in zip(found, pipe.execute(), strict=True):
-        if status == MatchStatus.FINISHED and released:
+    ended: dict[str, bool] = {}
+    for (mid, _), (status, released, finished, spec) in zip(found, pipe.execute(),
+                                                           strict=True):
+        if status != MatchStatus.FINISHED:
+            continue
+        if released:
             queued[str(mid)] = float(released)
+        elif spec and _public_by_age(r, MatchSpec.from_json(spec), ended):
+            # Finished before games were released board by board: its event is over (or
+            # it had none), so it is public.
+            when = float(finished or 0.0)
+            r.hset(keys.match(str(mid)), "released", repr(when))
+            queued[str(mid)] = when
     last = float(found[-1][1])
+    at_last = sum(1 for _, sc in found if float(sc) == last)
     pipe = r.pipeline(transaction=True)
     if queued:
         pipe.zadd(keys.ARCHIVE_PENDING, queued, nx=True)
-    # Past the last score read; a chunk all of one score (ties) steps just past it.
-    pipe.set(keys.ARCHIVE_BACKFILL, repr(last if last > cursor else last + 1e-6))
+    pipe.set(keys.ARCHIVE_BACKFILL,
+             f"{last!r} {seen + at_last if last == cursor else at_last}")
     pipe.execute()
     return len(queued), False
+
+
+def _public_by_age(r: redis.Redis, spec: MatchSpec, ended: dict[str, bool]) -> bool:
+    """Whether a finished game without a release time is public all the same: a single
+    match, or one whose event ended (an older version released nothing board by board)."""
+    if spec.event is None:
+        return True
+    key = str(spec.event)
+    if key not in ended:
+        ended[key] = r.hget(keys.event(spec.event), "status") in ENDED
+    return ended[key]
 
 
 def _backfill_events(r: redis.Redis) -> None:
