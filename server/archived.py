@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -26,10 +27,12 @@ from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from store.tournaments import TournamentInfo
 
-__all__ = ["BACKOFF_S", "COUNT_TTL_S", "Archived", "info_of"]
+__all__ = ["BACKOFF_S", "COUNT_TTL_S", "ROWS_KEPT", "Archived", "info_of"]
 
 BACKOFF_S = 5.0  # after a failed call, calls fail at once this long (no thread waits)
 COUNT_TTL_S = 5.0  # a pool's archived game count is read again after this long
+ROWS_KEPT = 16  # archived events whose standings rows a referee keeps in memory ...
+ROWS_MAX = 20_000  # ... of up to this many games each
 
 _T = TypeVar("_T")
 
@@ -45,6 +48,8 @@ class Archived:
     _down_until: float = field(default=0.0, init=False, repr=False)
     _counts: dict[Pool, tuple[float, int]] = field(default_factory=dict, init=False,
                                                    repr=False)
+    _rows: OrderedDict[EventRef, dict[str, dict[str, Any]]] = field(
+        default_factory=OrderedDict, init=False, repr=False)
 
     def archive(self) -> Archive | None:
         """The open archive (opened now if need be); None for a stack without one.
@@ -108,10 +113,23 @@ class Archived:
             a, kind, before=before, limit=limit, status=status))
 
     def event_rows(self, ref: EventRef) -> dict[str, dict[str, Any]]:
-        """An archived event's results (standings rows) by match id, in archive order."""
+        """An archived (ended) event's results (standings rows) by match id, in archive
+        order. Kept for the last few events asked for: an archived event never changes,
+        and its standings are asked for on every page view and watch."""
+        with self._lock:
+            found = self._rows.get(ref)
+            if found is not None:
+                self._rows.move_to_end(ref)
+                return found
         a = self.archive()
-        return {} if a is None else {row["match_id"]: row
+        rows = {} if a is None else {row["match_id"]: row
                                      for row in self._guard(lambda: reads.event_rows(a, ref))}
+        if len(rows) <= ROWS_MAX:  # (a larger one is read each time: memory is bounded)
+            with self._lock:
+                self._rows[ref] = rows
+                while len(self._rows) > ROWS_KEPT:
+                    self._rows.popitem(last=False)
+        return rows
 
     def rated_games(self, pool: Pool) -> int:
         """How many rated games of a pool the archive holds (read again after a few
