@@ -152,6 +152,11 @@ def parked(r: redis.Redis) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items()}
 
 
+def parked_count(r: redis.Redis) -> int:
+    """How many games are set aside (one HLEN)."""
+    return int(r.hlen(keys.ARCHIVE_PARKED))
+
+
 def unpark(r: redis.Redis) -> int:
     """Queue every game set aside again (a new version may take them); how many."""
     found = parked(r)
@@ -300,6 +305,11 @@ def free_lock(r: redis.Redis, token: str) -> bool:
 
 
 # ------------------------------------------------------------ ended events
+
+
+def ended_count(r: redis.Redis) -> int:
+    """How many ended events wait to move (one SCARD)."""
+    return int(r.scard(keys.ARCHIVE_EVENTS))
 
 
 def ended_events(r: redis.Redis) -> list[EventRef]:

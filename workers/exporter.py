@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from store import archiving as store_archiving
 from store import arena as store_arena
 from store import ids
 from store import matches as store_matches
@@ -104,7 +105,19 @@ class Backlog(Collector):
         open_matches = GaugeMetricFamily(
             "moonshot_matches_open", "Matches without a result yet: queued, running or "
             "waiting to be resumed (cluster-wide).", value=store_matches.open_count(self.r))
-        return [depth, held, steps, fits, asked, waiting, open_matches, *self._arenas()]
+        archive = [
+            GaugeMetricFamily("moonshot_archive_pending", "Finished, public games waiting "
+                              "in Redis to move to the archive (cluster-wide): it grows "
+                              "while the archive is away.",
+                              value=store_archiving.pending_count(self.r)),
+            GaugeMetricFamily("moonshot_archive_parked", "Games the archive refused, set "
+                              "aside in Redis (ms:archive:parked says why; cluster-wide).",
+                              value=store_archiving.parked_count(self.r)),
+            GaugeMetricFamily("moonshot_archive_events_waiting", "Ended tournaments and "
+                              "tests waiting to move to the archive (cluster-wide).",
+                              value=store_archiving.ended_count(self.r))]
+        return [depth, held, steps, fits, asked, waiting, open_matches, *archive,
+                *self._arenas()]
 
     def _arenas(self) -> list[Metric]:
         """Each arena's bots as its latest matchmaking step saw them."""

@@ -116,6 +116,9 @@ def test_metrics_count_a_real_match_and_its_faults_and_every_log_line_is_json(
     assert value(before_work, "moonshot_backlog_up") == 1
     assert value(before_work, "moonshot_scheduler_backlog") == 0
     assert value(before_work, "moonshot_fit_requested", pool="3p") == 0
+    for gauge in ("moonshot_archive_pending", "moonshot_archive_parked",
+                  "moonshot_archive_events_waiting"):
+        assert value(before_work, gauge) == 0
     assert value(before_work, "moonshot_worker_tournament_steps_total", outcome="done") == 0
     assert value(before_work, "moonshot_worker_tournament_step_seconds_count") == 0
     assert ("process_cpu_seconds_total", frozenset()) in before_work  # process collectors
