@@ -29,9 +29,12 @@ every `name: value unit` line they printed, by benchmark:
 - bots: the PIMC house bot against greedy and random players on duplicate boards, its
   decision time, the search curve (bench/bots.py);
 - deals: Redis bytes per deal of the record of every deal dealt at 10k, 100k and 1M
-  deals, false positives, claims/s (bench/deals.py).
+  deals, false positives, claims/s (bench/deals.py);
 - codec: bytes of an archived game against its JSON and the entropy bound, encode and
-  decode speed (bench/codec.py).
+  decode speed (bench/codec.py);
+- archive: Redis memory per finished game over an arena soak, archive bytes per game,
+  GetMatch and a bot's game list with a million games archived, games moved to the
+  archive per second (bench/archive.py).
 
 `--quick` runs each in its small mode (minutes, not an hour) for a smoke check; the
 figures in docs/PERFORMANCE.md are from a full run. The exit status is the number of
@@ -68,6 +71,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "bots": ("bots.py", [], ["--quick"]),
     "deals": ("deals.py", [], ["--quick"]),
     "codec": ("codec.py", [], ["--games", "30"]),
+    "archive": ("archive.py", [], ["--quick"]),
 }
 
 

@@ -434,3 +434,24 @@ def test_a_game_the_archive_cannot_take_is_set_aside_and_the_others_move(
     assert store_matches.get_match(r, bad) is not None  # still served from Redis
     assert archiving.unpark(r) == 1
     assert archiving.pending(r, 10) == [bad] and archiving.parked(r) == {}
+
+
+def test_a_bots_games_page_by_page_newest_first(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """A bot's listing is read from its plays, a page at a time before the last id seen:
+    every game once, newest first, with the other filters applied."""
+    r, rq = rr
+    played = [_play(r, rq, 3 if seed % 3 else 4, seed) for seed in range(30, 37)]
+    archiving_job.run_archive(r, rq, lambda: arc)
+    pages: list[list[str]] = []
+    before = None
+    while page := reads.games(arc, bot_id="house:random", before=before, limit=2):
+        pages.append([g.match_id for g in page])
+        before = page[-1].id
+    assert [m for p in pages for m in p] == played[::-1]
+    assert all(len(p) == 2 for p in pages[:-1])
+    assert not any(store_matches.exist(r, played))  # all of them left Redis
+    got = [g.match_id for g in reads.games(arc, bot_id="house:random", players=4)]
+    assert got == [played[i] for i in (6, 3, 0)]  # seeds 36, 33, 30
+    assert reads.games(arc, bot_id="house:random", before=1) == []
+    assert reads.games(arc, bot_id="b-000000000000") == []
