@@ -603,12 +603,13 @@ def bases_of(played: list[Leaving]) -> list[Base]:
 T0 = 1_790_000_000.0
 
 
-def synthetic(base: Base, k: int, seats: Sequence[str]) -> tuple[Leaving, codec.Packed]:
-    """Game number `k` of the fill: `base`'s game as arena board k//2+1, table k%2, with
-    `seats` for bots; its blob is the base's, sealed for the new transcript."""
+def synthetic(k: int, base: Base, seats: Sequence[str], unit: str
+              ) -> tuple[Leaving, codec.Packed]:
+    """Game number `k` of the fill (its id `m-a3pb{k//2+1}t{k%2}`): `base`'s game on the
+    board labelled `unit`, with `seats` for bots; its blob is the base's, sealed for the
+    new transcript."""
     g = base.g
-    board = k // 2 + 1
-    mid, unit = f"m-a3pb{board}t{k % 2}", f"b{board}"
+    mid = f"m-a3pb{k // 2 + 1}t{k % 2}"
     meta = {**g.spec.meta, "board": f"arena-3p/{unit}", "unit": unit}
     spec = dataclasses.replace(g.spec, match_id=mid, bot_ids=tuple(seats),
                                seat_names=tuple(seats), meta=meta)
@@ -623,37 +624,66 @@ def synthetic(base: Base, k: int, seats: Sequence[str]) -> tuple[Leaving, codec.
     return out, codec.Packed(base.template, blob)
 
 
-def seating(rng: random.Random, k: int, bots: list[str], star: str, every: int
-            ) -> list[str]:
-    """Three distinct bots; `star` in every `every`-th game, at a rotating seat."""
-    seats = rng.sample(bots, 3)
-    if k % every == 0:
-        seats[(k // every) % 3] = star
-    return seats
+class Seating:
+    """Who sits where in game k of the fill, and so what each bot scored: the pool of
+    `bench.ratings.big_table` (bots of strengths N(0, 200 Elo), each round a random split
+    into tables, two tables a board sharing its seats' luck), with `star` in place of one
+    of the three in every `every`-th game. Each game is a real game of the `bytes`
+    section whose places are the simulated ones, seat by seat (there is one for every
+    order of three places among the games played; a game whose order has none takes
+    another's with its bots moved to the seats of their places)."""
+
+    def __init__(self, bases: list[Base], games: int, bots: list[str], star: str,
+                 every: int) -> None:
+        from bench.ratings import big_table
+
+        self.table = big_table(np.random.default_rng(25), games, len(bots), tables=2)
+        self.bots, self.star, self.every = bots, star, every
+        self.by_places: dict[tuple[int, ...], list[Base]] = {}
+        for b in bases:
+            order = tuple(int(x) for x in b.g.result["placement"])
+            if sorted(order) == [1, 2, 3]:
+                self.by_places.setdefault(order, []).append(b)
+        if not self.by_places:
+            raise RuntimeError("no game of three distinct places to fill the archive with")
+        self.any = [b for found in self.by_places.values() for b in found]
+
+    def __call__(self, k: int) -> tuple[Base, list[str], str]:
+        """Game k's base game, its seats and its board's label."""
+        seats = [self.bots[i] for i in self.table.seat_bot[k].tolist()]
+        if k % self.every == 0:
+            seats[(k // self.every) % 3] = self.star
+        places = tuple(self.table.place[k].tolist())
+        found = self.by_places.get(places)
+        unit = self.table.units[int(self.table.unit[k])]
+        if found:
+            return found[k % len(found)], seats, unit
+        base = self.any[k % len(self.any)]
+        order = [int(x) for x in base.g.result["placement"]]
+        return base, [seats[places.index(p)] for p in order], unit
 
 
 def fill(archive: Archive, bases: list[Base], games: int, star: str, star_games: int,
          n_bots: int, chunk: int = 20_000) -> float:
     """Write `games` games; the seconds it took. The first 1,000 by `mover.write`, the
     rest by bulk inserts of the rows it writes (checked against the first)."""
-    rng = random.Random(25)
     bots = [f"b-{0xb0700000 + i:012x}" for i in range(n_bots - 1)]
     every = max(1, games // star_games)
     if (games + every - 1) // every != star_games:
         raise SystemExit(f"--star-games: {star_games} does not divide {games} games")
+    seating = Seating(bases, games, bots, star, every)
     clock = Clock()
     first = min(1000, games)
-    made = [synthetic(bases[k % len(bases)], k, seating(rng, k, bots, star, every))
-            for k in range(first)]
+    made = [synthetic(k, *seating(k)) for k in range(first)]
     mover.write(archive, [g for g, _ in made])
     with archive.begin() as conn:
         ids = intern(conn, schema.bots, "bot_id",
                      [{"bot_id": b, "name": b} for b in [*bots, star]])
         event = int(conn.execute(sa.select(schema.events.c.id).where(
             schema.events.c.kind == "arena", schema.events.c.event_id == "3p")).scalar_one())
-        tpl = {t.template: int(conn.execute(sa.select(schema.templates.c.id).where(
-            schema.templates.c.hash == codec.template_id(t.template))).scalar_one())
-            for t in bases}
+        tpl = {t: int(conn.execute(sa.select(schema.templates.c.id).where(
+            schema.templates.c.hash == codec.template_id(t))).scalar_one())
+            for t in {p.template for _, p in made}}  # the mover wrote each of them
 
     def rows(k: int, g: Leaving, p: codec.Packed) -> dict[str, Any]:
         seats = [ids[b] for b in g.spec.bot_ids]
@@ -672,8 +702,7 @@ def fill(archive: Archive, bases: list[Base], games: int, star: str, star_games:
             diff = {c: (mine.get(c), row.get(c)) for c in row if mine.get(c) != row.get(c)}
             raise AssertionError(f"the bulk rows are not the mover's: game {k}: {diff}")
     for start in range(first, games, chunk):
-        batch = [(k, *synthetic(bases[k % len(bases)], k,
-                                seating(rng, k, bots, star, every)))
+        batch = [(k, *synthetic(k, *seating(k)))
                  for k in range(start, min(games, start + chunk))]
         with archive.begin() as conn:
             conn.execute(sa.insert(schema.games), [rows(k, g, p) for k, g, p in batch])
