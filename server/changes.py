@@ -127,8 +127,11 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         try:
             await lane.run(store_changes.load_spec, test_id)
             return None
-        except NotFound:
-            ref = EventRef.test(test_id)  # load_spec checked the id's form
+        except NotFound as missing:
+            try:  # an id of no possible test (`t-abc:events`) is not one: NOT_FOUND
+                ref = EventRef.test(test_id)
+            except InvalidArgument:
+                raise missing from None
             found = await lane.run(lambda _r: self.archived.event(ref))
             if found is None:
                 raise

@@ -82,8 +82,11 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         try:
             spec = await use.run(store_t.load_spec, tournament_id)
             return spec, await use.run(store_t.info, tournament_id), None
-        except NotFound:
-            ref = EventRef.tournament(tournament_id)  # load_spec checked the id's form
+        except NotFound as missing:
+            try:  # an id of no possible tournament (`t-abc:events`) is not one: NOT_FOUND
+                ref = EventRef.tournament(tournament_id)
+            except InvalidArgument:
+                raise missing from None
             found = await use.run(lambda _r: self.archived.event(ref))
             if found is None:
                 raise

@@ -26,6 +26,8 @@ from clients.sdk import register
 from proto.moon.v1 import (
     bot_pb2,
     bot_pb2_grpc,
+    change_pb2,
+    change_pb2_grpc,
     match_pb2,
     match_pb2_grpc,
     tournament_pb2,
@@ -336,6 +338,11 @@ def test_ids_that_name_other_keys_are_refused_for_what_they_are(
                 assert _code(lambda s=suffix, t=t: matches.ListMatches(
                     match_pb2.ListMatchesRequest(tournament_id=t + s), timeout=10)) == \
                     grpc.StatusCode.INVALID_ARGUMENT
+        changes = change_pb2_grpc.TestServiceStub(ch)
+        for suffix in (":events", ":pairs", ":lock"):  # and of tests, Redis's or archived
+            assert _code(lambda s=suffix: changes.GetTest(
+                change_pb2.GetTestRequest(test_id="c-abc" + s), timeout=10)) == \
+                grpc.StatusCode.NOT_FOUND
         for suffix in (":presence", ":pending", ":events"):
             assert _code(lambda s=suffix: bots.GetBot(
                 bot_pb2.GetBotRequest(bot_id=bot + s), timeout=10)) == grpc.StatusCode.NOT_FOUND
