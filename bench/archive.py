@@ -100,6 +100,7 @@ from archive import codec, mover, reads, schema
 from archive.db import Archive, intern, open_archive
 from clients.redisproc import RedisServer, free_port
 from proto.moon.v1 import match_pb2, match_pb2_grpc
+from ratings import methods
 from ratings.batch import BatchFit
 from store import archiving, keys, steps
 from store import arena as store_arena
@@ -779,6 +780,11 @@ def fit_section(r: redis.Redis, arc: Archive, dialect: str, games: int) -> None:
         sorted(cold.rows, key=lambda x: x.bot_id), sorted(warm.rows, key=lambda x: x.bot_id),
         strict=True))
     print(f"fit {dialect} warm against cold: {diff:.1e} elo")
+    for name in methods.names():  # no earlier fit to start from (another backend's)
+        m: Any = methods.get(name)
+        for fit in (m, getattr(m, "_fit", None)):
+            if isinstance(fit, BatchFit):
+                fit._last.clear()
     clock = Clock()
     fit_pool(r, "3p", lambda: arc)
     print(f"fit {dialect} whole job (read and every method, cold): {clock.wall:.2f} s "

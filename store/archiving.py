@@ -38,6 +38,7 @@ import redis
 
 from store import keys
 from store import matches as store_matches
+from store import ratings as store_ratings
 from store.coalesce import Asks
 from store.locks import Lock
 from store.pools import Pool
@@ -345,8 +346,8 @@ def event_snapshot(r: redis.Redis, ref: EventRef) -> dict[str, Any] | None:
     if not h.get("spec") or h.get("status") not in ENDED:
         return None
     pool = Pool.of(int(json.loads(h["spec"])["players"]))
-    if r.sismember(keys.ratings_tournaments(pool), ref.id):
-        return None  # its own fit is owed: it writes the rating this snapshot keeps
+    if store_ratings.owes_tournament(r, str(pool), ref.id):
+        return None  # its own fit is owed or running: it writes the rating kept here
     entries: Any = r.xrange(keys.event_stream(ref))
     pairs: dict[str, str] = r.hgetall(keys.test_pairs(ref.id)) \
         if ref.kind == "test" else {}  # type: ignore[assignment]

@@ -446,6 +446,12 @@ def ratings_queued(pool: str) -> str:
     return f"{P}ratings:{pool}:queued"
 
 
+def ratings_fitting(pool: str) -> str:
+    """Tournaments whose own fit a running job has taken and not written yet (an ended
+    tournament waits for it before it moves to the archive)."""
+    return f"{P}ratings:{pool}:fitting"
+
+
 def ratings_lock(pool: str) -> str:
     """Held by the fit job of the pool while it runs."""
     return f"{P}ratings:{pool}:lock"

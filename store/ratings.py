@@ -180,10 +180,34 @@ def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
 
 
 def take_request(r: redis.Redis, pool: str) -> tuple[bool, list[str]]:
-    """(a fit was asked for, the tournaments to fit too), taking both."""
+    """(a fit was asked for, the tournaments to fit too), taking both. The tournaments
+    taken stay marked as being fitted (`ratings_fitting`) until `fitted` or
+    `restore_request`: an ended tournament does not move to the archive between the
+    taking of its fit and the writing of its rating."""
     asked = asks(pool).take(r)
-    tids: Any = r.spop(keys.ratings_tournaments(pool), 10_000)
+    wanted, fitting = keys.ratings_tournaments(pool), keys.ratings_fitting(pool)
+    pipe = r.pipeline(transaction=True)
+    pipe.smembers(wanted)
+    pipe.sunionstore(fitting, [fitting, wanted])
+    pipe.delete(wanted)
+    tids: Any = pipe.execute()[0]
     return asked, sorted(str(t) for t in (tids or []))
+
+
+def fitted(r: redis.Redis, pool: str, tournament_id: str) -> None:
+    """A tournament's own rating is written (or its fit asked again)."""
+    r.srem(keys.ratings_fitting(pool), tournament_id)
+
+
+def reclaim_fitting(r: redis.Redis, pool: str) -> int:
+    """Ask again for the tournaments a dead fit job had taken (called by a fit job holding
+    the pool's lock, so no other job is fitting them); how many."""
+    fitting, wanted = keys.ratings_fitting(pool), keys.ratings_tournaments(pool)
+    pipe = r.pipeline(transaction=True)
+    pipe.scard(fitting)
+    pipe.sunionstore(wanted, [wanted, fitting])
+    pipe.delete(fitting)
+    return int(pipe.execute()[0])
 
 
 def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (),
@@ -191,9 +215,20 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
     """Ask again for what a failed fit job had taken (without queueing a job: recovery
     queues one for a request that has none, see `fit_requested`)."""
     if tournament_ids:
-        r.sadd(keys.ratings_tournaments(pool), *tournament_ids)
+        pipe = r.pipeline(transaction=True)
+        pipe.sadd(keys.ratings_tournaments(pool), *tournament_ids)
+        pipe.srem(keys.ratings_fitting(pool), *tournament_ids)
+        pipe.execute()
     if pool_too:
         asks(pool).ask_again(r)
+
+
+def owes_tournament(r: redis.Redis, pool: str, tournament_id: str) -> bool:
+    """True while a tournament's own fit is asked for or under way."""
+    pipe = r.pipeline(transaction=False)
+    pipe.sismember(keys.ratings_tournaments(pool), tournament_id)
+    pipe.sismember(keys.ratings_fitting(pool), tournament_id)
+    return any(pipe.execute())
 
 
 def fit_lock(pool: str, ttl_ms: int, owner: str = "") -> Lock:
@@ -243,6 +278,8 @@ def fit_requested(r: redis.Redis, pool: str) -> bool:
     failed)."""
     if r.scard(keys.ratings_tournaments(pool)) and not r.exists(keys.ratings_queued(pool)):
         asks(pool).ask_again(r)  # a tournament's fit asked alone: the pool's request covers it
+    if r.scard(keys.ratings_fitting(pool)) and not r.exists(keys.ratings_lock(pool)):
+        asks(pool).ask_again(r)  # taken by a job that died: the next job reclaims them
     return asks(pool).owed(r)
 
 

@@ -259,3 +259,36 @@ def test_every_method_is_fitted_and_stored_under_its_name(
     assert store_ratings.current_named(r, "3p") == ("batch", batch)
     # Only the official method's fits make the bots' rating histories.
     assert [p.pool_games for p in store_ratings.history(r, "3p", "b4")] == [18]
+
+
+def test_a_tournament_taken_by_a_fit_is_owed_until_its_rating_is_written(
+        r: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ended tournament waits to move to the archive while its own fit is asked for
+    *or running* (taken, not written yet): else the archive keeps a rating without its
+    last games and the late write leaves a key in Redis for good. A job that dies with
+    fits taken leaves them owed; the next job asks for them again."""
+    import workers.fit as fit_job
+
+    _release(r, 6)
+    seen: list[bool] = []
+
+    def watch(r: redis.Redis, tid: str) -> None:  # while the job fits it
+        seen.append(store_ratings.owes_tournament(r, "3p", tid))
+        r.set(keys.tournament_rating(tid), "{}")
+
+    monkeypatch.setattr(fit_job, "fit_tournament", watch)
+    store_ratings.note_request(r, "3p", "t-one")
+    assert store_ratings.owes_tournament(r, "3p", "t-one")
+    run_fits(r, "3p")
+    assert seen == [True]  # taken, not written: still owed
+    assert not store_ratings.owes_tournament(r, "3p", "t-one")  # written: free to move
+
+    store_ratings.note_request(r, "3p", "t-two")
+    store_ratings.asks("3p").started(r)  # a job starts, takes it, then dies
+    _, tids = store_ratings.take_request(r, "3p")
+    assert tids == ["t-two"] and store_ratings.owes_tournament(r, "3p", "t-two")
+    assert store_ratings.fit_requested(r, "3p")  # no job holds the lock: owed again
+    seen.clear()
+    run_fits(r, "3p")
+    assert seen == [True] and not store_ratings.owes_tournament(r, "3p", "t-two")
+    assert not r.exists(keys.ratings_fitting("3p"))

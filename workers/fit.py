@@ -149,6 +149,13 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
     lock = store_ratings.fit_lock(pool, lock_ms, instance)
     if not lock.acquire(r):
         return {"pool": pool, "skipped": "another fit of this pool is running"}
+    try:
+        if reclaimed := store_ratings.reclaim_fitting(r, pool):
+            log.warning("ratings %s: %d tournament fit(s) of a job that died, asked again",
+                        pool, reclaimed)
+    except BaseException:
+        lock.release_patiently(r)
+        raise
     fits = 0
     games = 0
     # What this job took from the requests and has not fitted: asked again if it fails,
@@ -171,7 +178,9 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
                     fit_tournament(r, tid)
                 except Exception:  # one tournament's failure must not cost the others theirs
                     log.exception("ratings %s: the fit of tournament %s failed", pool, tid)
-                    failed.append(tid)
+                    failed.append(tid)  # asked again below (and no longer being fitted)
+                else:
+                    store_ratings.fitted(r, pool, tid)
                 tids_owed.discard(tid)
             fits += 1
             if not lock.extend(r):

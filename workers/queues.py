@@ -157,7 +157,7 @@ def enqueue_advance(conn: redis.Redis, ref: EventRef) -> Job:
         job_id=f"{ids.advance_job_id(f'{ref.kind}-{ref.id}')}-{secrets.token_hex(4)}",
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=3600,
-        result_ttl=60,
+        result_ttl=0,  # nothing reads it: the step's work is in the stack's own keys
         failure_ttl=30 * 24 * 3600,
         description=f"scheduling step of {ref}",
     )
@@ -178,7 +178,7 @@ def enqueue_fit(conn: redis.Redis, pool: str) -> Job:
         job_id=f"{ids.fit_job_id(pool)}-{secrets.token_hex(4)}",
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=3600,
-        result_ttl=600,
+        result_ttl=0,  # nothing reads it: the tables are in the stack's own keys
         failure_ttl=30 * 24 * 3600,
         description=f"fit ratings of pool {pool}",
     )
@@ -198,7 +198,7 @@ def enqueue_archive(conn: redis.Redis) -> Job:
         job_id=f"archive-{secrets.token_hex(4)}",
         retry=Retry(max=MATCH_RETRIES),
         job_timeout=3600,
-        result_ttl=60,
+        result_ttl=0,  # nothing reads it: the games moved are in the archive
         failure_ttl=7 * 24 * 3600,
         description="move finished games to the archive",
     )
