@@ -455,3 +455,27 @@ def test_a_bots_games_page_by_page_newest_first(
     assert got == [played[i] for i in (6, 3, 0)]  # seeds 36, 33, 30
     assert reads.games(arc, bot_id="house:random", before=1) == []
     assert reads.games(arc, bot_id="b-000000000000") == []
+
+
+def test_a_game_leaves_redis_with_its_rq_job(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
+    """What RQ keeps of a finished match job (its hash, its result stream: ~5 KB) goes
+    with the game when it moves; a job of a game not archived yet stays."""
+    from rq import Queue
+    from rq.job import Job
+    from rq.results import Result
+
+    r, rq = rr
+    moved = _play(r, rq, 3, 41)
+    waiting = ids.new_match_id()  # a game still live: its job is not the archive's
+    for mid in (moved, waiting):
+        job = Queue("moonshot-matches", connection=rq).enqueue(
+            "workers.jobs.run_match", mid, job_id=ids.match_job_id(mid), result_ttl=300)
+        Result.create(job, Result.Type.SUCCESSFUL, ttl=300, return_value=None)
+        assert rq.exists(Job.key_for(job.id), Result.get_key(job.id)) == 2
+    archiving_job.run_archive(r, rq, lambda: arc)
+    assert reads.game(arc, moved) is not None
+    gone = ids.match_job_id(moved)
+    assert not rq.exists(Job.key_for(gone), Result.get_key(gone))
+    kept = ids.match_job_id(waiting)
+    assert rq.exists(Job.key_for(kept), Result.get_key(kept)) == 2

@@ -33,7 +33,7 @@ from archive.db import Archive
 from archive.errors import ArchiveError
 from store import archiving, steps
 from workers import failpoints, metrics
-from workers.queues import enqueue_archive
+from workers.queues import enqueue_archive, forget_match_jobs
 
 __all__ = ["BATCH", "LOCK_MS", "MAX_BATCHES", "run_archive"]
 
@@ -113,6 +113,7 @@ def _batch(r: redis.Redis, rq_conn: redis.Redis, archive: Archive, ids: list[str
         return 0
     failpoints.reached("archive.before-drop")
     archiving.drop(r, leaving, gone)
+    forget_match_jobs(rq_conn, [g.spec.match_id for g in leaving])
     metrics.ARCHIVE_MOVED.inc(len(leaving))
     metrics.ARCHIVE_SECONDS.observe(time.perf_counter() - started)
     if new < len(leaving):
