@@ -463,6 +463,7 @@ def test_a_game_leaves_redis_with_its_rq_job(
     with the game when it moves; a job of a game not archived yet stays."""
     from rq import Queue
     from rq.job import Job
+    from rq.registry import FinishedJobRegistry
     from rq.results import Result
 
     r, rq = rr
@@ -472,6 +473,7 @@ def test_a_game_leaves_redis_with_its_rq_job(
         job = Queue("moonshot-matches", connection=rq).enqueue(
             "workers.jobs.run_match", mid, job_id=ids.match_job_id(mid), result_ttl=300)
         Result.create(job, Result.Type.SUCCESSFUL, ttl=300, return_value=None)
+        FinishedJobRegistry("moonshot-matches", connection=rq).add(job, 300)
         assert rq.exists(Job.key_for(job.id), Result.get_key(job.id)) == 2
     archiving_job.run_archive(r, rq, lambda: arc)
     assert reads.game(arc, moved) is not None
@@ -479,3 +481,4 @@ def test_a_game_leaves_redis_with_its_rq_job(
     assert not rq.exists(Job.key_for(gone), Result.get_key(gone))
     kept = ids.match_job_id(waiting)
     assert rq.exists(Job.key_for(kept), Result.get_key(kept)) == 2
+    assert FinishedJobRegistry("moonshot-matches", connection=rq).get_job_ids() == [kept]

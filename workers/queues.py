@@ -18,6 +18,7 @@ from typing import Any
 import redis
 from rq import Queue, Retry
 from rq.job import Job
+from rq.registry import FinishedJobRegistry
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
@@ -158,10 +159,14 @@ def forget_match_jobs(conn: redis.Redis, match_ids: list[str]) -> None:
     (RQ's registries drop ids of missing jobs when they clean up)."""
     if not match_ids:
         return
+    finished = [FinishedJobRegistry(name, connection=conn).key
+                for name in (MATCH_QUEUE, RESUME_QUEUE)]
     pipe = conn.pipeline(transaction=False)
     for mid in match_ids:
         job_id = ids.match_job_id(mid)
         pipe.delete(Job.key_for(job_id), Result.get_key(job_id))
+        for key in finished:
+            pipe.zrem(key, job_id)
     pipe.execute()
 
 
