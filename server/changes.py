@@ -128,7 +128,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             await lane.run(store_changes.load_spec, test_id)
             return None
         except NotFound as missing:
-            try:  # an id of no possible test (`t-abc:events`) is not one: NOT_FOUND
+            try:  # an id of no possible test (`c-abc:events`) is not one: NOT_FOUND
                 ref = EventRef.test(test_id)
             except InvalidArgument:
                 raise missing from None

@@ -22,6 +22,7 @@ import redis
 from store import keys
 from store.coalesce import Asks
 from store.locks import Lock
+from store.lua import Command
 from store.rating_tables import (
     LOS_MAX_BOTS,
     OFFICIAL,
@@ -124,9 +125,14 @@ def history(r: redis.Redis, pool: str, bot_id: str, most: int = HISTORY_MAX
     return [RatingPoint.from_json(x) for x in raw]
 
 
-def save_tournament(r: redis.Redis, tournament_id: str, table: RatingTable) -> None:
-    """Store the fit over one tournament's own released games."""
-    r.set(keys.tournament_rating(tournament_id), table.to_json())
+def save_tournament(r: redis.Redis, tournament_id: str, table: RatingTable, lock: Lock,
+                    pool: str) -> bool:
+    """Store the fit over one tournament's own released games and end its "being fitted"
+    mark, in one write, only while `lock` (the pool's fit lock) is held by this job;
+    False when it is not (nothing is written)."""
+    return lock.batch(r, [
+        Command("SET", keys.tournament_rating(tournament_id), (table.to_json(),)),
+        Command("SREM", keys.ratings_fitting(pool), (tournament_id,))]) is not None
 
 
 def load(r: redis.Redis, pool: str, method: str = OFFICIAL) -> RatingTable | None:
@@ -181,7 +187,7 @@ def note_request(r: redis.Redis, pool: str, tournament_id: str = "") -> bool:
 
 def take_request(r: redis.Redis, pool: str) -> tuple[bool, list[str]]:
     """(a fit was asked for, the tournaments to fit too), taking both. The tournaments
-    taken stay marked as being fitted (`ratings_fitting`) until `fitted` or
+    taken stay marked as being fitted (`ratings_fitting`) until `save_tournament` or
     `restore_request`: an ended tournament does not move to the archive between the
     taking of its fit and the writing of its rating."""
     asked = asks(pool).take(r)
@@ -194,14 +200,10 @@ def take_request(r: redis.Redis, pool: str) -> tuple[bool, list[str]]:
     return asked, sorted(str(t) for t in (tids or []))
 
 
-def fitted(r: redis.Redis, pool: str, tournament_id: str) -> None:
-    """A tournament's own rating is written (or its fit asked again)."""
-    r.srem(keys.ratings_fitting(pool), tournament_id)
-
-
 def reclaim_fitting(r: redis.Redis, pool: str) -> int:
-    """Ask again for the tournaments a dead fit job had taken (called by a fit job holding
-    the pool's lock, so no other job is fitting them); how many."""
+    """Ask again for the tournaments a dead fit job had taken (called by a fit job once it
+    holds the pool's lock: a job that lost the lock may still be fitting them, but its
+    write is fenced by the lock and lands nowhere); how many."""
     fitting, wanted = keys.ratings_fitting(pool), keys.ratings_tournaments(pool)
     pipe = r.pipeline(transaction=True)
     pipe.scard(fitting)
@@ -225,7 +227,7 @@ def restore_request(r: redis.Redis, pool: str, tournament_ids: Sequence[str] = (
 
 def owes_tournament(r: redis.Redis, pool: str, tournament_id: str) -> bool:
     """True while a tournament's own fit is asked for or under way."""
-    pipe = r.pipeline(transaction=False)
+    pipe = r.pipeline(transaction=True)  # one instant: a move between the sets is seen
     pipe.sismember(keys.ratings_tournaments(pool), tournament_id)
     pipe.sismember(keys.ratings_fitting(pool), tournament_id)
     return any(pipe.execute())

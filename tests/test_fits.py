@@ -147,12 +147,15 @@ def test_a_fit_that_fails_leaves_its_request_for_the_next_job(
     _release(r, 6)
     fitted: list[str] = []
 
-    def some_fail(r: redis.Redis, tid: str) -> None:
+    real = fit_job.rate_tournament
+
+    def some_fail(r: redis.Redis, tid: str) -> RatingTable:
         if tid == "t-bad":
             raise ValueError("a tournament whose fit fails")
         fitted.append(tid)
+        return real(r, tid)
 
-    monkeypatch.setattr(fit_job, "fit_tournament", some_fail)
+    monkeypatch.setattr(fit_job, "rate_tournament", some_fail)
     for tid in ("t-bad", "t-good"):
         store_ratings.note_request(r, "3p", tid)
     with pytest.raises(ratings.RatingError, match="t-bad"):
@@ -272,11 +275,13 @@ def test_a_tournament_taken_by_a_fit_is_owed_until_its_rating_is_written(
     _release(r, 6)
     seen: list[bool] = []
 
-    def watch(r: redis.Redis, tid: str) -> None:  # while the job fits it
-        seen.append(store_ratings.owes_tournament(r, "3p", tid))
-        r.set(keys.tournament_rating(tid), "{}")
+    real = fit_job.rate_tournament
 
-    monkeypatch.setattr(fit_job, "fit_tournament", watch)
+    def watch(r: redis.Redis, tid: str) -> RatingTable:  # while the job fits it
+        seen.append(store_ratings.owes_tournament(r, "3p", tid))
+        return real(r, tid)
+
+    monkeypatch.setattr(fit_job, "rate_tournament", watch)
     store_ratings.note_request(r, "3p", "t-one")
     assert store_ratings.owes_tournament(r, "3p", "t-one")
     run_fits(r, "3p")
@@ -292,3 +297,25 @@ def test_a_tournament_taken_by_a_fit_is_owed_until_its_rating_is_written(
     run_fits(r, "3p")
     assert seen == [True] and not store_ratings.owes_tournament(r, "3p", "t-two")
     assert not r.exists(keys.ratings_fitting("3p"))
+
+
+def test_a_fit_job_that_lost_its_lock_writes_no_tournament_rating(
+        r: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job A loses the pool's lock mid-fit (it lapsed, or recovery freed it) and job B
+    takes it and reclaims A's tournaments: A's late write lands nowhere, neither its
+    rating (the tournament may be archived by then) nor the end of B's mark."""
+    import workers.fit as fit_job
+
+    _release(r, 6)
+    real = fit_job.rate_tournament
+
+    def lose_lock(r: redis.Redis, tid: str) -> RatingTable:
+        r.set(keys.ratings_lock("3p"), "job-b")  # B holds the lock now
+        return real(r, tid)
+
+    monkeypatch.setattr(fit_job, "rate_tournament", lose_lock)
+    store_ratings.note_request(r, "3p", "t-one")
+    run_fits(r, "3p")
+    assert not r.exists(keys.tournament_rating("t-one"))  # A wrote nothing
+    assert store_ratings.owes_tournament(r, "3p", "t-one")  # still B's to fit
+    assert r.get(keys.ratings_lock("3p")) == "job-b"  # and A left B's lock alone

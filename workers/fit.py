@@ -128,11 +128,10 @@ def _snapshot(r: redis.Redis, pool: str, archive: Callable[[], Archive], now: fl
     store_ratings.snapshot_taken(r, pool, now)
 
 
-def fit_tournament(r: redis.Redis, tournament_id: str) -> None:
-    """Rate a tournament's own released games and store that table."""
+def rate_tournament(r: redis.Redis, tournament_id: str) -> RatingTable:
+    """The official method's table over a tournament's own released games."""
     rows = store_t.results(r, tournament_id, released_only=True).values()
-    table = methods.get(OFFICIAL).rate(_games(rows, tournament_id), time.time())
-    store_ratings.save_tournament(r, tournament_id, table)
+    return methods.get(OFFICIAL).rate(_games(rows, tournament_id), time.time())
 
 
 def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
@@ -163,6 +162,7 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
     # recovery queues a new job for it, rather than ratings stale until the next result.
     pool_owed, tids_owed = False, set[str]()
     failed: list[str] = []
+    lost = False
     try:
         while True:
             asked, tids = store_ratings.take_request(r, pool)
@@ -175,13 +175,23 @@ def run_fits(r: redis.Redis, pool: str, lock_ms: int = LOCK_MS,
             metrics.FITS.labels(pool).inc()
             for tid in tids:
                 try:
-                    fit_tournament(r, tid)
+                    table = rate_tournament(r, tid)
                 except Exception:  # one tournament's failure must not cost the others theirs
                     log.exception("ratings %s: the fit of tournament %s failed", pool, tid)
                     failed.append(tid)  # asked again below (and no longer being fitted)
-                else:
-                    store_ratings.fitted(r, pool, tid)
+                    tids_owed.discard(tid)
+                    continue
+                # The rating and the end of its "being fitted" mark, in one write fenced
+                # by this job's lock: a job that lost it writes nothing (the job that
+                # holds it now reclaimed this tournament and fits it itself).
+                if not store_ratings.save_tournament(r, tid, table, lock, pool):
+                    lost = True
+                    break
                 tids_owed.discard(tid)
+            if lost:
+                log.warning("ratings %s: this fit's lock was lost; the job holding it "
+                            "fits what is left", pool)
+                break
             fits += 1
             if not lock.extend(r):
                 log.warning("ratings %s: this fit's lock lapsed; another job goes on", pool)

@@ -164,7 +164,7 @@ def forget_match_jobs(conn: redis.Redis, match_ids: list[str]) -> None:
     pipe = conn.pipeline(transaction=False)
     for mid in match_ids:
         job_id = ids.match_job_id(mid)
-        pipe.delete(Job.key_for(job_id), Result.get_key(job_id))
+        pipe.delete(Job.key_for(job_id), Result.get_key(job_id))  # type: ignore[no-untyped-call]
         for key in finished:
             pipe.zrem(key, job_id)
     pipe.execute()
