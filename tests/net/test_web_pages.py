@@ -509,9 +509,14 @@ _OVERFLOW = """() => {
     const r = el.getBoundingClientRect();
     const card = el.closest('.panel, .card, .viewer, main');
     const c = card.getBoundingClientRect();
-    if (r.right > vw + 0.5 || r.right > c.right + 0.5 || el.scrollWidth > r.width + 0.5)
+    if (r.right > vw + 0.5 || r.right > c.right + 0.5 || el.scrollWidth > r.width + 0.5) {
+      // The widest cells say what would not wrap.
+      const cells = [...el.querySelectorAll('th, td')].filter(x => x.offsetParent !== null)
+        .map(x => [Math.round(x.getBoundingClientRect().width), x.textContent.trim().slice(0, 60)])
+        .sort((a, b) => b[0] - a[0]).slice(0, 4);
       out.push([el.tagName.toLowerCase() + '.' + el.className, Math.round(r.left),
-                Math.round(r.right), Math.round(c.right), vw]);
+                Math.round(r.right), Math.round(c.right), vw, cells]);
+    }
   }
   const page = document.documentElement.scrollWidth;
   if (page > vw) out.push(['page', page, vw]);
@@ -558,9 +563,10 @@ def test_pages_fit_a_phone(browser: Any, web: str, admin: Admin,
     phone.close()
 
 
-# Words broken across lines in a table: a name (`a.name`) may break anywhere, but keeps
-# five characters a line at least and breaks `house:x` only after its colon; any other word
-# of a table stays whole (it wraps at spaces, dashes and the like only).
+# Words broken across lines in a table: a name (`a.name`) or a game's id (`a.id`) may break
+# anywhere, but keeps five characters a line at least, and a name breaks `house:x` only
+# after its colon; any other word of a table stays whole (it wraps at spaces, dashes and
+# the like only).
 _BROKEN = r"""() => {
   const out = [];
   const lines = (el) => {
@@ -572,7 +578,7 @@ _BROKEN = r"""() => {
     r.setStart(node, from); r.setEnd(node, to);
     return new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
   };
-  for (const a of document.querySelectorAll('table.list a.name')) {
+  for (const a of document.querySelectorAll('table.list a.name, table.list a.id')) {
     if (!a.offsetParent) continue;
     const text = a.textContent, n = lines(a);
     if (n > 1 && text.length / n < 5) out.push(['name', text, n]);
@@ -588,7 +594,7 @@ _BROKEN = r"""() => {
   const walk = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
   for (let t = walk.nextNode(); t; t = walk.nextNode()) {
     const el = t.parentElement;
-    if (!el.closest('table.list td, table.list th') || el.closest('a.name, .side, .small')
+    if (!el.closest('table.list td, table.list th') || el.closest('a.name, a.id, .side, .small')
         || !el.offsetParent) continue;
     for (const m of t.textContent.matchAll(/[^\s\-\u2013\u00b7,:;?&=\/_.@()\[\]]{2,}/g))
       if (tops(t, m.index, m.index + m[0].length).size > 1)
