@@ -89,11 +89,20 @@ def test_finished_games_move_to_the_archive_and_every_reader_still_finds_them(
                 tid = t.tournament_id
                 for mid in singles:
                     finished(admin, mid, timeout=90)
-                wait_until("the tournament to finish", lambda: admin.get_tournament(
-                    tid).status == tournament_pb2.TOURNAMENT_STATUS_FINISHED or None,
-                    timeout=180)
+                # Its games, read from Redis while it runs: an ended tournament may
+                # move to the archive (its index with it) as soon as it finishes.
+                created: set[str] = set()
+
+                def over() -> bool | None:
+                    done = admin.get_tournament(tid).status == \
+                        tournament_pb2.TOURNAMENT_STATUS_FINISHED
+                    created.update(r.zrange(keys.tournament_matches(tid), 0, -1))  # type: ignore[arg-type]
+                    return done or None
+
+                wait_until("the tournament to finish", over, timeout=180)
                 standings = admin.standings(tid)
-                games: list[str] = list(r.zrange(keys.tournament_matches(tid), 0, -1))  # type: ignore[arg-type]
+                games = sorted(created)
+                assert len(games) == admin.get_tournament(tid).matches_total, games
                 everything = singles + games
                 # Every game leaves Redis: nothing of it but an open event's row is left.
                 wait_until("every game archived", lambda: (
