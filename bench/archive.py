@@ -98,6 +98,7 @@ from rq.serializers import JSONSerializer
 
 from archive import codec, mover, reads, schema
 from archive.db import Archive, intern, open_archive
+from bench.archive_db import compact as compact_archive
 from clients.redisproc import RedisServer, free_port
 from proto.moon.v1 import match_pb2, match_pb2_grpc
 from ratings import methods
@@ -852,7 +853,7 @@ def reads_section(tmp: Path, backend_url: str, dialect: str, bases: list[Base], 
             report(f"reads {dialect} ListMatches(bot) deep pages", deep)
             print(f"reads {dialect} ListMatches(bot) last page: {every[-1]:.1f} ms")
         clock = Clock()
-        _compact(arc)
+        compact_archive(arc)
         print(f"reads {dialect} compact: {clock.wall:.0f} s")
         _bytes(dialect, "compacted", arc.table_bytes(), games, blob)
         if dialect == "sqlite":
@@ -871,20 +872,6 @@ def _bytes(dialect: str, label: str, sizes: dict[str, int], games: int,
     print(f"bytes {dialect} {label} total: {total:.1f} bytes/game")
     if blob is not None:
         print(f"bytes {dialect} {label} transcript share: {100 * blob / total:.0f} %")
-
-
-def _compact(archive: Archive) -> None:
-    raw = archive.engine.raw_connection()
-    try:
-        if archive.dialect == "sqlite":
-            raw.cursor().execute("VACUUM")
-            raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        else:
-            raw.driver_connection.autocommit = True  # type: ignore[union-attr]
-            raw.cursor().execute("VACUUM FULL")
-            raw.driver_connection.autocommit = False  # type: ignore[union-attr]
-    finally:
-        raw.close()
 
 
 # ------------------------------------------------------------------ backends
