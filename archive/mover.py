@@ -122,7 +122,7 @@ def write_event(archive: Archive, ref: EventRef, snapshot: Mapping[str, Any]) ->
     h = snapshot["hash"]
     summary = {k: snapshot[k] for k in ("state", "stream", "pairs", "rating", "redealt",
                                         "failed", "games", "released")}
-    summary["info"] = {k: h.get(k) for k in ("done", "total", "error", "stop")}
+    summary["info"] = {k: h.get(k) for k in ("done", "total", "error", "stop", "stopped_by")}
     values = {"name": h.get("name"), "spec": h["spec"], "status": h.get("status"),
               "created_at": float(h["created_at"]) if h.get("created_at") else None,
               "finished_at": float(h["finished_at"]) if h.get("finished_at") else None,

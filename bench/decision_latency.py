@@ -557,7 +557,8 @@ def bench(args: argparse.Namespace) -> int:
         product: Product | None = None
         if phases & {"raw", "sdk", "throughput"}:
             ref = procs.start("referee", _moonshot("referee", "--listen", "127.0.0.1:0",
-                                                    "--redis", srv.url))
+                                                    "--redis", srv.url,
+                                                    "--registrations-per-hour", "0"))
             port = ref.wait_for(r"referee listening on 127\.0\.0\.1:(\d+)").group(1)
             workers = [procs.start(f"worker-{i}", _moonshot("worker", "--redis", srv.url))
                        for i in range(args.workers)]

@@ -432,7 +432,8 @@ def start_stack(workdir: Path, workers: int, concurrency: int, appendonly: bool)
     procs = Procs(workdir, _env(MOONSHOT_ADMIN_TOKEN=token))
     srv = RedisServer(workdir / "redis", appendonly=appendonly).start()
     ref = procs.start("referee", _moonshot("referee", "--listen", "127.0.0.1:0",
-                                            "--redis", srv.url))
+                                            "--redis", srv.url,
+                                            "--registrations-per-hour", "0"))
     port = ref.wait_for(r"referee listening on 127\.0\.0\.1:(\d+)").group(1)
     names = {f"worker-{i + 1}": f"hosting-w{i + 1}-{secrets.token_hex(3)}"
              for i in range(workers)}

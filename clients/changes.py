@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import grpc
 
 from clients import flags
+from clients.accounts import user_token
 from clients.commands import (
     _admin_flag,
     _rpc_error,
     _server_flag,
-    admin_token,
     newest_named,
     optional_admin_token,
     rules_options,
@@ -345,13 +345,14 @@ def _run_start(args: argparse.Namespace) -> int:
         spec.void_share = args.void_share
     if args.void_share_after is not None:
         spec.void_share_after = args.void_share_after
-    client = _Client(args, admin_token(args))
+    client = _Client(args, user_token(args))
     try:
         resp = client.stub.CreateTest(
             change_pb2.CreateTestRequest(spec=spec, require_online=args.require_online),
             metadata=client.metadata, timeout=30)
         t = resp.test
-        print(f"test {t.test_id} started: {t.spec.name} ({_pool(t)}, seed {t.spec.seed})")
+        seed = t.spec.seed if t.spec.HasField("seed") else "hidden until it ends"
+        print(f"test {t.test_id} started: {t.spec.name} ({_pool(t)}, seed {seed})")
         for note in t.notes:
             print(f"note: {note}")
         if resp.offline:
@@ -420,7 +421,7 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _run_stop(args: argparse.Namespace) -> int:
-    client = _Client(args, admin_token(args))
+    client = _Client(args, user_token(args))
     try:
         t = client.find(args.test)
         t = client.stub.StopTest(change_pb2.StopTestRequest(test_id=t.test_id),
@@ -494,9 +495,12 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
         description="Tests of a change: a sequential test of a candidate bot against a "
                     "baseline on paired boards.", epilog=_EPILOG,
     ).add_subparsers(dest="test_command", required=True, parser_class=Parser)
-    p = test.add_parser("start", help="start a test (admin)", epilog=_EPILOG)
+    p = test.add_parser("start", help="start a test of your bot (or, as the admin, of any)",
+                        epilog=_EPILOG)
     p.add_argument("candidate", help="the new version: a bot id or name, or a house bot")
-    p.add_argument("baseline", help="the version to beat: a bot id or name, or a house bot")
+    p.add_argument("baseline", nargs="?", default="",
+                   help="the version to beat: a bot id or name, or a house bot (default: the "
+                        "candidate's previous version, moonshot bot version)")
     p.add_argument("--pool", choices=POOL_CHOICES, default="3p",
                    help="3-player tables or 2v2 (default 3p)")
     p.add_argument("--opponents", default=None, metavar="A,B[,C]",
@@ -566,7 +570,7 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
     _server_flag(p)
     _admin_flag(p, "shows the seed of a running test")
     p.set_defaults(run=_run_show)
-    p = test.add_parser("stop", help="stop a test: no new pair starts (admin)")
+    p = test.add_parser("stop", help="stop your test (the admin: any): no new pair starts")
     p.add_argument("test", metavar="ID_OR_NAME", help="the test's id, or its name")
     _server_flag(p)
     _admin_flag(p)

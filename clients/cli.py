@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from clients import arena, changes, commands, demo, export, organiser
+from clients import accounts, arena, changes, commands, demo, export, organiser
 from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
 from clients.parser import CommandError, Parser, UsageError
@@ -104,6 +104,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_selfplay(sub)
     commands.add_all(sub)
+    accounts.add_all(sub)
     organiser.add_organiser(sub)
     changes.add_test(sub)
     arena.add_arena(sub)

@@ -425,8 +425,10 @@ def _run_referee(args: argparse.Namespace) -> int:
             raise UsageError(f"moonshot referee: cannot read {exc.filename}: "
                              f"{exc.strerror}") from None
     archive_url = stack_archive(args.archive, args.redis, "moonshot referee")
+    from server.accounts import Settings
+
     serve(args.listen, args.redis, args.admin_token,
-          open_registration=args.registration == "open",
+          settings=Settings(args.signup, args.registration, args.registrations_per_hour),
           replace_admin_token=args.replace_admin_token,
           auth_free_failures=args.auth_free_failures, tls=tls,
           metrics_listen=args.metrics_listen, archive_url=archive_url)
@@ -648,13 +650,12 @@ def _run_up(args: argparse.Namespace) -> int:
 
 
 def _run_bot_register(args: argparse.Namespace) -> int:
+    from clients.accounts import user_token
     from clients.sdk import register
 
-    token = None
-    if args.admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN"):
-        token = admin_token(args)
+    token = user_token(args, need=bool(args.previous))  # logged in: the bot is yours
     try:
-        bot_id, secret = register(server_target(args), args.name, token)
+        bot_id, secret = register(server_target(args), args.name, token, previous=args.previous)
     except grpc.RpcError as exc:
         raise _rpc_error(exc, server_target(args)) from None
     if args.json:
@@ -889,8 +890,16 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--replace-admin-token", action="store_true",
                    help="make --admin-token the token of every referee of this Redis "
                         "(rotation), instead of refusing to start when it differs")
-    p.add_argument("--registration", choices=("open", "admin"), default="open",
-                   help="who may register bots (default: anyone)")
+    p.add_argument("--registration", choices=("open", "authors", "admin"), default="open",
+                   help="who may register bots: anyone (open, the default; a bot registered "
+                        "without a token is no one's), authors and the admin, or the admin")
+    p.add_argument("--signup", choices=("open", "invite", "closed"), default="open",
+                   help="who may make an author account: anyone (open, the default), or "
+                        "only with an invitation from the admin (invite, closed)")
+    p.add_argument("--registrations-per-hour", type=flags.int_in(0, 1_000_000), default=20,
+                   metavar="N", help="sign-ups, and bot registrations, allowed from one "
+                                     "address in an hour (0: no limit; the admin's own are "
+                                     "not counted)")
     p.add_argument("--tls-cert", default=None, metavar="FILE.pem",
                    help="serve TLS with this certificate (chain), with --tls-key")
     p.add_argument("--tls-key", default=None, metavar="FILE.pem",
@@ -948,12 +957,18 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
 
     bot = sub.add_parser("bot", help="register or run a bot").add_subparsers(
         dest="bot_command", required=True, parser_class=Parser)
-    p = bot.add_parser("register", help="register a bot and print its id and token")
+    p = bot.add_parser("register", help="register a bot (yours, once logged in) and print its "
+                                        "id and token")
     p.add_argument("name")
+    p.add_argument("--previous", default="",
+                   help="one of your bots this one is the next version of")
     p.add_argument("--json", action="store_true", help="print JSON")
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_bot_register)
+    from clients.accounts import add_bot_commands  # here: that module imports this one
+
+    add_bot_commands(bot)
     p = bot.add_parser("run", help="connect a bot to a referee and play its matches")
     p.add_argument("--bot", required=True, help="random, greedy, pimc or MODULE:CLASS")
     p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")

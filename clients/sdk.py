@@ -72,16 +72,17 @@ class NoReferee(FatalStreamError):
 
 
 def register(server: str | Target, name: str, admin_token: str | None = None,
-             timeout: float = 10.0) -> tuple[str, str]:
+             timeout: float = 10.0, previous: str = "") -> tuple[str, str]:
     """Register a bot named `name`; return (bot_id, token). The token is shown only once.
-    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS). A refusal (a name
-    taken, no referee there) raises grpc.RpcError: `rpc_failure(exc, server)` says it in
-    one line."""
+    `server` is HOST:PORT, or a `clients.channel.Target` (for TLS). `admin_token` is the
+    token sent, if any: an author's (the bot is theirs; `previous` names one of their bots
+    this one is the next version of) or the admin's. A refusal (a name taken, no referee
+    there) raises grpc.RpcError: `rpc_failure(exc, server)` says it in one line."""
     metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token else ()
     with target_of(server).channel() as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)
-        resp = stub.RegisterBot(bot_pb2.RegisterBotRequest(name=name), metadata=metadata,
-                                timeout=timeout)
+        resp = stub.RegisterBot(bot_pb2.RegisterBotRequest(name=name, previous=previous),
+                                metadata=metadata, timeout=timeout)
     return resp.bot_id, resp.token
 
 

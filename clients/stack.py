@@ -218,8 +218,12 @@ class LocalStack:
         env["MOONSHOT_ADMIN_TOKEN"] = self.admin_token
         replace = ["--replace-admin-token"] if self.replace_admin_token else []
         archive = ["--archive", self.archive_url] if self.archive_url else []
+        # Listening on this machine only, the stack is its user's own: their registrations
+        # are not counted (a stack open to the network keeps the referee's default).
+        local = self.listen.rsplit(":", 1)[0] in ("127.0.0.1", "localhost", "[::1]")
+        quota = ["--registrations-per-hour", "0"] if local else []
         ref = self.spawn("referee", ["referee", "--listen", self.listen,
-                                     "--redis", self.redis_url, *replace, *archive,
+                                     "--redis", self.redis_url, *replace, *archive, *quota,
                                      *self._metrics_flag(0)], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
         # A restarted referee takes the same port, so bots and organisers find it again.

@@ -22,6 +22,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
     bot_pb2,
@@ -36,6 +38,8 @@ from proto.moon.v1 import (
     tournament_pb2_grpc,
 )
 from server import metrics
+from server.access import Gate
+from server.accounts import AccountServicer, Settings
 from server.archived import Archived
 from server.arena import ArenaServicer
 from server.bots import BotServicer, serialize_play
@@ -60,6 +64,7 @@ SERVICE_NAMES: tuple[str, ...] = (
     rating_pb2.DESCRIPTOR.services_by_name["RatingService"].full_name,
     change_pb2.DESCRIPTOR.services_by_name["TestService"].full_name,
     arena_pb2.DESCRIPTOR.services_by_name["ArenaService"].full_name,
+    account_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name,
 )
 
 
@@ -87,7 +92,7 @@ class Referee:
 
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
-                open_registration: bool = True, replace_admin_token: bool = False,
+                settings: Settings | None = None, replace_admin_token: bool = False,
                 tls: tuple[bytes, bytes] | None = None, archive_url: str = "") -> Referee:
     """Start a referee on `listen` (HOST:PORT; port 0 picks a free one).
 
@@ -105,6 +110,9 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     reads = lane("reads", redis_url, READ_THREADS)
     watch = lane("watch", redis_url, WATCH_THREADS)
     gate = WatchGate()
+    settings = (settings or Settings()).check()
+    guard = Gate(bots).guard  # every call's rule (server.access), on the bots' lane: a
+    # Play stream's token is read as soon as it opens, never behind reads or watchers
     rq_conn = rq_connection(redis_url)
     archived = Archived(archive_url, pool_size=READ_THREADS + WATCH_THREADS)
     server = grpc.aio.server(options=[
@@ -117,22 +125,24 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.so_reuseport", 0),
     ])
     add_service(bot_pb2_grpc.add_BotServiceServicer_to_server,
-                BotServicer(bots, reads, hub, open_registration, rq_conn), server,
+                BotServicer(bots, reads, hub, settings, rq_conn), server,
                 SERVICE_NAMES[0],
-                {"Play": serialize_play})
+                {"Play": serialize_play}, guard)
     add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,
                 MatchServicer(reads, watch, rq_conn, gate, archived), server,
-                SERVICE_NAMES[1])
+                SERVICE_NAMES[1], guard=guard)
     add_service(tournament_pb2_grpc.add_TournamentServiceServicer_to_server,
                 TournamentServicer(reads, watch, rq_conn, gate, archived), server,
-                SERVICE_NAMES[2])
+                SERVICE_NAMES[2], guard=guard)
     add_service(rating_pb2_grpc.add_RatingServiceServicer_to_server,
-                RatingServicer(reads, archived), server, SERVICE_NAMES[3])
+                RatingServicer(reads, archived), server, SERVICE_NAMES[3], guard=guard)
     add_service(change_pb2_grpc.add_TestServiceServicer_to_server,
                 TestServicer(reads, watch, rq_conn, gate, archived), server,
-                SERVICE_NAMES[4])
+                SERVICE_NAMES[4], guard=guard)
     add_service(arena_pb2_grpc.add_ArenaServiceServicer_to_server,
-                ArenaServicer(reads, rq_conn), server, SERVICE_NAMES[5])
+                ArenaServicer(reads, rq_conn), server, SERVICE_NAMES[5], guard=guard)
+    add_service(account_pb2_grpc.add_AccountServiceServicer_to_server,
+                AccountServicer(bots, reads, settings), server, SERVICE_NAMES[6], guard=guard)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (*SERVICE_NAMES, ""):
@@ -166,12 +176,12 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
 
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
-                 open_registration: bool, replace_admin_token: bool,
+                 settings: Settings, replace_admin_token: bool,
                  tls: tuple[bytes, bytes] | None, metrics_listen: str | None = None,
                  archive_url: str = "") -> None:
     # Bound first: a referee that cannot serve its metrics stops before it changes anything.
     scrape = metrics.serve(metrics_listen) if metrics_listen else None
-    ref = await start(listen, redis_url, admin_token, open_registration, replace_admin_token,
+    ref = await start(listen, redis_url, admin_token, settings, replace_admin_token,
                       tls, archive_url)
     host = listen.rsplit(":", 1)[0]
     print(f"referee listening on {host}:{ref.port}{' (TLS)' if tls else ''}", flush=True)
@@ -190,7 +200,7 @@ async def _serve(listen: str, redis_url: str, admin_token: str | None,
 
 
 def serve(listen: str, redis_url: str, admin_token: str | None = None,
-          open_registration: bool = True, replace_admin_token: bool = False,
+          settings: Settings | None = None, replace_admin_token: bool = False,
           auth_free_failures: int = FREE_FAILURES,
           tls: tuple[bytes, bytes] | None = None, metrics_listen: str | None = None,
           archive_url: str = "") -> None:
@@ -200,7 +210,8 @@ def serve(listen: str, redis_url: str, admin_token: str | None = None,
     THROTTLE.free = auth_free_failures
     token = admin_token or os.environ.get("MOONSHOT_ADMIN_TOKEN") or None
     try:
-        asyncio.run(_serve(listen, redis_url, token, open_registration, replace_admin_token,
+        asyncio.run(_serve(listen, redis_url, token, (settings or Settings()).check(),
+                           replace_admin_token,
                            tls, metrics_listen, archive_url))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at "

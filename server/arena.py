@@ -11,12 +11,13 @@ import redis
 
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc
 from server import wire
-from server.edge import bearer_token, unary
+from server.access import caller
+from server.edge import unary
 from server.lanes import Lane
 from store import arena as store_arena
-from store import bots as store_bots
+from store import audit
 from store.bots import BotRecord
-from store.errors import Unauthenticated
+from store.errors import FailedPrecondition, Unauthenticated
 from workers.queues import request_arena_step
 
 __all__ = ["ArenaServicer", "wake_arenas_of"]
@@ -32,22 +33,27 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
     async def _view(self, pool: str) -> arena_pb2.Arena:
         return wire.arena_to_pb(await self.reads.run(store_arena.view, pool))
 
-    async def _bot(self, context: grpc.aio.ServicerContext[Any, Any]) -> BotRecord:
-        token = bearer_token(context)
-        if token is None:
+    @staticmethod
+    def _bot() -> BotRecord:
+        """The calling bot (the gate admitted a bot token only)."""
+        bot = caller().bot
+        if bot is None:
             raise Unauthenticated("a bot joins or leaves with its own token: send metadata "
                                   "'authorization: Bearer <bot token>'")
-        return await self.reads.run(store_bots.authenticate_bot, token)
+        return bot
 
     @unary
     async def StartArena(self, request: arena_pb2.StartArenaRequest,
                          context: grpc.aio.ServicerContext[Any, Any]
                          ) -> arena_pb2.StartArenaResponse:
-        """Start the arena of a pool (admin); FAILED_PRECONDITION when it runs already."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Start the arena of a pool (an organiser); FAILED_PRECONDITION when it runs
+        already."""
         pool = wire.arena_pool_from_pb(request.pool)
         spec = wire.arena_settings_from_pb(pool, request.settings, secrets.randbits(63))
         await self.reads.run(store_arena.start, spec)
+        who = caller()
+        await self.reads.run(audit.record, who.actor, "start_arena", pool, "", who.address,
+                             [who.author_id] if who.author_id else [])
         await self.reads.run(request_arena_step, self.rq_conn, pool)
         return arena_pb2.StartArenaResponse(arena=await self._view(pool))
 
@@ -55,10 +61,13 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
     async def StopArena(self, request: arena_pb2.StopArenaRequest,
                         context: grpc.aio.ServicerContext[Any, Any]
                         ) -> arena_pb2.StopArenaResponse:
-        """Stop the arena of a pool (admin); FAILED_PRECONDITION when it does not run."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Stop the arena of a pool (an organiser); FAILED_PRECONDITION when it does not
+        run."""
         pool = wire.arena_pool_from_pb(request.pool)
         await self.reads.run(store_arena.stop, pool)
+        who = caller()
+        await self.reads.run(audit.record, who.actor, "stop_arena", pool, "", who.address,
+                             [who.author_id] if who.author_id else [])
         return arena_pb2.StopArenaResponse(arena=await self._view(pool))
 
     @unary
@@ -73,7 +82,9 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                         context: grpc.aio.ServicerContext[Any, Any]
                         ) -> arena_pb2.JoinArenaResponse:
         """The calling bot joins the running arena of a pool."""
-        bot = await self._bot(context)  # first: nothing is looked at for a stranger
+        bot = self._bot()
+        if bot.retired:
+            raise FailedPrecondition(f"{bot.name} is retired: it plays no new game")
         pool = wire.arena_pool_from_pb(request.pool)
         joined = await self.reads.run(store_arena.join, pool, bot.bot_id)
         if joined:  # a bot already in asks for nothing: a loop of joins costs no passes
@@ -85,7 +96,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                          context: grpc.aio.ServicerContext[Any, Any]
                          ) -> arena_pb2.LeaveArenaResponse:
         """The calling bot leaves the arena of a pool (its games under way finish)."""
-        bot = await self._bot(context)
+        bot = self._bot()
         pool = wire.arena_pool_from_pb(request.pool)
         left = await self.reads.run(store_arena.leave, pool, bot.bot_id)
         return arena_pb2.LeaveArenaResponse(bot_id=bot.bot_id, pool=request.pool, left=left)

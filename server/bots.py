@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -15,11 +15,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import metrics, wire
+from server.access import Caller, Role, caller, check_owner
+from server.accounts import Settings
 from server.arena import wake_arenas_of
 from server.edge import (
     MAX_PAGE,
     Undecodable,
-    bearer_token,
     fail,
     metadata_value,
     page_of,
@@ -28,9 +29,21 @@ from server.edge import (
 )
 from server.hub import MAX_ECHO, Hub, Stream
 from server.lanes import Lane
+from store import arena as store_arena
+from store import audit, ids, keys, messages, streams
+from store import authors as store_authors
 from store import bots as store_bots
-from store import ids, messages, streams
-from store.errors import InvalidArgument, ServiceError, Unauthenticated
+from store import changes as store_changes
+from store import matches as store_matches
+from store.errors import (
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+)
+from store.refs import EventRef
+from workers.queues import request_step
 
 __all__ = ["BotServicer", "serialize_play"]
 
@@ -44,22 +57,46 @@ LAST_EVENT_ID = "moonshot-last-event-id"  # metadata: the newest logged event th
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
     """Thin: decode, call the store or the hub, encode."""
 
-    def __init__(self, bots: Lane, reads: Lane, hub: Hub, open_registration: bool = True,
+    def __init__(self, bots: Lane, reads: Lane, hub: Hub, settings: Settings | None = None,
                  rq_conn: redis.Redis | None = None) -> None:
         self.bots = bots  # registration and Play: never queued behind reads or watchers
         self.reads = reads
         self.hub = hub
-        self.open_registration = open_registration
+        self.settings = settings or Settings()
         self.rq_conn = rq_conn  # to ask the arenas a bot joined for a step when it comes back
 
     @unary
     async def RegisterBot(
         self, request: bot_pb2.RegisterBotRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bot_pb2.RegisterBotResponse:
-        """Register a bot; return its id and its token, once."""
-        if not self.open_registration:
-            await self.bots.run(store_bots.check_admin, bearer_token(context))
-        record, token = await self.bots.run(store_bots.register_bot, request.name)
+        """Register a bot (an author's, or no one's); return its id and its token, once."""
+        who = caller()
+        mode = self.settings.registration
+        if who.role is Role.BOT:
+            raise PermissionDenied("RegisterBot needs an author token or the admin token; "
+                                   "this is a bot token")
+        if who.role is Role.NOBODY and mode != "open":
+            raise Unauthenticated("registering a bot on this stack needs an author token "
+                                  "(moonshot signup, then moonshot login) or the admin token")
+        if mode == "admin" and not who.is_admin:
+            raise PermissionDenied("registering a bot on this stack is the admin's call")
+        if request.previous and who.author is None:
+            raise InvalidArgument("previous: versions are an author's (register with an "
+                                  "author token)")
+        per_hour = self.settings.per_hour
+
+        def run(r: redis.Redis) -> tuple[store_bots.BotRecord, str]:
+            if not who.is_admin:
+                store_authors.throttle(r, "bot", who.address, per_hour)
+            record, token = store_bots.register_bot(r, request.name, who.author_id,
+                                                    request.previous)
+            audit.record(r, who.actor, "register_bot", record.bot_id,
+                         f"name {record.name}" + (f", after {record.previous}"
+                                                  if record.previous else ""),
+                         who.address, [who.author_id] if who.author_id else [])
+            return record, token
+
+        record, token = await self.bots.run(run)
         log.info("registered bot %s (%s)", record.name, record.bot_id,
                  extra={"bot_id": record.bot_id})
         return bot_pb2.RegisterBotResponse(bot_id=record.bot_id, token=token)
@@ -68,30 +105,118 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     async def GetBot(
         self, request: bot_pb2.GetBotRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bot_pb2.GetBotResponse:
-        """One bot, by id or name."""
+        """One bot, by id or name, with its owner and its line of versions."""
         if not request.bot_id:
             raise InvalidArgument("bot_id: required")
-        record = await self.reads.run(store_bots.find_bot, request.bot_id)
-        connected = await self.reads.run(store_bots.is_connected, record.bot_id)
-        return bot_pb2.GetBotResponse(bot=wire.bot_to_pb(record, connected))
+
+        def load(r: redis.Redis) -> bot_pb2.Bot:
+            record = store_bots.find_bot(r, request.bot_id)
+            line = [b.bot_id for b in store_bots.versions(r, record)] if record.owner else []
+            return wire.bot_to_pb(record, store_bots.is_connected(r, record.bot_id),
+                                  _owner_names(r, [record]).get(record.owner, ""), line)
+
+        return bot_pb2.GetBotResponse(bot=await self.reads.run(load))
 
     @unary
     async def ListBots(
         self, request: bot_pb2.ListBotsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bot_pb2.ListBotsResponse:
-        """Bots, oldest first, a page at a time."""
+        """Bots, oldest first, a page at a time: every bot, or one author's."""
         size = min(request.page_size or _PAGE, MAX_PAGE)
+        who = caller()
+        if request.mine and who.author is None:
+            raise Unauthenticated("mine: lists an author's bots: send the author token "
+                                  "(moonshot login)")
 
-        def load(r: redis.Redis) -> tuple[list[tuple[store_bots.BotRecord, bool]], bool]:
-            ids = store_bots.ids_after(r, request.page_token)
-            return page_of(((store_bots.get_bot(r, b), store_bots.is_connected(r, b))
-                            for b in ids), size)
+        def load(r: redis.Redis) -> tuple[list[bot_pb2.Bot], str]:
+            index = keys.BOTS
+            if request.mine:
+                index = keys.author_bots(who.author_id)
+            elif request.owner:
+                index = keys.author_bots(store_authors.find_author(r, request.owner).author_id)
+            bot_ids = store_matches.ids_after(r, index, request.page_token, newest_first=False)
 
-        page, more = await self.reads.run(load)
-        return bot_pb2.ListBotsResponse(
-            bots=[wire.bot_to_pb(b, c) for b, c in page],
-            next_page_token=page[-1][0].bot_id if more else "",
-        )
+            def rows() -> Iterator[tuple[store_bots.BotRecord, bool]]:
+                for b in bot_ids:
+                    try:
+                        record = store_bots.get_bot(r, b)
+                    except NotFound:
+                        continue
+                    if request.active_only and record.retired:
+                        continue
+                    yield record, store_bots.is_connected(r, b)
+
+            page, more = page_of(rows(), size)
+            owners = _owner_names(r, [b for b, _ in page])
+            return ([wire.bot_to_pb(b, c, owners.get(b.owner, "")) for b, c in page],
+                    page[-1][0].bot_id if more else "")
+
+        page, token = await self.reads.run(load)
+        return bot_pb2.ListBotsResponse(bots=page, next_page_token=token)
+
+    @unary
+    async def RotateBotToken(
+        self, request: bot_pb2.RotateBotTokenRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> bot_pb2.RotateBotTokenResponse:
+        """A new token for the bot; the old one stops at once, its streams end."""
+        who = caller()
+
+        def run(r: redis.Redis) -> str:
+            bot = _owned(r, who, request.bot_id)
+            token = store_bots.rotate_token(r, bot.bot_id)
+            streams.revoke(r, bot.bot_id, "this bot's token was replaced (RotateBotToken): "
+                           "connect again with the new token")
+            audit.record(r, who.actor, "rotate_token", bot.bot_id, f"name {bot.name}",
+                         who.address, [bot.owner] if bot.owner else [])
+            return token
+
+        return bot_pb2.RotateBotTokenResponse(token=await self.bots.run(run))
+
+    @unary
+    async def RetireBot(
+        self, request: bot_pb2.RetireBotRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> bot_pb2.RetireBotResponse:
+        """Retire a bot: it leaves every arena, its running tests stop, it plays no new
+        game; its games and ratings stay."""
+        who = caller()
+
+        def run(r: redis.Redis) -> tuple[store_bots.BotRecord, list[str], list[str]]:
+            bot = store_bots.retire_bot(r, _owned(r, who, request.bot_id).bot_id)
+            left = [p for p in store_arena.pools_of_bot(r, bot.bot_id)
+                    if store_arena.leave(r, p, bot.bot_id)]
+            stopped = store_changes.stop_tests_of(r, bot.bot_id, "retired")
+            audit.record(r, who.actor, "retire_bot", bot.bot_id, f"name {bot.name}",
+                         who.address, [bot.owner] if bot.owner else [])
+            return bot, stopped, left
+
+        bot, stopped, left = await self.bots.run(run)
+        if self.rq_conn is not None:
+            for test_id in stopped:
+                await self.reads.run(request_step, self.rq_conn, EventRef.test(test_id))
+        connected = await self.reads.run(store_bots.is_connected, bot.bot_id)
+        return bot_pb2.RetireBotResponse(bot=wire.bot_to_pb(bot, connected),
+                                         stopped_test_ids=stopped, left_pools=left)
+
+    @unary
+    async def SetPreviousVersion(
+        self, request: bot_pb2.SetPreviousVersionRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> bot_pb2.SetPreviousVersionResponse:
+        """Declare a bot the next version of another of the same owner's bots."""
+        who = caller()
+
+        def run(r: redis.Redis) -> store_bots.BotRecord:
+            bot = _owned(r, who, request.bot_id)
+            bot = store_bots.set_previous(r, bot.bot_id, request.previous)
+            audit.record(r, who.actor, "set_previous", bot.bot_id,
+                         f"previous {bot.previous or 'none'}", who.address,
+                         [bot.owner] if bot.owner else [])
+            return bot
+
+        bot = await self.bots.run(run)
+        connected = await self.reads.run(store_bots.is_connected, bot.bot_id)
+        return bot_pb2.SetPreviousVersionResponse(bot=wire.bot_to_pb(bot, connected))
 
     async def Play(  # type: ignore[override]  # may yield wire bytes: see add_to_server
         self,
@@ -100,12 +225,11 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     ) -> AsyncIterator[bot_pb2.PlayResponse | bytes]:
         """The bot's bidirectional stream: requests out, decisions in."""
         try:
-            token = bearer_token(context)
-            if token is None:
+            bot = caller().bot  # the gate admitted a bot token only
+            if bot is None:
                 raise Unauthenticated(
                     "Play needs the bot token: send metadata 'authorization: Bearer <token>'"
                 )
-            bot = await self.bots.run(store_bots.authenticate_bot, token)
             after = metadata_value(context, LAST_EVENT_ID) or ""
             if after and ids.parse_event_id(after) is None:
                 raise InvalidArgument(f"{LAST_EVENT_ID}: {after[:100]!r} is not an event_id "
@@ -114,6 +238,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         except Exception as exc:
             code, message = status_of(exc)
             await fail(context, code, message)
+        assert bot is not None  # else the call has ended above
         stream = Stream(bot.bot_id)
         log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id,
                  extra={"bot_id": bot.bot_id})
@@ -191,6 +316,26 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             log.warning("bot %s: %s", stream.bot_id, exc, extra={"bot_id": stream.bot_id})
         finally:
             stream.close()
+
+
+def _owned(r: redis.Redis, who: Caller, bot: str) -> store_bots.BotRecord:
+    """The bot a request names, if the caller owns it (or is the admin)."""
+    if not bot:
+        raise InvalidArgument("bot_id: required")
+    record = store_bots.find_bot(r, bot)
+    check_owner(who, record)
+    return record
+
+
+def _owner_names(r: redis.Redis, bots: list[store_bots.BotRecord]) -> dict[str, str]:
+    """Author id -> name, for the owners of these bots."""
+    out = {}
+    for owner in {b.owner for b in bots if b.owner}:
+        try:
+            out[owner] = store_authors.get_author(r, owner).name
+        except NotFound:
+            out[owner] = ""
+    return out
 
 
 def serialize_play(message: bot_pb2.PlayResponse | bytes) -> bytes:

@@ -95,11 +95,10 @@ def spec_request_from_pb(pb: change_pb2.TestSpec) -> dict[str, Any]:
         "void_share": pb.void_share if pb.HasField("void_share") else 0.05,
         "void_after": pb.void_share_after if pb.HasField("void_share_after") else 20,
     }
-    for name in ("candidate", "baseline"):
-        if not out[name]:
-            raise InvalidArgument(f"spec.{name}: required (a bot id or name, or a house bot "
-                                  "such as house:greedy)")
-    return out
+    if not out["candidate"]:
+        raise InvalidArgument("spec.candidate: required (a bot id or name, or a house bot "
+                              "such as house:greedy)")
+    return out  # an empty baseline is the candidate's previous version (server.changes)
 
 
 def progress_to_pb(spec: ChangeSpec, state: Mapping[str, Any] | None

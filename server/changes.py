@@ -1,8 +1,11 @@
-"""TestService: organisers start and stop tests of a change; anyone may follow them."""
+"""TestService: authors (and the admin) start and stop tests of a change; anyone may follow
+them. Which tests an author may start: their own bots as candidate and baseline (a house
+bot may be the baseline), house opponents, within their limits (`store.authors.Limits`)."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +16,8 @@ from archive.reads import ArchivedEvent
 from moon import MoonError, Rules
 from proto.moon.v1 import change_pb2, change_pb2_grpc
 from server import change_wire
+from server.access import Caller, caller, check_owner
+from server.accounts import usage_of
 from server.archived import Archived, info_of
 from server.edge import (
     ARCHIVE_TOP,
@@ -26,13 +31,20 @@ from server.edge import (
 )
 from server.follow import follow
 from server.lanes import Lane, WatchGate
+from store import audit, events, ids, keys, messages
 from store import bots as store_bots
 from store import changes as store_changes
-from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.changes import ChangeTestSpec
-from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
+from store.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from store.messages import Message, PairCounted, PairVoided, TournamentFinished, WaitingChanged
 from store.records import check_seating
 from store.refs import EventKind, EventRef
@@ -57,6 +69,8 @@ def _test(r: redis.Redis, test_id: str, reveal_to_organiser: bool) -> change_pb2
     pb = change_wire.test_to_pb(test, info, store_t.state(r, test_id), reveal,
                                 store_changes.stop_asked(r, test_id))
     pb.sequence = sequence
+    pb.author_id = test.author
+    pb.stopped_by = store_changes.stopped_by(r, test_id)
     return pb
 
 
@@ -69,6 +83,8 @@ def _archived_test(e: ArchivedEvent, reveal_to_organiser: bool) -> change_pb2.Te
     pb = change_wire.test_to_pb(test, info, e.state, reveal, stop)
     stream = e.summary.get("stream") or []
     pb.sequence = int(stream[-1][0]) if stream else 0
+    pb.author_id = test.author
+    pb.stopped_by = str((e.summary.get("info") or {}).get("stopped_by") or "")
     return pb
 
 
@@ -79,16 +95,30 @@ def _offline(r: redis.Redis, test: ChangeTestSpec) -> list[str]:
     return [test.name_of(b) for b in store_changes.offline(r, bots)]
 
 
-def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
+def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, who: Caller
              ) -> ChangeTestSpec:
     """Every check of a new test, bots looked up; nothing is written (InvalidArgument
-    naming the field)."""
+    naming the field; PermissionDenied for an author's test of bots not theirs)."""
     players = fields["players"]
     need = 2 if players == 3 else 3
     named = fields["opponents"] or [_DEFAULT_OPPONENT] * need
-    candidate, baseline = (store_bots.resolve(r, [fields[k]], f"spec.{k}")[0]
-                           for k in ("candidate", "baseline"))
+    candidate = store_bots.resolve(r, [fields["candidate"]], "spec.candidate")[0]
+    if not fields["baseline"]:
+        if not candidate.previous:
+            raise InvalidArgument(f"spec.baseline: required: {candidate.name} has no previous "
+                                  "version to default to (moonshot bot version, or name one)")
+        fields = {**fields, "baseline": candidate.previous}
+    baseline = store_bots.resolve(r, [fields["baseline"]], "spec.baseline")[0]
     opponents = store_bots.resolve(r, named, "spec.opponents")
+    if not who.is_admin:
+        check_owner(who, candidate, "spec.candidate:")
+        if not baseline.house:
+            check_owner(who, baseline, "spec.baseline:")
+        away = [o.name for o in opponents if not o.house]
+        if away or fields["trust_opponents"]:
+            raise PermissionDenied("spec.opponents: an author's test plays house opponents "
+                                   f"only (house:greedy, house:pimc, ...), not {', '.join(away)}"
+                                   if away else "spec.trust_opponents: the admin's option")
     try:
         rules = Rules.make(players, fields["rules"])
     except MoonError as exc:
@@ -108,7 +138,27 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int
     name = fields["name"] or f"{candidate.name} vs {baseline.name}"
     return ChangeTestSpec(test_id=test_id, name=name, plan=spec.to_json(), rules=rules,
                           clock=fields["clock"], faults=fields["faults"],
-                          names=tuple(names.items()))
+                          names=tuple(names.items()), author=who.author_id)
+
+
+def _create(r: redis.Redis, rq_conn: redis.Redis, test: ChangeTestSpec, who: Caller) -> None:
+    """Store and start a checked test, an author's within their limits (ResourceExhausted
+    saying what is used and when it frees; nothing created)."""
+    if who.author is not None:
+        use = usage_of(r, who.author)
+        if use.tests >= use.limits.tests:
+            raise ResourceExhausted(
+                f"tests at once: {use.tests} of your {use.limits.tests} are running "
+                f"({', '.join(use.test_ids)}); one frees when a test finishes or you stop it "
+                "(moonshot test stop ID)")
+        if use.house_cpu_s >= use.limits.house_cpu_s:
+            frees = time.strftime("%H:%M UTC", time.gmtime(use.day_ends_at))
+            raise ResourceExhausted(
+                f"house-bot CPU: your tests used {use.house_cpu_s:.0f} s of your "
+                f"{use.limits.house_cpu_s:.0f} s today; it frees at {frees}")
+    create_test(r, rq_conn, test)
+    audit.record(r, who.actor, "start_test", test.test_id, test.name, who.address,
+                 [test.author] if test.author else [])
 
 
 class TestServicer(change_pb2_grpc.TestServiceServicer):
@@ -144,9 +194,6 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             return _archived_test(ended, organiser)
         return await lane.run(_test, test_id, organiser)
 
-    async def _organiser(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
-        return bool(await self.reads.run(store_bots.is_admin, bearer_token(context)))
-
     @staticmethod
     def _id(test_id: str) -> str:
         if not test_id:
@@ -157,21 +204,22 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
     async def CreateTest(
         self, request: change_pb2.CreateTestRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> change_pb2.CreateTestResponse:
-        """Check everything, store the test and queue its first step (admin)."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Check everything, store the test and queue its first step (an author's own
+        bots within their limits, or the admin's any)."""
+        who = caller()
         if not request.HasField("spec"):
             raise InvalidArgument("spec: required")
         fields = change_wire.spec_request_from_pb(request.spec)
         test_id = ids.new_test_id()
         seed = secrets.randbits(63) if fields["seed"] is None else fields["seed"]
-        spec = await self.reads.run(_checked, fields, test_id, seed)
+        spec = await self.reads.run(_checked, fields, test_id, seed, who)
         offline = await self.reads.run(_offline, spec)
         if offline and request.require_online:
             raise FailedPrecondition(
                 f"require_online: not connected now: {', '.join(offline)}; nothing created "
                 "(start them with moonshot bot run)")
-        await self.reads.run(create_test, self.rq_conn, spec)
-        test = await self.reads.run(_test, test_id, True)
+        await self.reads.run(_create, self.rq_conn, spec, who)
+        test = await self.reads.run(_test, test_id, who.is_admin)
         return change_pb2.CreateTestResponse(test_id=test_id, test=test, offline=offline)
 
     @unary
@@ -181,7 +229,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         """A test with its progress, and its counted pairs if asked."""
         test_id = self._id(request.test_id)
         ended = await self._ended(self.reads, test_id)
-        organiser = await self._organiser(context)
+        organiser = caller().is_admin
         test = (_archived_test(ended, organiser) if ended is not None
                 else await self.reads.run(_test, test_id, organiser))
         resp = change_pb2.GetTestResponse(test=test)
@@ -202,7 +250,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
         """Tests, newest first, a page at a time."""
         size = min(request.page_size or _PAGE, MAX_PAGE)
         status = change_wire.status_name(request.status)
-        organiser = await self._organiser(context)
+        organiser = caller().is_admin
 
         def load(r: redis.Redis) -> tuple[list[change_pb2.Test], str]:
             """Redis's tests (running, or ended and not archived yet), newest first, then
@@ -235,18 +283,32 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
     async def StopTest(
         self, request: change_pb2.StopTestRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> change_pb2.StopTestResponse:
-        """Start no new pair; the pairs in flight finish and count (admin)."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Start no new pair; the pairs in flight finish and count (the test's author or
+        the admin)."""
+        who = caller()
         test_id = self._id(request.test_id)
         ended = await self._ended(self.reads, test_id)  # NotFound first
+        spec = ChangeTestSpec.from_json(ended.spec) if ended is not None else \
+            await self.reads.run(store_changes.load_spec, test_id)
+        if not who.is_admin and (not spec.author or spec.author != who.author_id):
+            raise PermissionDenied(f"test {test_id} was started by "
+                                   f"{'the admin' if not spec.author else 'another author'}:"
+                                   " only they (or the admin) may stop it")
         if ended is not None:
             raise FailedPrecondition(f"test {test_id} is {ended.status} already")
         info = await self.reads.run(store_t.info, test_id)
         if info.status.over:
             raise FailedPrecondition(f"test {test_id} is {info.status} already")
-        await self.reads.run(store_changes.ask_stop, test_id)
+
+        def stop(r: redis.Redis) -> None:
+            store_changes.ask_stop(r, test_id, who.actor)
+            audit.record(r, who.actor, "stop_test", test_id, spec.name, who.address,
+                         [spec.author] if spec.author else [])
+
+        await self.reads.run(stop)
         await self.reads.run(request_step, self.rq_conn, EventRef.test(test_id))
-        return change_pb2.StopTestResponse(test=await self.reads.run(_test, test_id, True))
+        return change_pb2.StopTestResponse(
+            test=await self.reads.run(_test, test_id, who.is_admin))
 
     @streaming
     async def WatchTest(
@@ -264,7 +326,7 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
     ) -> AsyncIterator[change_pb2.WatchTestResponse]:
         test_id = self._id(request.test_id)
         ended = await self._ended(self.watch, test_id)  # NotFound first
-        organiser = await self._organiser(context)
+        organiser = caller().is_admin
         after = request.after_sequence
         if ended is not None:  # ended and archived: its stream, whole
             stream = [(seq, messages.decode(e, messages.TOURNAMENT))

@@ -327,14 +327,17 @@ def _safe(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
 
 def add_service(add: Callable[[Any, Any], None], servicer: Any, server: grpc.aio.Server,
                 service: str, response_serializers: dict[str, Callable[[Any], bytes]] | None
-                = None) -> None:
+                = None, guard: Callable[[str, Any], Any] | None = None) -> None:
     """Register a service as its generated `add_..._to_server` would, with safe request
-    deserializers (and, for a method named in `response_serializers`, that serializer)."""
+    deserializers (and, for a method named in `response_serializers`, that serializer),
+    each method behind `guard(full method name, handler)` (`server.access.Gate.guard`)."""
     captured = _Captured()
     add(servicer, captured)
     handlers = {}
     for method, original in captured.handlers.items():
         h = original._replace(request_deserializer=_safe(original.request_deserializer))
+        if guard is not None:
+            h = guard(f"/{service}/{method}", h)
         if response_serializers and method in response_serializers:
             h = h._replace(response_serializer=response_serializers[method])
         handlers[method] = h

@@ -41,6 +41,7 @@ from store.messages import (
     LivenessPing,
     Logged,
     Message,
+    Revoked,
     Superseded,
 )
 from store.streams import accept_args
@@ -428,6 +429,10 @@ class Hub:
         except messages.MessageError:
             log.exception("bot %s: dropped a message that does not fit the schema", bot,
                           extra={"bot_id": bot})
+            return
+        if isinstance(event, Revoked):
+            for s in list(group):
+                s.close(event.reason, grpc.StatusCode.UNAUTHENTICATED)
             return
         if isinstance(event, Superseded):
             for s in list(group):

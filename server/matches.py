@@ -14,6 +14,7 @@ from archive import reads
 from archive.errors import ArchiveError
 from proto.moon.v1 import match_pb2, match_pb2_grpc, rating_pb2
 from server import wire
+from server.access import caller
 from server.archived import Archived
 from server.edge import (
     ARCHIVE_TOP,
@@ -26,11 +27,11 @@ from server.edge import (
 )
 from server.follow import follow
 from server.lanes import Lane, WatchGate
+from store import audit, ids
 from store import bots as store_bots
-from store import ids
 from store import matches as store_matches
 from store import tournaments as store_t
-from store.errors import InvalidArgument, NotFound, OutOfRange
+from store.errors import InvalidArgument, NotFound, OutOfRange, PermissionDenied
 from store.match_events import (
     Audience,
     MatchEvents,
@@ -69,8 +70,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
     async def CreateMatch(
         self, request: match_pb2.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> match_pb2.CreateMatchResponse:
-        """Validate, store and queue one match (admin)."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Validate, store and queue one match (an organiser)."""
         players = request.players
         if players not in (3, 4):
             raise InvalidArgument(f"players: must be 3 or 4, got {players}")
@@ -79,6 +79,9 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
                 f"bot_ids: a {players}-player match needs {players} bot ids, "
                 f"got {len(request.bot_ids)}"
             )
+        who = caller()
+        if request.HasField("seed") and not who.is_admin:
+            raise PermissionDenied("seed: the admin's option (whoever picks a deal knows it)")
         records = await self.reads.run(store_bots.resolve, list(request.bot_ids))
         spec = MatchSpec.build(
             match_id=ids.new_match_id(),
@@ -93,8 +96,12 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
         await self.reads.run(store_matches.create_match, spec)
         await self.reads.run(lambda _r: enqueue_match(self.rq_conn, spec.match_id))
         record = await self.reads.run(store_matches.get_match, spec.match_id)
+        await self.reads.run(audit.record, who.actor, "create_match", spec.match_id,
+                             " ".join(spec.bot_ids), who.address,
+                             [who.author_id] if who.author_id else [])
+        sight = Sight.ALL if who.is_admin else await self._sight(Audience.PUBLIC, record)
         return match_pb2.CreateMatchResponse(
-            match_id=spec.match_id, match=wire.match_to_pb(record)
+            match_id=spec.match_id, match=wire.match_to_pb(record, sight=sight)
         )
 
     @unary
@@ -123,7 +130,7 @@ class MatchServicer(match_pb2_grpc.MatchServiceServicer):
             return found
 
     async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> Audience:
-        admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
+        admin = caller().is_admin
         return Audience.ORGANISER if admin else Audience.PUBLIC
 
     async def _sight(self, audience: Audience, record: MatchRecord) -> Sight:

@@ -15,6 +15,7 @@ from archive.reads import ArchivedEvent
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
 from ratings import methods as rating_methods
 from server import wire
+from server.access import caller
 from server.archived import Archived, info_of
 from server.edge import (
     ARCHIVE_TOP,
@@ -28,8 +29,8 @@ from server.edge import (
 )
 from server.follow import follow
 from server.lanes import Lane, WatchGate
+from store import audit, events, ids, keys, messages
 from store import bots as store_bots
-from store import events, ids, keys, messages
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -109,7 +110,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             boards=[], redealt=int(e.summary.get("redealt") or 0))
 
     async def _audience(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
-        admin = await self.reads.run(store_bots.is_admin, bearer_token(context))
+        admin = caller().is_admin
         return events.ORGANISER if admin else events.PUBLIC
 
     @staticmethod
@@ -122,8 +123,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tournament_pb2.CreateTournamentRequest,
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> tournament_pb2.CreateTournamentResponse:
-        """Validate everything up front, store, and queue the first scheduling step (admin)."""
-        await self.reads.run(store_bots.check_admin, bearer_token(context))
+        """Validate everything up front, store, and queue the first scheduling step (an
+        organiser)."""
         if not request.HasField("spec"):
             raise InvalidArgument("spec: required")
         fields = wire.spec_request_from_pb(request.spec)
@@ -134,11 +135,14 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                                        Pool.of(fields["players"]))
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
+        who = caller()
         await self.reads.run(create_tournament, self.rq_conn, spec)
+        await self.reads.run(audit.record, who.actor, "create_tournament", spec.tournament_id,
+                             spec.name, who.address, [who.author_id] if who.author_id else [])
         _, info = await self._load(spec.tournament_id)
         return tournament_pb2.CreateTournamentResponse(
             tournament_id=spec.tournament_id,
-            tournament=wire.tournament_to_pb(spec, info, reveal=True))
+            tournament=wire.tournament_to_pb(spec, info, reveal=who.is_admin))
 
     @unary
     async def GetTournament(

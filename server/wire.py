@@ -93,6 +93,7 @@ __all__ = [
     "rules_to_pb",
     "seconds_of",
     "tile_to_pb",
+    "timestamp",
     "welcome_pb",
 ]
 
@@ -481,7 +482,8 @@ _STATUS: dict[str, match_pb2.MatchStatus.ValueType] = {
 _STATUS_NAME: dict[int, str] = {v: k for k, v in _STATUS.items()}
 
 
-def _timestamp(unix_s: float) -> Timestamp:
+def timestamp(unix_s: float) -> Timestamp:
+    """A time (Unix seconds) as a Timestamp."""
     seconds = int(unix_s // 1)
     return Timestamp(seconds=seconds, nanos=int((unix_s - seconds) * 1e9))
 
@@ -555,7 +557,7 @@ def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
                    for k, x in spec.rules.options().items()},
             clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
             concurrency=spec.concurrency, anchors=spec.anchors, max_wait_ms=spec.max_wait_ms),
-        started_at=_timestamp(v.info.started_at),
+        started_at=timestamp(v.info.started_at),
         bots=[arena_pb2.ArenaBot(bot_id=b.bot_id, name=b.name, house=b.house, online=b.online,
                                  playing=b.playing, games=b.games, waiting=b.waiting)
               for b in v.bots],
@@ -567,9 +569,9 @@ def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
         waiting=int(step.get("waiting", 0)),
         holding=str(step.get("holding", "")))
     if v.info.stopped_at is not None:
-        pb.stopped_at.CopyFrom(_timestamp(v.info.stopped_at))
+        pb.stopped_at.CopyFrom(timestamp(v.info.stopped_at))
     if step.get("step_at"):
-        pb.step_at.CopyFrom(_timestamp(float(step["step_at"])))
+        pb.step_at.CopyFrom(timestamp(float(step["step_at"])))
     return pb
 
 
@@ -594,12 +596,16 @@ def match_status_name(status: int) -> str:
     return _STATUS_NAME[status]
 
 
-def bot_to_pb(record: BotRecord, connected: bool) -> bot_pb2.Bot:
+def bot_to_pb(record: BotRecord, connected: bool, owner_name: str = "",
+              versions: Sequence[str] = ()) -> bot_pb2.Bot:
     """A stored bot as a message (never its token hash)."""
     pb = bot_pb2.Bot(bot_id=record.bot_id, name=record.name, connected=connected,
-                     house=record.house)
+                     house=record.house, owner_id=record.owner, owner_name=owner_name,
+                     previous_id=record.previous, version_ids=list(versions))
     if not record.house:  # a house bot was never registered
-        pb.created_at.CopyFrom(_timestamp(record.created_at))
+        pb.created_at.CopyFrom(timestamp(record.created_at))
+    if record.retired:
+        pb.retired_at.CopyFrom(timestamp(record.retired_at))
     return pb
 
 
@@ -624,7 +630,7 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
         tournament_id=spec.event_id(EventKind.TOURNAMENT),
         test_id=spec.event_id(EventKind.TEST),
         actions_played=record.actions if sight is not Sight.STATUS else 0,
-        created_at=_timestamp(record.created_at),
+        created_at=timestamp(record.created_at),
         error=record.error,
         board=str(spec.meta.get("board", "")) if spec.boarded else "",
         arena=spec.event_id(EventKind.ARENA),
@@ -636,9 +642,9 @@ def match_to_pb(record: MatchRecord, *, with_transcript: bool = True,
     if record.transcript is not None and with_transcript and reveal:
         pb.transcript_json = json.dumps(record.transcript, separators=(",", ":"))
     if record.started_at is not None:
-        pb.started_at.CopyFrom(_timestamp(record.started_at))
+        pb.started_at.CopyFrom(timestamp(record.started_at))
     if record.finished_at is not None:
-        pb.finished_at.CopyFrom(_timestamp(record.finished_at))
+        pb.finished_at.CopyFrom(timestamp(record.finished_at))
     return pb
 
 
@@ -768,9 +774,9 @@ def tournament_to_pb(spec: TournamentSpec, info: TournamentInfo,
         error=info.error, notes=formats.notes(spec) + redeal_notes(info.redealt),
     )
     if info.created_at:
-        pb.created_at.CopyFrom(_timestamp(info.created_at))
+        pb.created_at.CopyFrom(timestamp(info.created_at))
     if info.finished_at:
-        pb.finished_at.CopyFrom(_timestamp(info.finished_at))
+        pb.finished_at.CopyFrom(timestamp(info.finished_at))
     return pb
 
 
@@ -884,7 +890,7 @@ def tournament_event_to_pb(sequence: int, event: Message,
     pb = tournament_pb2.WatchTournamentResponse(sequence=sequence)
     when = getattr(event, "time", 0.0)
     if when:
-        pb.time.CopyFrom(_timestamp(float(when)))
+        pb.time.CopyFrom(timestamp(float(when)))
     W = tournament_pb2.WatchTournamentResponse
     if isinstance(event, TournamentMatchStarted):
         pb.match_started.CopyFrom(W.MatchStarted(
@@ -913,12 +919,12 @@ def ratings_to_pb(pool: rating_pb2.RatingPool.ValueType, table: RatingTable | No
     for m in methods:
         listed = pb.methods.add(name=m.name, title=m.title, fitted_games=m.games)
         if m.as_of:
-            listed.as_of.CopyFrom(_timestamp(m.as_of))
+            listed.as_of.CopyFrom(timestamp(m.as_of))
     if table is None:
         pb.method = "no rated games yet"
         return pb
     pb.method = table.method
-    pb.as_of.CopyFrom(_timestamp(table.as_of))
+    pb.as_of.CopyFrom(timestamp(table.as_of))
     pb.fitted_games = table.games
     pb.boards = table.boards
     pb.provisional = table.provisional
@@ -943,7 +949,7 @@ def rating_history_to_pb(pool: rating_pb2.RatingPool.ValueType, bot_id: str,
     pb = rating_pb2.GetRatingHistoryResponse(pool=pool, bot_id=bot_id)
     for p in points:
         point = rating_pb2.RatingPoint(rating=p.rating, games=p.games, pool_games=p.pool_games)
-        point.as_of.CopyFrom(_timestamp(p.as_of))
+        point.as_of.CopyFrom(timestamp(p.as_of))
         if p.ci_low is not None and p.ci_high is not None:
             point.ci_low, point.ci_high = p.ci_low, p.ci_high
         pb.points.append(point)
@@ -964,7 +970,7 @@ def match_event_to_pb(sequence: int, event: WatchEvent,
     W = match_pb2.WatchMatchResponse
     pb = W(sequence=sequence)
     if event.time:
-        pb.time.CopyFrom(_timestamp(event.time))
+        pb.time.CopyFrom(timestamp(event.time))
     if isinstance(event, ActionTaken):
         at = W.ActionTaken(seat=event.seat, hand_number=event.hand_number,
                            kind=game_pb2.ActionKind.ValueType(event.kind + 1),

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from bots import house as house_ids
 from store import ids, keys
@@ -33,8 +34,10 @@ from store.errors import (
 from store.lua import PRESENT_LUA
 
 __all__ = [
+    "ROTATE_GAP_S",
     "BotRecord",
     "authenticate_bot",
+    "bots_of",
     "check_admin",
     "connect",
     "ensure_admin_token",
@@ -48,8 +51,13 @@ __all__ = [
     "list_bots",
     "register_bot",
     "resolve",
+    "retire_bot",
+    "rotate_token",
+    "set_owner",
+    "set_previous",
     "shown",
     "trusted_watcher",
+    "versions",
     "watch_pass",
 ]
 
@@ -89,6 +97,20 @@ class BotRecord:
     name: str
     created_at: float
     house: bool = False
+    owner: str = ""  # the author id that owns it; "" for a bot of no one (anonymous, older)
+    previous: str = ""  # the bot this one is a new version of (the same owner's)
+    retired_at: float = 0.0  # 0: active
+
+    @property
+    def retired(self) -> bool:
+        """Retired by its owner: plays no new game, keeps its games and ratings."""
+        return self.retired_at > 0
+
+
+def _bot_record(bot_id: str, d: dict[str, str]) -> BotRecord:
+    return BotRecord(bot_id, d["name"], float(d["created_at"]), owner=d.get("owner", ""),
+                     previous=d.get("previous", ""),
+                     retired_at=float(d.get("retired_at") or 0.0))
 
 
 def house_bot(bot_id: str) -> BotRecord:
@@ -101,8 +123,10 @@ def house_bot(bot_id: str) -> BotRecord:
     return BotRecord(canonical, canonical, 0.0, house=True)
 
 
-def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
-    """Register `name`; return the record and its secret token (shown once)."""
+def register_bot(r: Redis, name: str, owner: str = "", previous: str = ""
+                 ) -> tuple[BotRecord, str]:
+    """Register `name` (owned by the author `owner`, if any; a new version of the owner's
+    bot `previous`, if any); return the record and its secret token (shown once)."""
     if isinstance(name, str) and house_ids.is_house(name):
         raise InvalidArgument(f"name: {name[:80]!r}: names beginning with 'house:' are the "
                               "stack's own bots (house:random, house:greedy, house:pimc); "
@@ -111,17 +135,32 @@ def register_bot(r: Redis, name: str) -> tuple[BotRecord, str]:
         raise InvalidArgument(
             f"name: {name!r} is not a valid bot name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
         )
+    if previous:
+        if not owner:
+            raise InvalidArgument("previous: only a bot with an owner (registered with an "
+                                  "author token) has versions")
+        before = find_bot(r, previous)
+        if before.house or before.owner != owner:
+            raise PermissionDenied(f"previous: {previous[:100]!r} is not one of your bots")
+        previous = before.bot_id
     bot_id = ids.new_bot_id()
     if not r.set(keys.bot_name(name.lower()), bot_id, nx=True):
         raise AlreadyExists(f"name: a bot named {name!r} exists already (names ignore case)")
     secret = secrets.token_urlsafe(32)
     now = time.time()
+    fields: dict[FieldT, EncodableT] = {
+        "name": name, "token": _hash(secret), "created_at": repr(now)}
+    if owner:
+        fields["owner"] = owner
+    if previous:
+        fields["previous"] = previous
     pipe = r.pipeline()
-    pipe.hset(keys.bot(bot_id), mapping={"name": name, "token": _hash(secret),
-                                          "created_at": repr(now)})
+    pipe.hset(keys.bot(bot_id), mapping=fields)
     pipe.zadd(keys.BOTS, {bot_id: now})
+    if owner:
+        pipe.zadd(keys.author_bots(owner), {bot_id: now})
     pipe.execute()
-    return BotRecord(bot_id, name, now), f"{bot_id}.{secret}"
+    return BotRecord(bot_id, name, now, owner=owner, previous=previous), f"{bot_id}.{secret}"
 
 
 def get_bot(r: Redis, bot_id: str) -> BotRecord:
@@ -134,7 +173,7 @@ def get_bot(r: Redis, bot_id: str) -> BotRecord:
     d: dict[str, str] = r.hgetall(keys.bot(bot_id))  # type: ignore[assignment]
     if not d:
         raise NotFound(f"no bot with id {bot_id!r}")
-    return BotRecord(bot_id, d["name"], float(d["created_at"]))
+    return _bot_record(bot_id, d)
 
 
 def find_bot(r: Redis, id_or_name: str) -> BotRecord:
@@ -153,12 +192,16 @@ def find_bot(r: Redis, id_or_name: str) -> BotRecord:
 
 def resolve(r: Redis, ids_or_names: Sequence[str], field: str = "bot_ids"
             ) -> list[BotRecord]:
-    """Bots by id or name, in order; InvalidArgument naming the first unknown one (as
-    `field[i]`) and the registered names closest to it, for a typo."""
+    """Bots by id or name, in order, for a new match or event; InvalidArgument naming the
+    first unknown (as `field[i]`, with the registered names closest to it, for a typo) or
+    retired one."""
     out = []
     for i, b in enumerate(ids_or_names):
         try:
-            out.append(find_bot(r, b))
+            found = find_bot(r, b)
+            if found.retired:
+                raise InvalidArgument(f"{found.name} is retired: it plays no new game")
+            out.append(found)
         except InvalidArgument as exc:  # a house bot id that names none, or bad options
             raise InvalidArgument(f"{field}[{i}]: {exc}") from None
         except NotFound:
@@ -183,11 +226,104 @@ def list_bots(r: Redis) -> list[BotRecord]:
     for bot_id in ids:
         pipe.hgetall(keys.bot(bot_id))
     rows: list[dict[str, str]] = pipe.execute()
-    return [
-        BotRecord(bot_id, d["name"], float(d["created_at"]))
-        for bot_id, d in zip(ids, rows, strict=True)
-        if d
-    ]
+    return [_bot_record(bot_id, d) for bot_id, d in zip(ids, rows, strict=True) if d]
+
+
+def bots_of(r: Redis, author_id: str) -> list[BotRecord]:
+    """An author's bots, oldest first."""
+    bot_ids: list[str] = r.zrange(keys.author_bots(author_id), 0, -1)  # type: ignore[assignment]
+    pipe = r.pipeline()
+    for bot_id in bot_ids:
+        pipe.hgetall(keys.bot(bot_id))
+    rows: list[dict[str, str]] = pipe.execute()
+    return [_bot_record(b, d) for b, d in zip(bot_ids, rows, strict=True) if d]
+
+
+def versions(r: Redis, bot: BotRecord) -> list[BotRecord]:
+    """The bot's line of versions, oldest first: its predecessors, itself, and the bots
+    that name it (or a later one) as their previous version (of the same owner)."""
+    if not bot.owner:
+        return [bot]
+    mine = {b.bot_id: b for b in bots_of(r, bot.owner)}
+    line = [bot]
+    seen = {bot.bot_id}
+    while line[0].previous and line[0].previous in mine and line[0].previous not in seen:
+        seen.add(line[0].previous)
+        line.insert(0, mine[line[0].previous])
+    nexts = {b.previous: b for b in sorted(mine.values(), key=lambda b: b.created_at)
+             if b.previous}
+    while line[-1].bot_id in nexts and nexts[line[-1].bot_id].bot_id not in seen:
+        seen.add(nexts[line[-1].bot_id].bot_id)
+        line.append(nexts[line[-1].bot_id])
+    return line
+
+
+ROTATE_GAP_S = 5.0  # a second rotation of one bot within this is refused
+
+
+def rotate_token(r: Redis, bot_id: str) -> str:
+    """A new token for the bot (shown once); the old one stops at once. A second rotation
+    within ROTATE_GAP_S is refused (FailedPrecondition), so that two rotations at once
+    never hand out a token that is already dead."""
+    get_bot(r, bot_id)
+    if not r.set(keys.bot_rotating(bot_id), "1", nx=True, px=int(ROTATE_GAP_S * 1000)):
+        raise FailedPrecondition(f"the token of bot {bot_id} was rotated less than "
+                                 f"{ROTATE_GAP_S:.0f} s ago; use the token that rotation "
+                                 "returned, or rotate again in a few seconds")
+    secret = secrets.token_urlsafe(32)
+    r.hset(keys.bot(bot_id), mapping={"token": _hash(secret), "rotated_at": repr(time.time())})
+    return f"{bot_id}.{secret}"
+
+
+def retire_bot(r: Redis, bot_id: str) -> BotRecord:
+    """Mark a bot retired (FailedPrecondition when it is already)."""
+    now = time.time()
+    if not r.hsetnx(keys.bot(bot_id), "retired_at", repr(now)):
+        raise FailedPrecondition(f"bot {bot_id} is retired already")
+    return get_bot(r, bot_id)
+
+
+def set_owner(r: Redis, bot_id: str, owner: str) -> BotRecord:
+    """Give a bot to an author (the admin's call); '' makes it no one's."""
+    bot = get_bot(r, bot_id)
+    if bot.house:
+        raise InvalidArgument("house bots belong to the stack")
+    pipe = r.pipeline()
+    if bot.owner:
+        pipe.zrem(keys.author_bots(bot.owner), bot_id)
+    if owner:
+        pipe.hset(keys.bot(bot_id), "owner", owner)
+        pipe.zadd(keys.author_bots(owner), {bot_id: bot.created_at})
+    else:
+        pipe.hdel(keys.bot(bot_id), "owner")
+    if bot.owner != owner:
+        pipe.hdel(keys.bot(bot_id), "previous")  # a version line is one owner's
+    pipe.execute()
+    return get_bot(r, bot_id)
+
+
+def set_previous(r: Redis, bot_id: str, previous: str) -> BotRecord:
+    """Declare a bot the next version of `previous` ('' clears it): both the same owner's,
+    and no cycle."""
+    bot = get_bot(r, bot_id)
+    if not previous:
+        r.hdel(keys.bot(bot_id), "previous")
+        return get_bot(r, bot_id)
+    before = find_bot(r, previous)
+    if before.house or not bot.owner or before.owner != bot.owner:
+        raise PermissionDenied(f"previous: {previous[:100]!r} is not a bot of the same "
+                               "owner")
+    walk, seen = before, {bot.bot_id}
+    while True:
+        if walk.bot_id in seen:
+            raise InvalidArgument(f"previous: {before.name} is a later version of "
+                                  f"{bot.name} already")
+        seen.add(walk.bot_id)
+        if not walk.previous:
+            break
+        walk = get_bot(r, walk.previous)
+    r.hset(keys.bot(bot_id), "previous", before.bot_id)
+    return get_bot(r, bot_id)
 
 
 def authenticate_bot(r: Redis, token: str) -> BotRecord:

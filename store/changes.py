@@ -31,10 +31,11 @@ from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
 from store.records import Clock, Faults, MatchSpec
-from store.refs import EventRef
+from store.refs import EventKind, EventRef
 
 __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
-           "lost_row", "offline", "pairs", "stop_asked", "write_pairs"]
+           "lost_row", "offline", "pairs", "pairs_in_flight", "running_of", "stop_asked",
+           "stop_tests_of", "stopped_by", "write_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class ChangeTestSpec:
     clock: Clock
     faults: Faults
     names: tuple[tuple[str, str], ...]
+    author: str = ""  # the author who started it ("": the admin)
 
     def __post_init__(self) -> None:
         if not ids.is_test_id(self.test_id):
@@ -79,6 +81,7 @@ class ChangeTestSpec:
             "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
             "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
             "names": [list(n) for n in self.names],
+            **({"author": self.author} if self.author else {}),
         }, separators=(",", ":"))
 
     @staticmethod
@@ -89,15 +92,43 @@ class ChangeTestSpec:
             test_id=d["test_id"], name=d["name"],
             plan=json.dumps(d["plan"], separators=(",", ":")),
             rules=Rules.make(int(d["players"]), d["rules"]), clock=Clock(*d["clock"]),
-            faults=Faults(*d["faults"]), names=tuple((str(a), str(b)) for a, b in d["names"]))
+            faults=Faults(*d["faults"]), names=tuple((str(a), str(b)) for a, b in d["names"]),
+            author=str(d.get("author", "")))
 
 
 def create(r: redis.Redis, spec: ChangeTestSpec) -> None:
     """Store a new test as running, in one atomic step; FailedPrecondition if the id is
-    taken (nothing written)."""
+    taken (nothing written). An author's test joins the author's running tests."""
     if not steps.create(r, EventRef.test(spec.test_id), keys.TESTS, spec.to_json(),
                         spec.name):
         raise FailedPrecondition(f"test {spec.test_id} exists already")
+    if spec.author:
+        r.sadd(keys.author_tests(spec.author), spec.test_id)
+
+
+def running_of(r: redis.Redis, author_id: str) -> list[str]:
+    """The author's tests still running (a test that ended leaves the author's set here)."""
+    found = sorted(str(t) for t in r.smembers(keys.author_tests(author_id)))
+    if not found:
+        return []
+    pipe = r.pipeline(transaction=False)
+    for t in found:
+        pipe.hget(keys.tournament(t), "status")
+    statuses = pipe.execute()
+    over = [t for t, st in zip(found, statuses, strict=True)
+            if st is None or str(st) != "running"]
+    if over:
+        r.srem(keys.author_tests(author_id), *over)
+    return [t for t in found if t not in over]
+
+
+def pairs_in_flight(r: redis.Redis, test_ids: Sequence[str]) -> int:
+    """Pairs started and not settled, over these tests (a board with a game created counts)."""
+    total = 0
+    for t in test_ids:
+        started = (steps.scheduling(r, EventRef.test(t)).games + 1) // 2
+        total += max(0, started - int(r.hlen(keys.test_pairs(t))))
+    return total
 
 
 def load_spec(r: redis.Redis, test_id: str) -> ChangeTestSpec:
@@ -116,9 +147,34 @@ def all_ids(r: redis.Redis) -> list[str]:
     return [str(t) for t in found]
 
 
-def ask_stop(r: redis.Redis, test_id: str) -> None:
-    """Note that the test should start no new pair (its next step stops it)."""
-    r.hset(keys.tournament(test_id), "stop", "1")
+def ask_stop(r: redis.Redis, test_id: str, by: str = "admin") -> None:
+    """Note that the test should start no new pair (its next step stops it), and who
+    asked (`admin`, an author id, or `retired`)."""
+    r.hset(keys.tournament(test_id), mapping={"stop": "1", "stopped_by": by})
+
+
+def stop_tests_of(r: redis.Redis, bot_id: str, by: str) -> list[str]:
+    """Ask every running test with the bot in it (candidate, baseline or opponent) to stop;
+    the ids of those asked."""
+    out = []
+    for ref in steps.live_events(r):
+        if ref.kind is not EventKind.TEST or stop_asked(r, ref.id):
+            continue
+        if str(r.hget(keys.tournament(ref.id), "status") or "") != "running":
+            continue
+        try:
+            plan = json.loads(load_spec(r, ref.id).plan)  # tournaments.change.ChangeSpec's
+        except NotFound:
+            continue
+        if bot_id in (plan["candidate"], plan["baseline"], *plan["opponents"]):
+            ask_stop(r, ref.id, by)
+            out.append(ref.id)
+    return out
+
+
+def stopped_by(r: redis.Redis, test_id: str) -> str:
+    """Who asked the test to stop ('' when no one did)."""
+    return str(r.hget(keys.tournament(test_id), "stopped_by") or "")
 
 
 def stop_asked(r: redis.Redis, test_id: str) -> bool:

@@ -5,6 +5,9 @@ becomes part of a Redis key, so no id can name another key (`<id>:log`, ...).
 |---------------|----------------------------------------|----------------------|
 | bot           | `b-` + 1-32 of [0-9a-z]                | `b-3f9c0a1b2c4d`     |
 | bot token     | `<bot id>.<secret>`                    | `b-3f9c....Zx8_q`    |
+| author        | `u-` + 1-32 of [0-9a-z]                | `u-5d2e8a0c1f3b`     |
+| author token  | `<author id>.<secret>`                 | `u-5d2e....Qw3_k`    |
+| invitation    | `inv.<secret>`                         | `inv.Xc9...`         |
 | tournament    | `t-` + 1-32 of [0-9a-z]                | `t-0a1b2c3d4e`       |
 | test (of a change) | `c-` + 1-32 of [0-9a-z]           | `c-0a1b2c3d4e`       |
 | single match  | `m-` + 1-32 of [0-9a-z]                | `m-0a1b2c3d4e5f`     |
@@ -27,8 +30,10 @@ __all__ = [
     "HOUSE_PREFIX",
     "MAX_SEQ_DIGITS",
     "advance_job_id",
+    "author_of_token",
     "bot_of_token",
     "fit_job_id",
+    "is_author_id",
     "is_bot_id",
     "is_event_id",
     "is_house_bot",
@@ -37,6 +42,7 @@ __all__ = [
     "is_tournament_id",
     "match_job_id",
     "match_of_request",
+    "new_author_id",
     "new_bot_id",
     "new_match_id",
     "new_test_id",
@@ -47,6 +53,7 @@ __all__ = [
 ]
 
 _BOT = re.compile(r"b-[0-9a-z]{1,32}")
+_AUTHOR = re.compile(r"u-[0-9a-z]{1,32}")
 _TOURNAMENT = re.compile(r"t-[0-9a-z]{1,32}")
 _TEST = re.compile(r"c-[0-9a-z]{1,32}")
 # A single match, or a game of an event (a tournament's or a test's): the event's id first.
@@ -59,6 +66,24 @@ _EVENT = re.compile(r"([0-9]{1,19})-([0-9]{1,19})")  # a stream entry id: two 64
 def new_bot_id() -> str:
     """A fresh random bot id."""
     return "b-" + secrets.token_hex(6)
+
+
+def new_author_id() -> str:
+    """A fresh random author id."""
+    return "u-" + secrets.token_hex(6)
+
+
+def is_author_id(text: str) -> bool:
+    """True when `text` has the form of an author id."""
+    return _AUTHOR.fullmatch(text) is not None
+
+
+def author_of_token(token: str) -> tuple[str, str] | None:
+    """(author id, secret) of a well-formed author token, else None."""
+    author_id, dot, secret = token.partition(".")
+    if not dot or not is_author_id(author_id) or _SECRET.fullmatch(secret) is None:
+        return None
+    return author_id, secret
 
 
 def new_tournament_id() -> str:

@@ -5,8 +5,24 @@
 | ms:admin:token              | string | SHA-256 of the admin token                          |
 | ms:admin:watch              | string | SHA-256 of the watch pass (derived from the token)  |
 | ms:bots                     | zset   | bot ids by registration time                        |
-| ms:bot:{id}                 | hash   | name, token hash, created_at                        |
+| ms:bot:{id}                 | hash   | name, token hash, created_at; owner (author id),    |
+|                             |        | previous (bot id), retired_at, rotated_at           |
+| ms:authors                  | zset   | author ids by sign-up time                          |
+| ms:author:{id}              | hash   | name, token hash, created_at, organiser, invited_by,|
+|                             |        | limits (JSON, the admin's; absent: the defaults)    |
+| ms:authorname:{name}        | string | author id (makes author names unique)               |
+| ms:author:{id}:bots         | zset   | the author's bot ids by registration time           |
+| ms:author:{id}:tests        | set    | the author's tests still running                    |
+| ms:author:{id}:cpu:{day}    | string | house-bot CPU seconds spent on the author's tests   |
+|                             |        | that UTC day (kept two days)                        |
+| ms:invite:{hash}            | hash   | an invitation: by, created_at, expires_at, used_by  |
+|                             |        | (kept a week past its expiry, to say why it fails)  |
+| ms:limits:default           | string | the stack's default author limits (JSON)            |
+| ms:throttle:{what}:{addr}:{hour} | string | registrations from one address this hour   |
+| ms:audit                    | stream | who did what to which account, bot or test (capped) |
+| ms:author:{id}:audit        | stream | ... the entries that concern one author (capped)    |
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
+| ms:bot:{id}:rotating        | string | set for 5 s after its token was rotated             |
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
 | ms:bot:{id}:events          | pubsub | decision requests and match events for the bot      |
 | ms:bot:{id}:inbox           | stream | the bot's events other than requests, the last hour |
@@ -118,6 +134,56 @@ RECOVERY_SUSPECTS = P + "recovery:suspects"
 def bot(bot_id: str) -> str:
     """Hash of one bot's record."""
     return f"{P}bot:{bot_id}"
+
+
+AUTHORS = P + "authors"
+DEFAULT_LIMITS = P + "limits:default"
+AUDIT = P + "audit"
+
+
+def author(author_id: str) -> str:
+    """An author's record."""
+    return f"{P}author:{author_id}"
+
+
+def author_name(name: str) -> str:
+    """Author name (lower case) -> author id."""
+    return f"{P}authorname:{name}"
+
+
+def author_bots(author_id: str) -> str:
+    """The author's bots by registration time."""
+    return f"{P}author:{author_id}:bots"
+
+
+def author_tests(author_id: str) -> str:
+    """The author's running tests."""
+    return f"{P}author:{author_id}:tests"
+
+
+def author_cpu(author_id: str, day: int) -> str:
+    """House-bot CPU seconds spent on the author's tests on UTC day `day` (days since 1970)."""
+    return f"{P}author:{author_id}:cpu:{day}"
+
+
+def author_audit(author_id: str) -> str:
+    """The audit entries that concern one author."""
+    return f"{P}author:{author_id}:audit"
+
+
+def invitation(code_hash: str) -> str:
+    """An invitation, by the SHA-256 of its code."""
+    return f"{P}invite:{code_hash}"
+
+
+def throttle(what: str, address: str, hour: int) -> str:
+    """Registrations of `what` from one address in one hour."""
+    return f"{P}throttle:{what}:{address}:{hour}"
+
+
+def bot_rotating(bot_id: str) -> str:
+    """Set for a few seconds after the bot's token was rotated."""
+    return f"{P}bot:{bot_id}:rotating"
 
 
 def bot_name(name: str) -> str:

@@ -55,6 +55,7 @@ __all__ = [
     "PairVoided",
     "Pong",
     "Reply",
+    "Revoked",
     "StandingsChanged",
     "Superseded",
     "TournamentFinished",
@@ -206,6 +207,15 @@ class Superseded(Message):
     TYPE: ClassVar[str] = "superseded"
     stream: str
     epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked(Message):
+    """The bot's token was replaced (or the bot retired): every live stream of it ends,
+    saying why (never stored)."""
+
+    TYPE: ClassVar[str] = "revoked"
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +405,7 @@ TOURNAMENT = "tournament"
 
 _FAMILIES: dict[str, tuple[type[Message], ...]] = {
     BOT: (DecisionRequest, MatchStarted, MatchEnded, DecisionRejected, DecisionAccepted,
-          Superseded, Pong, LivenessPing, Logged),
+          Superseded, Revoked, Pong, LivenessPing, Logged),
     REPLY: (Reply,),
     LOG: (ActionEntry, ForfeitEntry, ConnectionEntry),
     TOURNAMENT: (TournamentMatchStarted, TournamentMatchFinished, StandingsChanged,

@@ -16,10 +16,11 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import redis
 import redis.asyncio as aioredis
 
 from store import ids, keys, messages
-from store.messages import DecisionRequest, Logged, Superseded
+from store.messages import DecisionRequest, Logged, Revoked, Superseded
 from store.records import MatchSpec
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "pending_requests",
     "redis_now",
     "refresh_presence",
+    "revoke",
     "seat_logged",
     "withdraw",
 ]
@@ -88,6 +90,11 @@ async def epoch(ar: AR, bot_id: str) -> int:
 async def announce(ar: AR, bot_id: str, stream_id: str, stream_epoch: int) -> None:
     """Tell every referee that a new stream of the bot opened: older ones end."""
     await ar.publish(channel(bot_id), messages.encode(Superseded(stream_id, stream_epoch)))
+
+
+def revoke(r: redis.Redis, bot_id: str, reason: str) -> None:
+    """End every live stream of the bot, on every referee, with `reason`."""
+    r.publish(channel(bot_id), messages.encode(Revoked(reason)))
 
 
 async def mark_present(ar: AR, bot_id: str, stream_id: str, until: float) -> None:

@@ -22,13 +22,16 @@ SCRIPT = ROOT / "scripts" / "gen_proto.py"
 
 # The whole product surface, defined now (issue 3); unbuilt RPCs answer UNIMPLEMENTED.
 SURFACE = {
-    "BotService": ["RegisterBot", "GetBot", "ListBots", "Play"],
+    "BotService": ["RegisterBot", "GetBot", "ListBots", "RotateBotToken", "RetireBot",
+                   "SetPreviousVersion", "Play"],
     "MatchService": ["CreateMatch", "GetMatch", "ListMatches", "WatchMatch"],
     "TournamentService": ["CreateTournament", "GetTournament", "ListTournaments",
                           "GetStandings", "WatchTournament"],
     "RatingService": ["GetRatings", "GetRatingHistory"],
     "TestService": ["CreateTest", "GetTest", "ListTests", "WatchTest", "StopTest"],
     "ArenaService": ["StartArena", "StopArena", "GetArena", "JoinArena", "LeaveArena"],
+    "AccountService": ["SignUp", "WhoAmI", "GetAuthor", "ListAuthors", "CreateInvitation",
+                       "SetRole", "SetLimits", "AssignBot", "ListAudit"],
 }
 
 

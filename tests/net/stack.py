@@ -131,6 +131,7 @@ class Stack:
         p = self.start("referee", moonshot("referee", "--listen", listen,
                                            "--redis", self.redis_url,
                                            "--auth-free-failures", "100000",
+                                           "--registrations-per-hour", "0",
                                            *self._archive()))
         port = p.wait_for(r"referee listening on 127\.0\.0\.1:(\d+)").group(1)
         self.address = self.address or f"127.0.0.1:{port}"

@@ -33,15 +33,17 @@ def _play_status(address: str, metadata: tuple[tuple[str, str], ...]) -> grpc.Rp
 
 def test_play_needs_the_bot_token(stack: Stack, name: str) -> None:
     bot_id, token = register(stack.address, f"{name}-tok")
-    for metadata, says in [
-        ((), "needs the bot token"),
-        ((("authorization", f"Bearer {bot_id}.wrong-secret"),), "wrong secret"),
-        ((("authorization", "Bearer not-a-token"),), "not a bot token"),
-        ((("authorization", f"Bearer {stack.admin_token}"),), "not a bot token"),
-        ((("authorization", token),), "needs the bot token"),  # no `Bearer `
+    unauth, denied = grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED
+    for metadata, code, says in [
+        ((), unauth, "needs the bot token"),
+        ((("authorization", f"Bearer {bot_id}.wrong-secret"),), unauth, "wrong secret"),
+        ((("authorization", "Bearer not-a-token"),), unauth, "not a token of this stack"),
+        # A known token of another role: the call is not its to make.
+        ((("authorization", f"Bearer {stack.admin_token}"),), denied, "needs the bot token"),
+        ((("authorization", token),), unauth, "needs the bot token"),  # no `Bearer `
     ]:
         err = _play_status(stack.address, metadata)
-        assert err.code() == grpc.StatusCode.UNAUTHENTICATED, (metadata, err)
+        assert err.code() == code, (metadata, err)
         assert says in err.details(), err.details()
     # The CLI bot gives up at once with the referee's reason, rather than retrying.
     res = subprocess.run(moonshot("bot", "run", "--bot", "random", "--server", stack.address,

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from proto.moon.v1 import game_pb2 as moon_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11moon/v1/bot.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\"u\n\x03\x42ot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tconnected\x18\x04 \x01(\x08\x12\r\n\x05house\x18\x05 \x01(\x08\"\"\n\x12RegisterBotRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"4\n\x13RegisterBotResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x1f\n\rGetBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"+\n\x0eGetBotResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\"8\n\x0fListBotsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"G\n\x10ListBotsResponse\x12\x1a\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x0c.moon.v1.Bot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x82\x02\n\x0bPlayRequest\x12\x31\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayRequest.DecisionH\x00\x12)\n\x04ping\x18\x02 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PingH\x00\x12)\n\x04pong\x18\x03 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PongH\x00\x1a\x31\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\r\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message\"\xaa\r\n\x0cPlayResponse\x12\x30\n\x07welcome\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayResponse.WelcomeH\x00\x12\x41\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32%.moon.v1.PlayResponse.DecisionRequestH\x00\x12;\n\rmatch_started\x18\x03 \x01(\x0b\x32\".moon.v1.PlayResponse.MatchStartedH\x00\x12\x37\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32 .moon.v1.PlayResponse.MatchEndedH\x00\x12\x43\n\x11\x64\x65\x63ision_rejected\x18\x05 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionRejectedH\x00\x12*\n\x04pong\x18\x06 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PongH\x00\x12\x43\n\x11\x64\x65\x63ision_accepted\x18\x07 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionAcceptedH\x00\x12*\n\x04ping\x18\x08 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PingH\x00\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\x1ax\n\x07Welcome\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\x37\n\x0clive_matches\x18\x04 \x01(\x0b\x32!.moon.v1.PlayResponse.LiveMatches\x1a \n\x0bLiveMatches\x12\x11\n\tmatch_ids\x18\x01 \x03(\t\x1a\x84\x02\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12)\n\x0bobservation\x18\x04 \x01(\x0b\x32\x14.moon.v1.Observation\x12&\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x0f.moon.v1.Action\x12\x15\n\rtime_limit_ms\x18\x06 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x07 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07strikes\x18\t \x01(\r\x1a\xf6\x01\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x1d\n\x05rules\x18\x04 \x01(\x0b\x32\x0e.moon.v1.Rules\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x15\n\rtournament_id\x18\x06 \x01(\t\x12#\n\x05\x63lock\x18\x07 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x08 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12 \n\x05\x65vent\x18\t \x01(\x0b\x32\x11.moon.v1.EventRef\x1aR\n\nMatchEnded\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12$\n\x06result\x18\x03 \x01(\x0b\x32\x14.moon.v1.MatchResult\x1a\xd7\x02\n\x10\x44\x65\x63isionRejected\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12=\n\x06reason\x18\x03 \x01(\x0e\x32-.moon.v1.PlayResponse.DecisionRejected.Reason\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x15replacement_action_id\x18\x05 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x06 \x01(\r\"~\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_ILLEGAL_ACTION\x10\x01\x12\x0f\n\x0bREASON_LATE\x10\x02\x12\x14\n\x10REASON_NOT_YOURS\x10\x03\x12\x1a\n\x16REASON_UNKNOWN_REQUEST\x10\x04\x42\x18\n\x16_replacement_action_id\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x38\n\x10\x44\x65\x63isionAccepted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message2\x8b\x02\n\nBotService\x12H\n\x0bRegisterBot\x12\x1b.moon.v1.RegisterBotRequest\x1a\x1c.moon.v1.RegisterBotResponse\x12\x39\n\x06GetBot\x12\x16.moon.v1.GetBotRequest\x1a\x17.moon.v1.GetBotResponse\x12?\n\x08ListBots\x12\x18.moon.v1.ListBotsRequest\x1a\x19.moon.v1.ListBotsResponse\x12\x37\n\x04Play\x12\x14.moon.v1.PlayRequest\x1a\x15.moon.v1.PlayResponse(\x01\x30\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11moon/v1/bot.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\"\xf5\x01\n\x03\x42ot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tconnected\x18\x04 \x01(\x08\x12\r\n\x05house\x18\x05 \x01(\x08\x12\x10\n\x08owner_id\x18\x06 \x01(\t\x12\x12\n\nowner_name\x18\x07 \x01(\t\x12\x13\n\x0bprevious_id\x18\x08 \x01(\t\x12.\n\nretired_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0bversion_ids\x18\n \x03(\t\"4\n\x12RegisterBotRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08previous\x18\x02 \x01(\t\"4\n\x13RegisterBotResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x1f\n\rGetBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"+\n\x0eGetBotResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\"j\n\x0fListBotsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12\x0c\n\x04mine\x18\x04 \x01(\x08\x12\x13\n\x0b\x61\x63tive_only\x18\x05 \x01(\x08\"G\n\x10ListBotsResponse\x12\x1a\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x0c.moon.v1.Bot\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\'\n\x15RotateBotTokenRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"\'\n\x16RotateBotTokenResponse\x12\r\n\x05token\x18\x01 \x01(\t\"\"\n\x10RetireBotRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\"\\\n\x11RetireBotResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\x12\x18\n\x10stopped_test_ids\x18\x02 \x03(\t\x12\x12\n\nleft_pools\x18\x03 \x03(\t\"=\n\x19SetPreviousVersionRequest\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x10\n\x08previous\x18\x02 \x01(\t\"7\n\x1aSetPreviousVersionResponse\x12\x19\n\x03\x62ot\x18\x01 \x01(\x0b\x32\x0c.moon.v1.Bot\"\x82\x02\n\x0bPlayRequest\x12\x31\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayRequest.DecisionH\x00\x12)\n\x04ping\x18\x02 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PingH\x00\x12)\n\x04pong\x18\x03 \x01(\x0b\x32\x19.moon.v1.PlayRequest.PongH\x00\x1a\x31\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\taction_id\x18\x02 \x01(\r\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message\"\xaa\r\n\x0cPlayResponse\x12\x30\n\x07welcome\x18\x01 \x01(\x0b\x32\x1d.moon.v1.PlayResponse.WelcomeH\x00\x12\x41\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32%.moon.v1.PlayResponse.DecisionRequestH\x00\x12;\n\rmatch_started\x18\x03 \x01(\x0b\x32\".moon.v1.PlayResponse.MatchStartedH\x00\x12\x37\n\x0bmatch_ended\x18\x04 \x01(\x0b\x32 .moon.v1.PlayResponse.MatchEndedH\x00\x12\x43\n\x11\x64\x65\x63ision_rejected\x18\x05 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionRejectedH\x00\x12*\n\x04pong\x18\x06 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PongH\x00\x12\x43\n\x11\x64\x65\x63ision_accepted\x18\x07 \x01(\x0b\x32&.moon.v1.PlayResponse.DecisionAcceptedH\x00\x12*\n\x04ping\x18\x08 \x01(\x0b\x32\x1a.moon.v1.PlayResponse.PingH\x00\x12\x10\n\x08\x65vent_id\x18\t \x01(\t\x1ax\n\x07Welcome\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0eserver_version\x18\x03 \x01(\t\x12\x37\n\x0clive_matches\x18\x04 \x01(\x0b\x32!.moon.v1.PlayResponse.LiveMatches\x1a \n\x0bLiveMatches\x12\x11\n\tmatch_ids\x18\x01 \x03(\t\x1a\x84\x02\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\r\x12)\n\x0bobservation\x18\x04 \x01(\x0b\x32\x14.moon.v1.Observation\x12&\n\rlegal_actions\x18\x05 \x03(\x0b\x32\x0f.moon.v1.Action\x12\x15\n\rtime_limit_ms\x18\x06 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x07 \x01(\r\x12,\n\x08\x64\x65\x61\x64line\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07strikes\x18\t \x01(\r\x1a\xf6\x01\n\x0cMatchStarted\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x1d\n\x05rules\x18\x04 \x01(\x0b\x32\x0e.moon.v1.Rules\x12\x12\n\nseat_names\x18\x05 \x03(\t\x12\x15\n\rtournament_id\x18\x06 \x01(\t\x12#\n\x05\x63lock\x18\x07 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x08 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12 \n\x05\x65vent\x18\t \x01(\x0b\x32\x11.moon.v1.EventRef\x1aR\n\nMatchEnded\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12$\n\x06result\x18\x03 \x01(\x0b\x32\x14.moon.v1.MatchResult\x1a\xd7\x02\n\x10\x44\x65\x63isionRejected\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x12=\n\x06reason\x18\x03 \x01(\x0e\x32-.moon.v1.PlayResponse.DecisionRejected.Reason\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x15replacement_action_id\x18\x05 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07strikes\x18\x06 \x01(\r\"~\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_ILLEGAL_ACTION\x10\x01\x12\x0f\n\x0bREASON_LATE\x10\x02\x12\x14\n\x10REASON_NOT_YOURS\x10\x03\x12\x1a\n\x16REASON_UNKNOWN_REQUEST\x10\x04\x42\x18\n\x16_replacement_action_id\x1a\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\x1a\x38\n\x10\x44\x65\x63isionAccepted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08match_id\x18\x02 \x01(\t\x1a\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\x42\t\n\x07message2\x81\x04\n\nBotService\x12H\n\x0bRegisterBot\x12\x1b.moon.v1.RegisterBotRequest\x1a\x1c.moon.v1.RegisterBotResponse\x12\x39\n\x06GetBot\x12\x16.moon.v1.GetBotRequest\x1a\x17.moon.v1.GetBotResponse\x12?\n\x08ListBots\x12\x18.moon.v1.ListBotsRequest\x1a\x19.moon.v1.ListBotsResponse\x12Q\n\x0eRotateBotToken\x12\x1e.moon.v1.RotateBotTokenRequest\x1a\x1f.moon.v1.RotateBotTokenResponse\x12\x42\n\tRetireBot\x12\x19.moon.v1.RetireBotRequest\x1a\x1a.moon.v1.RetireBotResponse\x12]\n\x12SetPreviousVersion\x12\".moon.v1.SetPreviousVersionRequest\x1a#.moon.v1.SetPreviousVersionResponse\x12\x37\n\x04Play\x12\x14.moon.v1.PlayRequest\x1a\x15.moon.v1.PlayResponse(\x01\x30\x01\x42K\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,50 +34,62 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.moon.v1.bot_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
-  _globals['_BOT']._serialized_start=83
-  _globals['_BOT']._serialized_end=200
-  _globals['_REGISTERBOTREQUEST']._serialized_start=202
-  _globals['_REGISTERBOTREQUEST']._serialized_end=236
-  _globals['_REGISTERBOTRESPONSE']._serialized_start=238
-  _globals['_REGISTERBOTRESPONSE']._serialized_end=290
-  _globals['_GETBOTREQUEST']._serialized_start=292
-  _globals['_GETBOTREQUEST']._serialized_end=323
-  _globals['_GETBOTRESPONSE']._serialized_start=325
-  _globals['_GETBOTRESPONSE']._serialized_end=368
-  _globals['_LISTBOTSREQUEST']._serialized_start=370
-  _globals['_LISTBOTSREQUEST']._serialized_end=426
-  _globals['_LISTBOTSRESPONSE']._serialized_start=428
-  _globals['_LISTBOTSRESPONSE']._serialized_end=499
-  _globals['_PLAYREQUEST']._serialized_start=502
-  _globals['_PLAYREQUEST']._serialized_end=760
-  _globals['_PLAYREQUEST_DECISION']._serialized_start=654
-  _globals['_PLAYREQUEST_DECISION']._serialized_end=703
-  _globals['_PLAYREQUEST_PING']._serialized_start=705
-  _globals['_PLAYREQUEST_PING']._serialized_end=726
-  _globals['_PLAYREQUEST_PONG']._serialized_start=728
-  _globals['_PLAYREQUEST_PONG']._serialized_end=749
-  _globals['_PLAYRESPONSE']._serialized_start=763
-  _globals['_PLAYRESPONSE']._serialized_end=2469
-  _globals['_PLAYRESPONSE_WELCOME']._serialized_start=1258
-  _globals['_PLAYRESPONSE_WELCOME']._serialized_end=1378
-  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_start=1380
-  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_end=1412
-  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_start=1415
-  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_end=1675
-  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_start=1678
-  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_end=1924
-  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_start=1926
-  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_end=2008
-  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_start=2011
-  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_end=2354
-  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_start=2202
-  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_end=2328
-  _globals['_PLAYRESPONSE_PING']._serialized_start=705
-  _globals['_PLAYRESPONSE_PING']._serialized_end=726
-  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_start=2379
-  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_end=2435
-  _globals['_PLAYRESPONSE_PONG']._serialized_start=728
-  _globals['_PLAYRESPONSE_PONG']._serialized_end=749
-  _globals['_BOTSERVICE']._serialized_start=2472
-  _globals['_BOTSERVICE']._serialized_end=2739
+  _globals['_BOT']._serialized_start=84
+  _globals['_BOT']._serialized_end=329
+  _globals['_REGISTERBOTREQUEST']._serialized_start=331
+  _globals['_REGISTERBOTREQUEST']._serialized_end=383
+  _globals['_REGISTERBOTRESPONSE']._serialized_start=385
+  _globals['_REGISTERBOTRESPONSE']._serialized_end=437
+  _globals['_GETBOTREQUEST']._serialized_start=439
+  _globals['_GETBOTREQUEST']._serialized_end=470
+  _globals['_GETBOTRESPONSE']._serialized_start=472
+  _globals['_GETBOTRESPONSE']._serialized_end=515
+  _globals['_LISTBOTSREQUEST']._serialized_start=517
+  _globals['_LISTBOTSREQUEST']._serialized_end=623
+  _globals['_LISTBOTSRESPONSE']._serialized_start=625
+  _globals['_LISTBOTSRESPONSE']._serialized_end=696
+  _globals['_ROTATEBOTTOKENREQUEST']._serialized_start=698
+  _globals['_ROTATEBOTTOKENREQUEST']._serialized_end=737
+  _globals['_ROTATEBOTTOKENRESPONSE']._serialized_start=739
+  _globals['_ROTATEBOTTOKENRESPONSE']._serialized_end=778
+  _globals['_RETIREBOTREQUEST']._serialized_start=780
+  _globals['_RETIREBOTREQUEST']._serialized_end=814
+  _globals['_RETIREBOTRESPONSE']._serialized_start=816
+  _globals['_RETIREBOTRESPONSE']._serialized_end=908
+  _globals['_SETPREVIOUSVERSIONREQUEST']._serialized_start=910
+  _globals['_SETPREVIOUSVERSIONREQUEST']._serialized_end=971
+  _globals['_SETPREVIOUSVERSIONRESPONSE']._serialized_start=973
+  _globals['_SETPREVIOUSVERSIONRESPONSE']._serialized_end=1028
+  _globals['_PLAYREQUEST']._serialized_start=1031
+  _globals['_PLAYREQUEST']._serialized_end=1289
+  _globals['_PLAYREQUEST_DECISION']._serialized_start=1183
+  _globals['_PLAYREQUEST_DECISION']._serialized_end=1232
+  _globals['_PLAYREQUEST_PING']._serialized_start=1234
+  _globals['_PLAYREQUEST_PING']._serialized_end=1255
+  _globals['_PLAYREQUEST_PONG']._serialized_start=1257
+  _globals['_PLAYREQUEST_PONG']._serialized_end=1278
+  _globals['_PLAYRESPONSE']._serialized_start=1292
+  _globals['_PLAYRESPONSE']._serialized_end=2998
+  _globals['_PLAYRESPONSE_WELCOME']._serialized_start=1787
+  _globals['_PLAYRESPONSE_WELCOME']._serialized_end=1907
+  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_start=1909
+  _globals['_PLAYRESPONSE_LIVEMATCHES']._serialized_end=1941
+  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_start=1944
+  _globals['_PLAYRESPONSE_DECISIONREQUEST']._serialized_end=2204
+  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_start=2207
+  _globals['_PLAYRESPONSE_MATCHSTARTED']._serialized_end=2453
+  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_start=2455
+  _globals['_PLAYRESPONSE_MATCHENDED']._serialized_end=2537
+  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_start=2540
+  _globals['_PLAYRESPONSE_DECISIONREJECTED']._serialized_end=2883
+  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_start=2731
+  _globals['_PLAYRESPONSE_DECISIONREJECTED_REASON']._serialized_end=2857
+  _globals['_PLAYRESPONSE_PING']._serialized_start=1234
+  _globals['_PLAYRESPONSE_PING']._serialized_end=1255
+  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_start=2908
+  _globals['_PLAYRESPONSE_DECISIONACCEPTED']._serialized_end=2964
+  _globals['_PLAYRESPONSE_PONG']._serialized_start=1257
+  _globals['_PLAYRESPONSE_PONG']._serialized_end=1278
+  _globals['_BOTSERVICE']._serialized_start=3001
+  _globals['_BOTSERVICE']._serialized_end=3514
 # @@protoc_insertion_point(module_scope)

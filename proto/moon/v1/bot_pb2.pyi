@@ -32,6 +32,11 @@ class Bot(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
     HOUSE_FIELD_NUMBER: _builtins.int
+    OWNER_ID_FIELD_NUMBER: _builtins.int
+    OWNER_NAME_FIELD_NUMBER: _builtins.int
+    PREVIOUS_ID_FIELD_NUMBER: _builtins.int
+    RETIRED_AT_FIELD_NUMBER: _builtins.int
+    VERSION_IDS_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """Server-assigned id; what matches and tournaments name bots by."""
     name: _builtins.str
@@ -44,9 +49,23 @@ class Bot(_message.Message):
     registered. Its `bot_id` and `name` are its canonical id, one per distinct
     bot and options; usable wherever a bot id is.
     """
+    owner_id: _builtins.str
+    """The author who owns it (empty: no one's)."""
+    owner_name: _builtins.str
+    """The owner's name."""
+    previous_id: _builtins.str
+    """The bot it is a new version of (empty: none)."""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp:
         """When the bot was registered."""
+
+    @_builtins.property
+    def retired_at(self) -> _timestamp_pb2.Timestamp:
+        """When its owner retired it (unset: active)."""
+
+    @_builtins.property
+    def version_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its line of versions, oldest first, itself included (GetBot only)."""
 
     def __init__(
         self,
@@ -56,10 +75,15 @@ class Bot(_message.Message):
         created_at: _timestamp_pb2.Timestamp | None = ...,
         connected: _builtins.bool = ...,
         house: _builtins.bool = ...,
+        owner_id: _builtins.str = ...,
+        owner_name: _builtins.str = ...,
+        previous_id: _builtins.str = ...,
+        retired_at: _timestamp_pb2.Timestamp | None = ...,
+        version_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "retired_at", b"retired_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "house", b"house", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "house", b"house", "name", b"name", "owner_id", b"owner_id", "owner_name", b"owner_name", "previous_id", b"previous_id", "retired_at", b"retired_at", "version_ids", b"version_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -72,16 +96,22 @@ class RegisterBotRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1 to 64 characters of `A-Za-z0-9_.-`, unique among bots."""
+    previous: _builtins.str
+    """With an author token: the author's bot (id or name) this one is a new
+    version of.
+    """
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
+        previous: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "previous", b"previous"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -169,21 +199,33 @@ class ListBotsRequest(_message.Message):
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    OWNER_FIELD_NUMBER: _builtins.int
+    MINE_FIELD_NUMBER: _builtins.int
+    ACTIVE_ONLY_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most bots to return; 0 means the server's default page size. At most 1000
     come in one page whatever this asks; follow `next_page_token` for the rest.
     """
     page_token: _builtins.str
     """`next_page_token` of a previous response, or empty for the first page."""
+    owner: _builtins.str
+    """Only the bots of this author (id or name)."""
+    mine: _builtins.bool
+    """Only the caller's bots (an author token)."""
+    active_only: _builtins.bool
+    """Leave out retired bots."""
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        owner: _builtins.str = ...,
+        mine: _builtins.bool = ...,
+        active_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active_only", b"active_only", "mine", b"mine", "owner", b"owner", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -216,6 +258,158 @@ class ListBotsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListBotsResponse: _TypeAlias = ListBotsResponse  # noqa: Y015
+
+@_typing.final
+class RotateBotTokenRequest(_message.Message):
+    """Request of BotService.RotateBotToken."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.str
+    """The bot's id or name."""
+    def __init__(
+        self,
+        *,
+        bot_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RotateBotTokenRequest: _TypeAlias = RotateBotTokenRequest  # noqa: Y015
+
+@_typing.final
+class RotateBotTokenResponse(_message.Message):
+    """Response of BotService.RotateBotToken."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The bot's new token (shown once)."""
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RotateBotTokenResponse: _TypeAlias = RotateBotTokenResponse  # noqa: Y015
+
+@_typing.final
+class RetireBotRequest(_message.Message):
+    """Request of BotService.RetireBot."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.str
+    """The bot's id or name."""
+    def __init__(
+        self,
+        *,
+        bot_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetireBotRequest: _TypeAlias = RetireBotRequest  # noqa: Y015
+
+@_typing.final
+class RetireBotResponse(_message.Message):
+    """Response of BotService.RetireBot."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_FIELD_NUMBER: _builtins.int
+    STOPPED_TEST_IDS_FIELD_NUMBER: _builtins.int
+    LEFT_POOLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def bot(self) -> Global___Bot:
+        """The bot as it is now."""
+
+    @_builtins.property
+    def stopped_test_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tests it was in that were stopped."""
+
+    @_builtins.property
+    def left_pools(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The arena pools it left."""
+
+    def __init__(
+        self,
+        *,
+        bot: Global___Bot | None = ...,
+        stopped_test_ids: _abc.Iterable[_builtins.str] | None = ...,
+        left_pools: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "left_pools", b"left_pools", "stopped_test_ids", b"stopped_test_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetireBotResponse: _TypeAlias = RetireBotResponse  # noqa: Y015
+
+@_typing.final
+class SetPreviousVersionRequest(_message.Message):
+    """Request of BotService.SetPreviousVersion."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.str
+    """The bot's id or name."""
+    previous: _builtins.str
+    """The bot it is a new version of (id or name); empty clears it."""
+    def __init__(
+        self,
+        *,
+        bot_id: _builtins.str = ...,
+        previous: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "previous", b"previous"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetPreviousVersionRequest: _TypeAlias = SetPreviousVersionRequest  # noqa: Y015
+
+@_typing.final
+class SetPreviousVersionResponse(_message.Message):
+    """Response of BotService.SetPreviousVersion."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def bot(self) -> Global___Bot:
+        """The bot as it is now."""
+
+    def __init__(
+        self,
+        *,
+        bot: Global___Bot | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetPreviousVersionResponse: _TypeAlias = SetPreviousVersionResponse  # noqa: Y015
 
 @_typing.final
 class PlayRequest(_message.Message):

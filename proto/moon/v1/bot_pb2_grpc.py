@@ -58,6 +58,21 @@ class BotServiceStub:
                 request_serializer=moon_dot_v1_dot_bot__pb2.ListBotsRequest.SerializeToString,
                 response_deserializer=moon_dot_v1_dot_bot__pb2.ListBotsResponse.FromString,
                 _registered_method=True)
+        self.RotateBotToken = channel.unary_unary(
+                '/moon.v1.BotService/RotateBotToken',
+                request_serializer=moon_dot_v1_dot_bot__pb2.RotateBotTokenRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_bot__pb2.RotateBotTokenResponse.FromString,
+                _registered_method=True)
+        self.RetireBot = channel.unary_unary(
+                '/moon.v1.BotService/RetireBot',
+                request_serializer=moon_dot_v1_dot_bot__pb2.RetireBotRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_bot__pb2.RetireBotResponse.FromString,
+                _registered_method=True)
+        self.SetPreviousVersion = channel.unary_unary(
+                '/moon.v1.BotService/SetPreviousVersion',
+                request_serializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.FromString,
+                _registered_method=True)
         self.Play = channel.stream_stream(
                 '/moon.v1.BotService/Play',
                 request_serializer=moon_dot_v1_dot_bot__pb2.PlayRequest.SerializeToString,
@@ -80,9 +95,15 @@ class BotServiceServicer:
     def RegisterBot(self, request, context):
         """Registers (submits) a new bot and returns its id and secret token.
 
-        Needs no token, unless the referee is set to require the admin token
-        for registration. Fails with INVALID_ARGUMENT for a bad name and
-        ALREADY_EXISTS when the name is taken (names ignore case).
+        With an author token the bot is the author's (and may name one of the
+        author's bots as its `previous` version); with the admin token it is no
+        one's. Without a token it is no one's, where the referee allows that
+        (`moonshot referee --registration open`, the default of a local stack;
+        `authors` needs an author or the admin, `admin` the admin). Fails with
+        INVALID_ARGUMENT for a bad name, ALREADY_EXISTS when the name is taken
+        (names ignore case), PERMISSION_DENIED for a `previous` that is not the
+        caller's, RESOURCE_EXHAUSTED past the registrations allowed from one
+        address in an hour.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,7 +118,36 @@ class BotServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListBots(self, request, context):
-        """Lists registered bots, oldest first. Needs no token.
+        """Lists registered bots, oldest first. Needs no token (but `mine` needs an
+        author token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateBotToken(self, request, context):
+        """Replaces a bot's token: the old one stops at once (its live streams end
+        with UNAUTHENTICATED, saying so) and the new one is returned, once. The
+        owner's or the admin's call. FAILED_PRECONDITION for a second rotation of
+        one bot within 5 seconds (two at once never hand out a dead token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetireBot(self, request, context):
+        """Retires a bot: it leaves every arena, its running tests stop, no new
+        event or match takes it, and it keeps its games and ratings (shown as
+        retired). Games under way finish. The owner's or the admin's call.
+        FAILED_PRECONDITION when it is retired already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetPreviousVersion(self, request, context):
+        """Declares a bot the next version of another of the same owner's bots (or
+        clears it). The owner's or the admin's call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -170,6 +220,21 @@ def add_BotServiceServicer_to_server(servicer, server):
                     servicer.ListBots,
                     request_deserializer=moon_dot_v1_dot_bot__pb2.ListBotsRequest.FromString,
                     response_serializer=moon_dot_v1_dot_bot__pb2.ListBotsResponse.SerializeToString,
+            ),
+            'RotateBotToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateBotToken,
+                    request_deserializer=moon_dot_v1_dot_bot__pb2.RotateBotTokenRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_bot__pb2.RotateBotTokenResponse.SerializeToString,
+            ),
+            'RetireBot': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetireBot,
+                    request_deserializer=moon_dot_v1_dot_bot__pb2.RetireBotRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_bot__pb2.RetireBotResponse.SerializeToString,
+            ),
+            'SetPreviousVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPreviousVersion,
+                    request_deserializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.SerializeToString,
             ),
             'Play': grpc.stream_stream_rpc_method_handler(
                     servicer.Play,
@@ -267,6 +332,87 @@ class BotService:
             '/moon.v1.BotService/ListBots',
             moon_dot_v1_dot_bot__pb2.ListBotsRequest.SerializeToString,
             moon_dot_v1_dot_bot__pb2.ListBotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateBotToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.BotService/RotateBotToken',
+            moon_dot_v1_dot_bot__pb2.RotateBotTokenRequest.SerializeToString,
+            moon_dot_v1_dot_bot__pb2.RotateBotTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetireBot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.BotService/RetireBot',
+            moon_dot_v1_dot_bot__pb2.RetireBotRequest.SerializeToString,
+            moon_dot_v1_dot_bot__pb2.RetireBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPreviousVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.BotService/SetPreviousVersion',
+            moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.SerializeToString,
+            moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.FromString,
             options,
             channel_credentials,
             insecure,

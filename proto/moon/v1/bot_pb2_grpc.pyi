@@ -45,16 +45,40 @@ class BotServiceStub:
     RegisterBot: _grpc.UnaryUnaryMultiCallable[_bot_pb2.RegisterBotRequest, _bot_pb2.RegisterBotResponse]
     """Registers (submits) a new bot and returns its id and secret token.
 
-    Needs no token, unless the referee is set to require the admin token
-    for registration. Fails with INVALID_ARGUMENT for a bad name and
-    ALREADY_EXISTS when the name is taken (names ignore case).
+    With an author token the bot is the author's (and may name one of the
+    author's bots as its `previous` version); with the admin token it is no
+    one's. Without a token it is no one's, where the referee allows that
+    (`moonshot referee --registration open`, the default of a local stack;
+    `authors` needs an author or the admin, `admin` the admin). Fails with
+    INVALID_ARGUMENT for a bad name, ALREADY_EXISTS when the name is taken
+    (names ignore case), PERMISSION_DENIED for a `previous` that is not the
+    caller's, RESOURCE_EXHAUSTED past the registrations allowed from one
+    address in an hour.
     """
     GetBot: _grpc.UnaryUnaryMultiCallable[_bot_pb2.GetBotRequest, _bot_pb2.GetBotResponse]
     """Returns one bot's public information. Needs no token. NOT_FOUND for an
     unknown bot.
     """
     ListBots: _grpc.UnaryUnaryMultiCallable[_bot_pb2.ListBotsRequest, _bot_pb2.ListBotsResponse]
-    """Lists registered bots, oldest first. Needs no token."""
+    """Lists registered bots, oldest first. Needs no token (but `mine` needs an
+    author token).
+    """
+    RotateBotToken: _grpc.UnaryUnaryMultiCallable[_bot_pb2.RotateBotTokenRequest, _bot_pb2.RotateBotTokenResponse]
+    """Replaces a bot's token: the old one stops at once (its live streams end
+    with UNAUTHENTICATED, saying so) and the new one is returned, once. The
+    owner's or the admin's call. FAILED_PRECONDITION for a second rotation of
+    one bot within 5 seconds (two at once never hand out a dead token).
+    """
+    RetireBot: _grpc.UnaryUnaryMultiCallable[_bot_pb2.RetireBotRequest, _bot_pb2.RetireBotResponse]
+    """Retires a bot: it leaves every arena, its running tests stop, no new
+    event or match takes it, and it keeps its games and ratings (shown as
+    retired). Games under way finish. The owner's or the admin's call.
+    FAILED_PRECONDITION when it is retired already.
+    """
+    SetPreviousVersion: _grpc.UnaryUnaryMultiCallable[_bot_pb2.SetPreviousVersionRequest, _bot_pb2.SetPreviousVersionResponse]
+    """Declares a bot the next version of another of the same owner's bots (or
+    clears it). The owner's or the admin's call.
+    """
     Play: _grpc.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]
     """The play stream: one bidirectional stream per bot connection, carrying
     every match the bot plays at once.
@@ -119,16 +143,40 @@ class BotServiceAsyncStub(BotServiceStub):
     RegisterBot: _aio.UnaryUnaryMultiCallable[_bot_pb2.RegisterBotRequest, _bot_pb2.RegisterBotResponse]  # type: ignore[assignment]
     """Registers (submits) a new bot and returns its id and secret token.
 
-    Needs no token, unless the referee is set to require the admin token
-    for registration. Fails with INVALID_ARGUMENT for a bad name and
-    ALREADY_EXISTS when the name is taken (names ignore case).
+    With an author token the bot is the author's (and may name one of the
+    author's bots as its `previous` version); with the admin token it is no
+    one's. Without a token it is no one's, where the referee allows that
+    (`moonshot referee --registration open`, the default of a local stack;
+    `authors` needs an author or the admin, `admin` the admin). Fails with
+    INVALID_ARGUMENT for a bad name, ALREADY_EXISTS when the name is taken
+    (names ignore case), PERMISSION_DENIED for a `previous` that is not the
+    caller's, RESOURCE_EXHAUSTED past the registrations allowed from one
+    address in an hour.
     """
     GetBot: _aio.UnaryUnaryMultiCallable[_bot_pb2.GetBotRequest, _bot_pb2.GetBotResponse]  # type: ignore[assignment]
     """Returns one bot's public information. Needs no token. NOT_FOUND for an
     unknown bot.
     """
     ListBots: _aio.UnaryUnaryMultiCallable[_bot_pb2.ListBotsRequest, _bot_pb2.ListBotsResponse]  # type: ignore[assignment]
-    """Lists registered bots, oldest first. Needs no token."""
+    """Lists registered bots, oldest first. Needs no token (but `mine` needs an
+    author token).
+    """
+    RotateBotToken: _aio.UnaryUnaryMultiCallable[_bot_pb2.RotateBotTokenRequest, _bot_pb2.RotateBotTokenResponse]  # type: ignore[assignment]
+    """Replaces a bot's token: the old one stops at once (its live streams end
+    with UNAUTHENTICATED, saying so) and the new one is returned, once. The
+    owner's or the admin's call. FAILED_PRECONDITION for a second rotation of
+    one bot within 5 seconds (two at once never hand out a dead token).
+    """
+    RetireBot: _aio.UnaryUnaryMultiCallable[_bot_pb2.RetireBotRequest, _bot_pb2.RetireBotResponse]  # type: ignore[assignment]
+    """Retires a bot: it leaves every arena, its running tests stop, no new
+    event or match takes it, and it keeps its games and ratings (shown as
+    retired). Games under way finish. The owner's or the admin's call.
+    FAILED_PRECONDITION when it is retired already.
+    """
+    SetPreviousVersion: _aio.UnaryUnaryMultiCallable[_bot_pb2.SetPreviousVersionRequest, _bot_pb2.SetPreviousVersionResponse]  # type: ignore[assignment]
+    """Declares a bot the next version of another of the same owner's bots (or
+    clears it). The owner's or the admin's call.
+    """
     Play: _aio.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]  # type: ignore[assignment]
     """The play stream: one bidirectional stream per bot connection, carrying
     every match the bot plays at once.
@@ -196,9 +244,15 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_bot_pb2.RegisterBotResponse, _abc.Awaitable[_bot_pb2.RegisterBotResponse]]:
         """Registers (submits) a new bot and returns its id and secret token.
 
-        Needs no token, unless the referee is set to require the admin token
-        for registration. Fails with INVALID_ARGUMENT for a bad name and
-        ALREADY_EXISTS when the name is taken (names ignore case).
+        With an author token the bot is the author's (and may name one of the
+        author's bots as its `previous` version); with the admin token it is no
+        one's. Without a token it is no one's, where the referee allows that
+        (`moonshot referee --registration open`, the default of a local stack;
+        `authors` needs an author or the admin, `admin` the admin). Fails with
+        INVALID_ARGUMENT for a bad name, ALREADY_EXISTS when the name is taken
+        (names ignore case), PERMISSION_DENIED for a `previous` that is not the
+        caller's, RESOURCE_EXHAUSTED past the registrations allowed from one
+        address in an hour.
         """
 
     @_abc_1.abstractmethod
@@ -217,7 +271,43 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _bot_pb2.ListBotsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_bot_pb2.ListBotsResponse, _abc.Awaitable[_bot_pb2.ListBotsResponse]]:
-        """Lists registered bots, oldest first. Needs no token."""
+        """Lists registered bots, oldest first. Needs no token (but `mine` needs an
+        author token).
+        """
+
+    @_abc_1.abstractmethod
+    def RotateBotToken(
+        self,
+        request: _bot_pb2.RotateBotTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_bot_pb2.RotateBotTokenResponse, _abc.Awaitable[_bot_pb2.RotateBotTokenResponse]]:
+        """Replaces a bot's token: the old one stops at once (its live streams end
+        with UNAUTHENTICATED, saying so) and the new one is returned, once. The
+        owner's or the admin's call. FAILED_PRECONDITION for a second rotation of
+        one bot within 5 seconds (two at once never hand out a dead token).
+        """
+
+    @_abc_1.abstractmethod
+    def RetireBot(
+        self,
+        request: _bot_pb2.RetireBotRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_bot_pb2.RetireBotResponse, _abc.Awaitable[_bot_pb2.RetireBotResponse]]:
+        """Retires a bot: it leaves every arena, its running tests stop, no new
+        event or match takes it, and it keeps its games and ratings (shown as
+        retired). Games under way finish. The owner's or the admin's call.
+        FAILED_PRECONDITION when it is retired already.
+        """
+
+    @_abc_1.abstractmethod
+    def SetPreviousVersion(
+        self,
+        request: _bot_pb2.SetPreviousVersionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_bot_pb2.SetPreviousVersionResponse, _abc.Awaitable[_bot_pb2.SetPreviousVersionResponse]]:
+        """Declares a bot the next version of another of the same owner's bots (or
+        clears it). The owner's or the admin's call.
+        """
 
     @_abc_1.abstractmethod
     def Play(

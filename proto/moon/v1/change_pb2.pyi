@@ -241,7 +241,9 @@ class TestSpec(_message.Message):
     (`house:pimc?samples=64`).
     """
     baseline: _builtins.str
-    """The baseline B, as the candidate."""
+    """The baseline B, as the candidate. Empty: the candidate's previous
+    version (BotService.SetPreviousVersion), if it has one.
+    """
     trust_opponents: _builtins.bool
     """The organiser trusts the opponents that are not house bots to keep no
     memory between games (they see each board twice, as C and B never do).
@@ -565,6 +567,8 @@ class Test(_message.Message):
     SEQUENCE_FIELD_NUMBER: _builtins.int
     WAITING_FOR_FIELD_NUMBER: _builtins.int
     STOP_ASKED_FIELD_NUMBER: _builtins.int
+    AUTHOR_ID_FIELD_NUMBER: _builtins.int
+    STOPPED_BY_FIELD_NUMBER: _builtins.int
     test_id: _builtins.str
     """Server-assigned id (`c-...`)."""
     status: Global___TestStatus.ValueType
@@ -585,6 +589,12 @@ class Test(_message.Message):
     """
     stop_asked: _builtins.bool
     """StopTest was asked: no new pair starts; the pairs in flight finish."""
+    author_id: _builtins.str
+    """The author who started it (empty: the admin)."""
+    stopped_by: _builtins.str
+    """Who asked it to stop (`admin`, an author id, or `retired` when its
+    candidate or baseline was retired); empty when none did.
+    """
     @_builtins.property
     def spec(self) -> Global___TestSpec:
         """The spec, every default resolved (bot ids in place of names, opponents
@@ -637,10 +647,12 @@ class Test(_message.Message):
         sequence: _builtins.int = ...,
         waiting_for: _abc.Iterable[_builtins.str] | None = ...,
         stop_asked: _builtins.bool = ...,
+        author_id: _builtins.str = ...,
+        stopped_by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "progress", b"progress", "spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "stop_asked", b"stop_asked", "test_id", b"test_id", "waiting_for", b"waiting_for"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author_id", b"author_id", "boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "stop_asked", b"stop_asked", "stopped_by", b"stopped_by", "test_id", b"test_id", "waiting_for", b"waiting_for"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -846,6 +858,7 @@ class ListTestsRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    AUTHOR_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Most tests to return; 0 means the server's default page size. At most
     1000 come in one page whatever this asks.
@@ -854,16 +867,19 @@ class ListTestsRequest(_message.Message):
     """`next_page_token` of a previous response, or empty for the first page."""
     status: Global___TestStatus.ValueType
     """Only tests in this status; TEST_STATUS_UNSPECIFIED for any."""
+    author: _builtins.str
+    """Only the tests this author started (id or name)."""
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         status: Global___TestStatus.ValueType = ...,
+        author: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

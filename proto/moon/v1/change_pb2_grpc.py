@@ -31,9 +31,13 @@ class TestServiceStub:
     opponents in the same seats), judged by a sequential probability ratio test
     on the pair scores (or a fixed number of games, for an estimate).
 
-    CreateTest and StopTest are organiser calls: they need metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads. A
+    CreateTest and StopTest need a token (metadata `authorization: Bearer
+    <token>`): an author may test their own bots (candidate and baseline the
+    author's, or a house bot as baseline) against house opponents, within the
+    author's limits (RESOURCE_EXHAUSTED says what is used and when it frees),
+    and stop their own tests; the admin may do anything. UNAUTHENTICATED
+    without a token, PERMISSION_DENIED for a bot token or another author's
+    bots. The other calls are open reads. A
     test's games are hidden from callers without the admin token (MatchService
     shows only that they exist and their status) until both games of their
     board have finished; a pair counts, and shows here, only then. Without the
@@ -89,9 +93,13 @@ class TestServiceServicer:
     opponents in the same seats), judged by a sequential probability ratio test
     on the pair scores (or a fixed number of games, for an estimate).
 
-    CreateTest and StopTest are organiser calls: they need metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads. A
+    CreateTest and StopTest need a token (metadata `authorization: Bearer
+    <token>`): an author may test their own bots (candidate and baseline the
+    author's, or a house bot as baseline) against house opponents, within the
+    author's limits (RESOURCE_EXHAUSTED says what is used and when it frees),
+    and stop their own tests; the admin may do anything. UNAUTHENTICATED
+    without a token, PERMISSION_DENIED for a bot token or another author's
+    bots. The other calls are open reads. A
     test's games are hidden from callers without the admin token (MatchService
     shows only that they exist and their status) until both games of their
     board have finished; a pair counts, and shows here, only then. Without the
@@ -202,9 +210,13 @@ class TestService:
     opponents in the same seats), judged by a sequential probability ratio test
     on the pair scores (or a fixed number of games, for an estimate).
 
-    CreateTest and StopTest are organiser calls: they need metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads. A
+    CreateTest and StopTest need a token (metadata `authorization: Bearer
+    <token>`): an author may test their own bots (candidate and baseline the
+    author's, or a house bot as baseline) against house opponents, within the
+    author's limits (RESOURCE_EXHAUSTED says what is used and when it frees),
+    and stop their own tests; the admin may do anything. UNAUTHENTICATED
+    without a token, PERMISSION_DENIED for a bot token or another author's
+    bots. The other calls are open reads. A
     test's games are hidden from callers without the admin token (MatchService
     shows only that they exist and their status) until both games of their
     board have finished; a pair counts, and shows here, only then. Without the
