@@ -291,6 +291,24 @@ def _bots(target: Target) -> tuple[grpc.Channel, bot_pb2_grpc.BotServiceStub]:
     return channel, bot_pb2_grpc.BotServiceStub(channel)
 
 
+def _run_bot_register(args: argparse.Namespace) -> int:
+    from clients.sdk import register
+
+    token = user_token(args, need=bool(args.previous))  # logged in: the bot is yours
+    try:
+        bot_id, secret = register(server_target(args), args.name, token, previous=args.previous)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, server_target(args)) from None
+    if args.json:
+        print(json.dumps({"bot_id": bot_id, "name": args.name, "token": secret}))
+    else:
+        print(f"bot id:  {bot_id}")
+        print(f"token:   {secret}")
+        print("The token is shown only once: keep it to run the bot "
+              "(moonshot bot run --token ...).")
+    return 0
+
+
 def _run_bot_list(args: argparse.Namespace) -> int:
     token = user_token(args, need=not args.all and not args.owner)
     target = server_target(args)
@@ -368,7 +386,16 @@ def _run_bot_version(args: argparse.Namespace) -> int:
 
 
 def add_bot_commands(bot: argparse._SubParsersAction[Parser]) -> None:
-    """`moonshot bot list | rotate | retire | version`."""
+    """`moonshot bot register | list | rotate | retire | version`."""
+    p = bot.add_parser("register", help="register a bot (yours, once logged in) and print its "
+                                        "id and token")
+    p.add_argument("name")
+    p.add_argument("--previous", default="",
+                   help="one of your bots this one is the next version of")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_bot_register)
     p = bot.add_parser("list", help="list your bots (--all: everyone's)")
     p.add_argument("--all", action="store_true", help="every bot of the stack")
     p.add_argument("--owner", default=None, help="the bots of this author (id or name)")

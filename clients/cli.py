@@ -103,7 +103,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_selfplay(sub)
-    commands.add_all(sub)
+    commands.add_all(sub, accounts.add_bot_commands)
     accounts.add_all(sub)
     organiser.add_organiser(sub)
     changes.add_test(sub)

@@ -649,25 +649,6 @@ def _run_up(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- bot
 
 
-def _run_bot_register(args: argparse.Namespace) -> int:
-    from clients.accounts import user_token
-    from clients.sdk import register
-
-    token = user_token(args, need=bool(args.previous))  # logged in: the bot is yours
-    try:
-        bot_id, secret = register(server_target(args), args.name, token, previous=args.previous)
-    except grpc.RpcError as exc:
-        raise _rpc_error(exc, server_target(args)) from None
-    if args.json:
-        print(json.dumps({"bot_id": bot_id, "name": args.name, "token": secret}))
-    else:
-        print(f"bot id:  {bot_id}")
-        print(f"token:   {secret}")
-        print("The token is shown only once: keep it to run the bot "
-              "(moonshot bot run --token ...).")
-    return 0
-
-
 def _run_bot_run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -878,8 +859,11 @@ def _run_match_list(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------- parser
 
 
-def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
-    """Add the networked commands to the `moonshot` parser."""
+def add_all(sub: argparse._SubParsersAction[Parser],
+            bot_commands: Callable[[argparse._SubParsersAction[Parser]], None] | None = None
+            ) -> None:
+    """Add the networked commands to the `moonshot` parser (`bot_commands` adds the
+    author's `bot` subcommands: register, list, rotate, ..., `clients.accounts`)."""
     p = sub.add_parser("referee", help="run a gRPC referee")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
     p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL",
@@ -957,18 +941,8 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
 
     bot = sub.add_parser("bot", help="register or run a bot").add_subparsers(
         dest="bot_command", required=True, parser_class=Parser)
-    p = bot.add_parser("register", help="register a bot (yours, once logged in) and print its "
-                                        "id and token")
-    p.add_argument("name")
-    p.add_argument("--previous", default="",
-                   help="one of your bots this one is the next version of")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    _server_flag(p)
-    _admin_flag(p)
-    p.set_defaults(run=_run_bot_register)
-    from clients.accounts import add_bot_commands  # here: that module imports this one
-
-    add_bot_commands(bot)
+    if bot_commands is not None:
+        bot_commands(bot)
     p = bot.add_parser("run", help="connect a bot to a referee and play its matches")
     p.add_argument("--bot", required=True, help="random, greedy, pimc or MODULE:CLASS")
     p.add_argument("--token", default=None, help="bot token (default $MOONSHOT_BOT_TOKEN)")

@@ -214,7 +214,8 @@ class BotRunner:
                     raise
                 except grpc.aio.AioRpcError as exc:
                     code = exc.code()
-                    if code == grpc.StatusCode.UNAUTHENTICATED:
+                    if code in (grpc.StatusCode.UNAUTHENTICATED,
+                                grpc.StatusCode.PERMISSION_DENIED):  # not a bot's token
                         raise FatalStreamError(
                             f"referee refused the token: {exc.details()}") from None
                     if code == grpc.StatusCode.ABORTED:
@@ -339,10 +340,15 @@ class BotRunner:
 
     def _note(self, kind: str | None, msg: bot_pb2.PlayResponse) -> None:
         if kind == "welcome":
-            self.connected = True
             w = msg.welcome
             log.info("connected to %s as %s (%s)", target_of(self.server).address, w.name,
                      w.bot_id)
+            if w.replaced_another and not self.connected:  # not this process's own reconnect
+                log.warning("another process was connected with this bot's token and has "
+                            "been disconnected: two processes with one token replace each "
+                            "other; if that was not you, rotate the token "
+                            "(moonshot bot rotate %s)", w.name)
+            self.connected = True
             if w.HasField("live_matches"):
                 live = set(w.live_matches.match_ids)
                 self._forget_ended(live)

@@ -235,6 +235,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                 raise InvalidArgument(f"{LAST_EVENT_ID}: {after[:100]!r} is not an event_id "
                                       "(send the event_id of the newest event handled)")
             live = await streams.live_matches(self.hub.r, bot.bot_id)
+            replaced = await self.bots.run(store_bots.is_connected, bot.bot_id)
         except Exception as exc:
             code, message = status_of(exc)
             await fail(context, code, message)
@@ -242,7 +243,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         stream = Stream(bot.bot_id)
         log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id,
                  extra={"bot_id": bot.bot_id})
-        yield wire.welcome_pb(bot.bot_id, bot.name, VERSION, live)
+        yield wire.welcome_pb(bot.bot_id, bot.name, VERSION, live, replaced)
         reader: asyncio.Task[None] | None = None
         metrics.PLAY_STREAMS.inc()
         try:

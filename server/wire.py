@@ -468,11 +468,13 @@ def event_to_pb(event: Message | Mapping[str, Any]) -> bot_pb2.PlayResponse:
 
 
 def welcome_pb(bot_id: str, name: str, server_version: str,
-               live_match_ids: Iterable[str] = ()) -> bot_pb2.PlayResponse:
+               live_match_ids: Iterable[str] = (), replaced: bool = False
+               ) -> bot_pb2.PlayResponse:
     """The first message of every play stream."""
     return bot_pb2.PlayResponse(welcome=bot_pb2.PlayResponse.Welcome(
         bot_id=bot_id, name=name, server_version=server_version,
-        live_matches=bot_pb2.PlayResponse.LiveMatches(match_ids=sorted(live_match_ids))))
+        live_matches=bot_pb2.PlayResponse.LiveMatches(match_ids=sorted(live_match_ids)),
+        replaced_another=replaced))
 
 
 # ------------------------------------------------------- service records

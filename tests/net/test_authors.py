@@ -7,7 +7,6 @@ cleanly), retire the old version; and what another author may not do meanwhile.
 from __future__ import annotations
 
 import json
-import os
 import re
 import stat
 import subprocess
@@ -148,7 +147,13 @@ def test_an_authors_day(stack: Stack, name: str, tmp_path: Path) -> None:
             next(iter(call))
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
     fresh = stack.bot("random", stack.address, rotated["token"])
-    assert "connected to" in fresh.text()
+    assert "connected to" in fresh.text() and "another process" not in fresh.text()
+    # A second process with the same token replaces the first, and says so.
+    twin = stack.bot("random", stack.address, rotated["token"])
+    fresh.popen.wait(timeout=30)
+    assert "replaced this one" in fresh.text()
+    wait_until("the twin's warning", lambda: "another process was connected" in twin.text(),
+               timeout=10)
 
     # Retire the old version: its test stops, it plays no new game, it is shown retired.
     out = alice.run("bot", "retire", f"{name}-v1").stdout

@@ -529,12 +529,19 @@ class PlayResponse(_message.Message):
         NAME_FIELD_NUMBER: _builtins.int
         SERVER_VERSION_FIELD_NUMBER: _builtins.int
         LIVE_MATCHES_FIELD_NUMBER: _builtins.int
+        REPLACED_ANOTHER_FIELD_NUMBER: _builtins.int
         bot_id: _builtins.str
         """The authenticated bot's id."""
         name: _builtins.str
         """The authenticated bot's name."""
         server_version: _builtins.str
         """The referee's software version, for logs."""
+        replaced_another: _builtins.bool
+        """True when another stream of this bot was live as this one opened: that
+        one ends now (ABORTED). Two processes with one token replace each
+        other; if that was not meant, the token may have leaked: rotate it
+        (RotateBotToken).
+        """
         @_builtins.property
         def live_matches(self) -> Global___PlayResponse.LiveMatches:
             """The matches under way (started, not ended) with this bot in a seat, as
@@ -551,10 +558,11 @@ class PlayResponse(_message.Message):
             name: _builtins.str = ...,
             server_version: _builtins.str = ...,
             live_matches: Global___PlayResponse.LiveMatches | None = ...,
+            replaced_another: _builtins.bool = ...,
         ) -> None: ...
         _HasFieldArgType: _TypeAlias = _typing.Literal["live_matches", b"live_matches"]  # noqa: Y015
         def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "live_matches", b"live_matches", "name", b"name", "server_version", b"server_version"]  # noqa: Y015
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "live_matches", b"live_matches", "name", b"name", "replaced_another", b"replaced_another", "server_version", b"server_version"]  # noqa: Y015
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
