@@ -324,6 +324,9 @@ def _owned(r: redis.Redis, who: Caller, bot: str) -> store_bots.BotRecord:
     if not bot:
         raise InvalidArgument("bot_id: required")
     record = store_bots.find_bot(r, bot)
+    if record.house:
+        raise InvalidArgument(f"bot_id: {record.bot_id} is a house bot: the stack's own, "
+                              "with no token, owner or versions")
     check_owner(who, record)
     return record
 

@@ -265,7 +265,8 @@ def rotate_token(r: Redis, bot_id: str) -> str:
     """A new token for the bot (shown once); the old one stops at once. A second rotation
     within ROTATE_GAP_S is refused (FailedPrecondition), so that two rotations at once
     never hand out a token that is already dead."""
-    get_bot(r, bot_id)
+    if get_bot(r, bot_id).house:
+        raise InvalidArgument("house bots have no token")
     if not r.set(keys.bot_rotating(bot_id), "1", nx=True, px=int(ROTATE_GAP_S * 1000)):
         raise FailedPrecondition(f"the token of bot {bot_id} was rotated less than "
                                  f"{ROTATE_GAP_S:.0f} s ago; use the token that rotation "
@@ -277,6 +278,8 @@ def rotate_token(r: Redis, bot_id: str) -> str:
 
 def retire_bot(r: Redis, bot_id: str) -> BotRecord:
     """Mark a bot retired (FailedPrecondition when it is already)."""
+    if get_bot(r, bot_id).house:  # NotFound for a bot that is not there: nothing written
+        raise InvalidArgument("house bots belong to the stack: they do not retire")
     now = time.time()
     if not r.hsetnx(keys.bot(bot_id), "retired_at", repr(now)):
         raise FailedPrecondition(f"bot {bot_id} is retired already")
@@ -306,6 +309,8 @@ def set_previous(r: Redis, bot_id: str, previous: str) -> BotRecord:
     """Declare a bot the next version of `previous` ('' clears it): both the same owner's,
     and no cycle."""
     bot = get_bot(r, bot_id)
+    if bot.house:
+        raise InvalidArgument("house bots have no versions")
     if not previous:
         r.hdel(keys.bot(bot_id), "previous")
         return get_bot(r, bot_id)
