@@ -581,3 +581,39 @@ def test_a_method_missing_from_the_table_is_refused(redis_server: RedisServer,
         assert getbot in details
     assert listed == OK
     assert servicer.served == ["ListBots"]
+
+
+# ---------------------------------------------------------------- what a role may not do
+
+
+def test_only_the_admin_picks_the_deals(world: World) -> None:
+    """A seed fixes every deal: an organiser (an author who may own bots in the event) may
+    not choose one, for a match as for a tournament; the admin may. (The requests name
+    bots that do not exist, so nothing is made: INVALID_ARGUMENT once the seed passes.)"""
+    w = world
+    matches = match_pb2_grpc.MatchServiceStub(w.channel)
+    tournaments = tournament_pb2_grpc.TournamentServiceStub(w.channel)
+
+    def match(seed: bool) -> match_pb2.CreateMatchRequest:
+        request = match_pb2.CreateMatchRequest(players=3, bot_ids=["b-nosuchbot"] * 3)
+        if seed:
+            request.seed = 7
+        return request
+
+    def tournament(seed: bool) -> tournament_pb2.CreateTournamentRequest:
+        spec = tournament_pb2.TournamentSpec(
+            name="seeded", players=3, format=tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
+            bot_ids=["b-nosuchbot1", "b-nosuchbot2", "b-nosuchbot3"])
+        if seed:
+            spec.seed = 7
+        return tournament_pb2.CreateTournamentRequest(spec=spec)
+
+    for token, seed, code in [(w.organiser.token, True, DENY), (w.organiser.token, False, BAD),
+                              (w.admin_token, True, BAD)]:
+        for call, request in ((matches.CreateMatch, match(seed)),
+                              (tournaments.CreateTournament, tournament(seed))):
+            with pytest.raises(grpc.RpcError) as info:
+                call(request, metadata=_md(token), timeout=10)
+            assert info.value.code() == code, (call, seed, info.value)
+            if code == DENY:
+                assert "seed" in (info.value.details() or "")
