@@ -617,3 +617,26 @@ def test_only_the_admin_picks_the_deals(world: World) -> None:
             assert info.value.code() == code, (call, seed, info.value)
             if code == DENY:
                 assert "seed" in (info.value.details() or "")
+
+
+def test_an_authors_audit_log(world: World) -> None:
+    """An author reads the entries that concern them (by their id or their name, in any
+    case), and the address of no one else: what the admin did to their bots shows without
+    the admin's address."""
+    w = world
+    accounts = account_pb2_grpc.AccountServiceStub(w.channel)
+    ann = w.sign_up("audited")
+    bot = w.bot_of(ann, "audited")
+    accounts.AssignBot(account_pb2.AssignBotRequest(bot_id=bot.bot_id, author=""),
+                       metadata=_md(w.admin_token), timeout=10)
+    for asked in ("", ann.author_id, ann.name, ann.name.upper()):
+        got = accounts.ListAudit(account_pb2.ListAuditRequest(author=asked),
+                                 metadata=_md(ann.token), timeout=10).entries
+        assert [(e.actor, e.action) for e in got] == [
+            ("admin", "assign_bot"), (ann.author_id, "register_bot"),
+            (ann.author_id, "sign_up")], asked
+        assert [bool(e.address) for e in got] == [False, True, True], asked
+    # The admin reads every address.
+    got = accounts.ListAudit(account_pb2.ListAuditRequest(author=ann.name),
+                             metadata=_md(w.admin_token), timeout=10).entries
+    assert all(e.address for e in got)
