@@ -2,9 +2,10 @@
 
 Every RPC of every service has one rule in `RULES`; `add_service` puts the gate in front
 of every method it registers, so no call reaches a servicer without its rule applied, and
-a method missing from the table is refused (INTERNAL names it; tests/test_access.py
-checks the table covers the .proto files). The caller the gate resolved is the servicer's
-through `caller()`.
+a method missing from the table is refused (PERMISSION_DENIED, naming it;
+tests/net/test_access.py checks the table covers the .proto files, and the answer of every
+RPC to every kind of caller against expectations written out by hand). The caller the gate
+resolved is the servicer's through `caller()`.
 
 Roles, least privilege first (DESIGN.md, "Threat model"):
 

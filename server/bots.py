@@ -125,8 +125,13 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         size = min(request.page_size or _PAGE, MAX_PAGE)
         who = caller()
         if request.mine and who.author is None:
-            raise Unauthenticated("mine: lists an author's bots: send the author token "
-                                  "(moonshot login)")
+            if who.role is Role.NOBODY:
+                raise Unauthenticated("mine: lists an author's bots: send the author token "
+                                      "(moonshot login)")
+            # A known token of another kind: refused, not unknown (account.proto).
+            raise PermissionDenied(f"mine: lists an author's bots; this is "
+                                   f"{'a bot token' if who.bot else 'the admin token'}, "
+                                   "which owns none (list one author's with owner)")
 
         def load(r: redis.Redis) -> tuple[list[bot_pb2.Bot], str]:
             index = keys.BOTS

@@ -34,7 +34,13 @@ from store import bots as store_bots
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
-from store.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
+from store.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+)
 from store.messages import Message, StandingsChanged, TournamentFinished
 from store.pools import Pool
 from store.rating_tables import RatingTable, StoredMethod
@@ -130,12 +136,15 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         fields = wire.spec_request_from_pb(request.spec)
         if fields["players"] not in (3, 4):  # before any bot is looked up for its pool
             raise InvalidArgument(f"players: must be 3 or 4, got {fields['players']}")
+        who = caller()
+        if fields["seed"] is not None and not who.is_admin:  # as CreateMatch's seed
+            raise PermissionDenied("spec.seed: the admin's option (whoever picks the deals "
+                                   "knows them, and an organiser may own bots that play)")
         bots = await self.reads.run(store_bots.resolve, fields.pop("bot_ids"))
         ratings = await self.reads.run(store_ratings.current_ratings,
                                        Pool.of(fields["players"]))
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
-        who = caller()
         await self.reads.run(create_tournament, self.rq_conn, spec)
         await self.reads.run(audit.record, who.actor, "create_tournament", spec.tournament_id,
                              spec.name, who.address, [who.author_id] if who.author_id else [])
