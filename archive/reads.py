@@ -617,17 +617,32 @@ def event(archive: Archive, ref: EventRef) -> ArchivedEvent | None:
 
 
 def events(archive: Archive, kind: EventKind, *, before: int | None = None, limit: int = 50,
-           status: str = "") -> list[ArchivedEvent]:
-    """Ended events of a kind the archive holds whole, newest first (archive order)."""
+           status: str = "", author: str = "") -> list[ArchivedEvent]:
+    """Ended events of a kind the archive holds whole, newest first (archive order); with
+    `author`, only those whose spec names that author (a test an author started: its spec,
+    stored compact, has `"author":"u-..."`; the database picks the rows that hold those
+    characters, and each is then checked)."""
     e = schema.events
     q = sa.select(e).where(e.c.kind == str(kind), e.c.summary.is_not(None))
     if before is not None:
         q = q.where(e.c.id < before)
     if status:
         q = q.where(e.c.status == status)
+    if author:
+        q = q.where(e.c.spec.contains(f'"author":{json.dumps(author)}', autoescape=True))
     with archive.connect() as conn:
         found = conn.execute(q.order_by(e.c.id.desc()).limit(limit)).all()
-    return [_event(row) for row in found]
+    out = [_event(row) for row in found]
+    return [x for x in out if not author or _spec_author(x.spec) == author]
+
+
+def _spec_author(spec: str) -> str:
+    """The author an event's spec names ('' for none, or for a spec that is not JSON)."""
+    try:
+        d = json.loads(spec)
+    except ValueError:
+        return ""
+    return str(d.get("author") or "") if isinstance(d, dict) else ""
 
 
 def rating_snapshot(archive: Archive, pool: Pool, method: str, at: float | None = None

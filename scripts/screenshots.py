@@ -4,8 +4,8 @@
 
 Starts its own stack in a temporary folder (`clients.stack.LocalStack`: Redis, a
 referee, two workers and `moonshot web`), six built-in bots as processes plus a slow
-one, a small 3-player round robin, a 2v2 bracket with byes, single matches and a
-test of a change (house bots), then
+one, a small 3-player round robin, a 2v2 bracket with byes, single matches, a
+test of a change (house bots) and an author with two versions of a bot, then
 drives headless Chromium (Debian's /usr/bin/chromium, through Playwright: no browser
 download) over every page and saves `<page>-desktop.png` (1280x800) and
 `<page>-phone.png` (390x844) into OUTDIR, whole pages. Pages caught mid-play (a live
@@ -129,7 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from clients.admin import Admin
     from clients.sdk import register
     from clients.stack import LocalStack
-    from proto.moon.v1 import change_pb2, change_pb2_grpc, match_pb2
+    from proto.moon.v1 import (
+        account_pb2,
+        account_pb2_grpc,
+        bot_pb2,
+        change_pb2,
+        change_pb2_grpc,
+        match_pb2,
+    )
 
     data = Path(tempfile.mkdtemp(prefix="moonshot-shots-"))
     stack = LocalStack(data, listen="127.0.0.1:0", workers=2)
@@ -163,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=2026, rules={"max_hands": "12"}, seeding="given")
         single = admin.create_match(3, [ids["greedy-1"], ids["highest-1"], ids["random-1"]],
                                     seed=7)
+        # An author with two versions of a bot (never run: offline), the first retired.
+        accounts = account_pb2_grpc.AccountServiceStub(admin.channel)
+        ada = accounts.SignUp(account_pb2.SignUpRequest(name="ada"), timeout=30)
+        ada_1, _ = register(stack.address, "ada-1", ada.token)
+        register(stack.address, "ada-2", ada.token, previous=ada_1)
+        admin.bots.RetireBot(bot_pb2.RetireBotRequest(bot_id=ada_1),
+                             metadata=(("authorization", f"Bearer {ada.token}"),), timeout=30)
         tests = change_pb2_grpc.TestServiceStub(admin.channel)
         change = tests.CreateTest(change_pb2.CreateTestRequest(spec=change_pb2.TestSpec(
             candidate="house:pimc?samples=16", baseline="house:greedy", elo0=0, elo1=150,
@@ -218,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             shots.shot("ratings-2v2", "/ratings/2v2", ".ratings-svg")
             shots.shot("bots", "/bots", "table.bots")
             shots.shot("bot", f"/bot/{ids['greedy-1']}", "#results-chart")
+            shots.shot("authors", "/authors", "table.authors")
+            shots.shot("author", "/author/ada", "#author-bots")
+            shots.shot("bot-version", "/bot/ada-2", "#bot-versions")
             shots.shot("games", "/games", "table.games")
             shots.shot("replay-deal", f"/game/{single.match_id}", ".v-seat .domino")
             shots.shot("replay-trick", f"/game/{single.match_id}#h2t3", ".v-trick")

@@ -106,11 +106,11 @@ class Archived:
         return None if a is None else self._guard(lambda: reads.event(a, ref))
 
     def events(self, kind: EventKind, before: int | None = None, limit: int = 50,
-               status: str = "") -> list[reads.ArchivedEvent]:
-        """Ended events of a kind, newest first."""
+               status: str = "", author: str = "") -> list[reads.ArchivedEvent]:
+        """Ended events of a kind, newest first (only `author`'s, given an author id)."""
         a = self.archive()
         return [] if a is None else self._guard(lambda: reads.events(
-            a, kind, before=before, limit=limit, status=status))
+            a, kind, before=before, limit=limit, status=status, author=author))
 
     def event_rows(self, ref: EventRef) -> dict[str, dict[str, Any]]:
         """An archived (ended) event's results (standings rows) by match id, in archive

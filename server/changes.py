@@ -32,6 +32,7 @@ from server.edge import (
 from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import audit, events, ids, keys, messages
+from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
 from store import matches as store_matches
@@ -247,7 +248,8 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
     async def ListTests(
         self, request: change_pb2.ListTestsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> change_pb2.ListTestsResponse:
-        """Tests, newest first, a page at a time."""
+        """Tests, newest first, a page at a time (those of one status, or those one author
+        started: NotFound for an unknown author)."""
         size = min(request.page_size or _PAGE, MAX_PAGE)
         status = change_wire.status_name(request.status)
         organiser = caller().is_admin
@@ -256,18 +258,30 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             """Redis's tests (running, or ended and not archived yet), newest first, then
             the archive's."""
             token = request.page_token
+            author = (store_authors.find_author(r, request.author).author_id
+                      if request.author else "")
+
+            def wanted(tid: str) -> bool:
+                if status and store_t.info(r, tid).status != status:
+                    return False
+                if not author:
+                    return True
+                try:
+                    return store_changes.load_spec(r, tid).author == author
+                except NotFound:  # moved to the archive since it was listed
+                    return False
+
             out: list[change_pb2.Test] = []
             before = archive_token(token)
             if before is None:
                 found = store_matches.ids_after(r, keys.TESTS, token, newest_first=True)
-                tests = (_test(r, tid, organiser) for tid in found
-                         if not status or store_t.info(r, tid).status == status)
+                tests = (_test(r, tid, organiser) for tid in found if wanted(tid))
                 page, more = page_of(tests, size)
                 if more:
                     return page, store_matches.page_token(r, keys.TESTS, page[-1].test_id)
                 out = list(page)
             room = size - len(out)
-            archived = self.archived.events(EventKind.TEST, before, room + 1)
+            archived = self.archived.events(EventKind.TEST, before, room + 1, author=author)
             ended, more = archived[:room], len(archived) > room
             listed = {t.test_id for t in out}  # in both stores: a move cut short
             out += [_archived_test(e, organiser) for e in ended

@@ -18,6 +18,8 @@ import grpc
 from clients.channel import Target, target_of
 from clients.wire import POOL_CHOICES, pool_to_pb
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
     bot_pb2,
@@ -72,6 +74,7 @@ class PublicApi:
         self.bots = bot_pb2_grpc.BotServiceStub(self.channel)
         self.tests = change_pb2_grpc.TestServiceStub(self.channel)
         self.arenas = arena_pb2_grpc.ArenaServiceStub(self.channel)
+        self.accounts = account_pb2_grpc.AccountServiceStub(self.channel)
 
     async def close(self) -> None:
         """Close the channel (open streams end CANCELLED)."""
@@ -108,11 +111,13 @@ class PublicApi:
 
     # ------------------------------------------------------------------ tests
 
-    async def list_tests(self, page_token: str = "", page_size: int = 50
+    async def list_tests(self, page_token: str = "", page_size: int = 50, author: str = ""
                          ) -> change_pb2.ListTestsResponse:
-        """One page of tests of a change, newest first."""
+        """One page of tests of a change, newest first (only those `author` started, an
+        author's id or name)."""
         return await self.tests.ListTests(
-            change_pb2.ListTestsRequest(page_size=page_size, page_token=page_token),
+            change_pb2.ListTestsRequest(page_size=page_size, page_token=page_token,
+                                        author=author),
             timeout=CALL_TIMEOUT_S)
 
     async def test(self, test_id: str, with_pairs: bool = False, pairs_after: int = 0
@@ -168,11 +173,27 @@ class PublicApi:
                                       timeout=CALL_TIMEOUT_S)
         return resp.bot
 
-    async def list_bots(self, page_token: str = "", page_size: int = 100
+    async def list_bots(self, page_token: str = "", page_size: int = 100, owner: str = ""
                         ) -> bot_pb2.ListBotsResponse:
-        """One page of bots, oldest first."""
+        """One page of bots, oldest first (only the bots of `owner`, an author's id or
+        name)."""
         return await self.bots.ListBots(
-            bot_pb2.ListBotsRequest(page_size=page_size, page_token=page_token),
+            bot_pb2.ListBotsRequest(page_size=page_size, page_token=page_token, owner=owner),
+            timeout=CALL_TIMEOUT_S)
+
+    # ---------------------------------------------------------------- authors
+
+    async def author(self, author_id_or_name: str) -> account_pb2.Author:
+        """One author's public record (name, role, since when, bots), by id or name."""
+        resp = await self.accounts.GetAuthor(
+            account_pb2.GetAuthorRequest(author=author_id_or_name), timeout=CALL_TIMEOUT_S)
+        return resp.author
+
+    async def list_authors(self, page_token: str = "", page_size: int = 100
+                           ) -> account_pb2.ListAuthorsResponse:
+        """One page of authors, oldest first."""
+        return await self.accounts.ListAuthors(
+            account_pb2.ListAuthorsRequest(page_size=page_size, page_token=page_token),
             timeout=CALL_TIMEOUT_S)
 
     async def get_ratings(self, pool: str, method: str = "") -> rating_pb2.GetRatingsResponse:

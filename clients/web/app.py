@@ -17,7 +17,11 @@ Pages (see README, "Web pages"):
                          method's table; the page offers each)
     /arena/3p, /2v2      an arena: live leaderboard, who is online and playing, its games
                          as released (SSE /arena/<pool>/events)
-    /bots, /bot/<id>     bots; one bot's games, results and current ratings
+    /bots, /bot/<id>     bots (each with its owner); one bot's games, results and current
+                         ratings, its owner, whether it is retired, its line of versions
+    /authors             authors (who owns bots), oldest first
+    /author/<id|name>    an author: role, since when, their bots (state, ratings, previous
+                         version), their lines of versions, the tests they started
     /test/<id>           a test of a change: LLR over pairs, pair scores, pairs, games;
                          live (SSE /test/<id>/events); /test/<id>/board/<k> a board's
                          two games side by side, each a frame of /test/<id>/board/<k>/c
@@ -57,6 +61,8 @@ from clients.render import plural
 from clients.web import change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
+from clients.web.author_views import bot_state
+from clients.web.authors import AuthorPages, bot_lineage, started_by
 from clients.web.live import Feed, Hub, sse
 from proto.moon.v1 import change_pb2, tournament_pb2
 from store.pools import Pool
@@ -266,7 +272,9 @@ class Pages:
         """Every bot, oldest first, a page at a time."""
         token = request.query_params.get("page", "")
         resp = await self.client.list_bots(page_token=token)
-        rows = [{"id": b.bot_id, "name": b.name, "connected": b.connected,
+        rows = [{"id": b.bot_id, "name": b.name, "state": bot_state(b),
+                 "owner": ({"id": b.owner_id, "name": b.owner_name or b.owner_id}
+                           if b.owner_id else None),
                  "created": views.when(b.created_at)} for b in resp.bots]
         return self.page("bots.html", rows=rows, next=resp.next_page_token)
 
@@ -297,6 +305,7 @@ class Pages:
                                           "connected": b.connected, "house": b.house,
                                           "created": views.when(b.created_at,
                                                                 b.HasField("created_at"))},
+                         lineage=await bot_lineage(self, b),
                          ratings=ratings, history=history, games=games, more=bool(token),
                          tally=tally, arenas=await bot_arenas(self, b.bot_id),
                          chart=views.bot_results_chart(games))
@@ -387,6 +396,7 @@ class Pages:
     async def test(self, request: Request) -> Response:
         """A test of a change: LLR over pairs, pair scores, pairs, games; live while it runs."""
         ctx = await self.test_context(self.ident(request, "test_id"))
+        ctx["author"] = await started_by(self, ctx["t"]["author_id"])
         return self.page("test.html", ctx=ctx)
 
     async def test_events(self, request: Request) -> Response:
@@ -617,6 +627,7 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
     """The web application for the referee at `server` (HOST:PORT, or a Target)."""
     p = Pages(server, linger)
     arena = ArenaPages(p)
+    authors = AuthorPages(p)
     routes = [
         Route("/arena/{pool}", arena.page),
         Route("/arena/{pool}/events", arena.events),
@@ -630,6 +641,8 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
         Route("/ratings/{pool}", p.ratings),
         Route("/bots", p.bots),
         Route("/bot/{bot_id}", p.bot),
+        Route("/authors", authors.authors),
+        Route("/author/{author}", authors.author),
         Route("/games", p.games),
         Route("/game/{match_id}.json", p.game_json),
         Route("/game/{match_id}/events", p.game_events),

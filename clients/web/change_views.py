@@ -104,6 +104,7 @@ def change_row(t: change_pb2.Test) -> Row:
         "created": when(t.created_at), "finished": when(t.finished_at,
                                                         t.HasField("finished_at")),
         "error": t.error, "notes": list(t.notes), "redealt": t.boards_redealt,
+        "author_id": t.author_id,
     }
 
 
