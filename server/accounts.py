@@ -26,7 +26,8 @@ from store import changes as store_changes
 from store.authors import AuthorRecord, Limits
 from store.errors import InvalidArgument, PermissionDenied
 
-__all__ = ["AccountServicer", "Settings", "author_to_pb", "limits_to_pb", "usage_of"]
+__all__ = ["AccountServicer", "Settings", "author_to_pb", "limits_to_pb", "usage_of",
+           "usage_to_pb"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -80,8 +81,22 @@ def usage_of(r: redis.Redis, author: AuthorRecord) -> store_authors.Usage:
     return store_authors.usage(r, author, tests, store_changes.pairs_in_flight(r, tests))
 
 
-def _public_author(r: redis.Redis, author: AuthorRecord) -> account_pb2.Author:
-    return author_to_pb(author, [b.bot_id for b in store_bots.bots_of(r, author.author_id)])
+def usage_to_pb(use: store_authors.Usage) -> account_pb2.Usage:
+    """An author's use as a message."""
+    pb = account_pb2.Usage(tests=use.tests, pairs=use.pairs, house_cpu_s=use.house_cpu_s,
+                           test_ids=use.test_ids)
+    pb.day_ends_at.CopyFrom(wire.timestamp(use.day_ends_at))
+    return pb
+
+
+def _public_author(r: redis.Redis, author: AuthorRecord, with_usage: bool = False
+                   ) -> account_pb2.Author:
+    """An author as anyone may read them (with what their tests take, if asked: one more
+    look at each running test)."""
+    pb = author_to_pb(author, [b.bot_id for b in store_bots.bots_of(r, author.author_id)])
+    if with_usage:
+        pb.usage.CopyFrom(usage_to_pb(usage_of(r, author)))
+    return pb
 
 
 class AccountServicer(account_pb2_grpc.AccountServiceServicer):
@@ -125,16 +140,15 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             author = who.author
 
             def load(r: redis.Redis) -> tuple[account_pb2.Author, store_authors.Usage]:
-                return _public_author(r, author), usage_of(r, author)
+                use = usage_of(r, author)
+                pb = _public_author(r, author)
+                pb.usage.CopyFrom(usage_to_pb(use))
+                return pb, use
 
             pb, use = await self.reads.run(load)
             out.author.CopyFrom(pb)
             out.limits.CopyFrom(limits_to_pb(use.limits))
-            out.usage.tests = use.tests
-            out.usage.pairs = use.pairs
-            out.usage.house_cpu_s = use.house_cpu_s
-            out.usage.day_ends_at.CopyFrom(wire.timestamp(use.day_ends_at))
-            out.usage.test_ids.extend(use.test_ids)
+            out.usage.CopyFrom(pb.usage)
         return out
 
     @unary
@@ -146,7 +160,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             raise InvalidArgument("author: required (an id or a name)")
 
         def load(r: redis.Redis) -> account_pb2.Author:
-            return _public_author(r, store_authors.find_author(r, request.author))
+            return _public_author(r, store_authors.find_author(r, request.author), True)
 
         return account_pb2.GetAuthorResponse(author=await self.reads.run(load))
 

@@ -212,6 +212,9 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             raise InvalidArgument("spec: required")
         fields = change_wire.spec_request_from_pb(request.spec)
         test_id = ids.new_test_id()
+        if fields["seed"] is not None and not who.is_admin:
+            raise PermissionDenied("spec.seed: the admin's option (a chosen seed could be "
+                                   "chosen to flatter a candidate)")
         seed = secrets.randbits(63) if fields["seed"] is None else fields["seed"]
         spec = await self.reads.run(_checked, fields, test_id, seed, who)
         offline = await self.reads.run(_offline, spec)

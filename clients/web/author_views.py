@@ -19,9 +19,12 @@ __all__ = ["author_row", "bot_state", "owned_bot_row", "version_line", "version_
 
 def author_row(a: account_pb2.Author) -> Row:
     """An author as the list of authors and the author's header show them."""
+    use = ({"tests": a.usage.tests, "pairs": a.usage.pairs,
+            "cpu_s": round(a.usage.house_cpu_s)} if a.HasField("usage") else None)
     return {"id": a.author_id, "name": a.name or a.author_id,
             "role": "organiser" if a.organiser else "author",
-            "since": when(a.created_at, a.HasField("created_at")), "bots": len(a.bot_ids)}
+            "since": when(a.created_at, a.HasField("created_at")), "bots": len(a.bot_ids),
+            "use": use}
 
 
 def bot_state(b: bot_pb2.Bot) -> str:

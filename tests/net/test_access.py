@@ -617,6 +617,21 @@ def test_only_the_admin_picks_the_deals(world: World) -> None:
             assert info.value.code() == code, (call, seed, info.value)
             if code == DENY:
                 assert "seed" in (info.value.details() or "")
+    # Nor may an author seed a test of their own bots (the seed is checked first: the
+    # opponent named does not exist, so nothing is made either way).
+    tests = change_pb2_grpc.TestServiceStub(w.channel)
+    for token, seed, code in [(w.owner.token, True, DENY), (w.owner.token, False, BAD),
+                              (w.admin_token, True, BAD)]:
+        spec = change_pb2.TestSpec(candidate=w.v2.bot_id, baseline=w.v1.bot_id,
+                                   opponents=["b-nosuchbot", "b-nosuchbot"])
+        if seed:
+            spec.seed = 7
+        with pytest.raises(grpc.RpcError) as info:
+            tests.CreateTest(change_pb2.CreateTestRequest(spec=spec), metadata=_md(token),
+                             timeout=10)
+        assert info.value.code() == code, (token[:4], seed, info.value)
+        if code == DENY:
+            assert "seed" in (info.value.details() or "")
 
 
 def test_an_authors_audit_log(world: World) -> None:

@@ -125,7 +125,7 @@ def _no_secrets(html: str, world: World) -> None:
     for token in world.tokens:
         secret = token.partition(".")[2]
         assert token not in html and secret not in html
-    assert "audit" not in html.lower() and "cpu" not in html.lower()
+    assert "audit" not in html.lower() and "limit" not in html.lower()
 
 
 # ------------------------------------------------------------------ the API the page reads
@@ -180,6 +180,9 @@ def test_an_author_page_shows_their_bots_versions_and_tests(
     assert page.locator("#author-role").inner_text().lower() == "author"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC",
                         page.locator("#author-since time").inner_text())
+    # What their tests take now, public as the tests are: the running one (its limits and
+    # audit log stay theirs).
+    assert "1 test running" in page.locator("#author-use").inner_text()
 
     # Their bots, oldest first: state, rating, previous version.
     rows = page.evaluate("""() => [...document.querySelectorAll('table.author-bots tbody tr')]

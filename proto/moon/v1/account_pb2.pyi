@@ -137,6 +137,7 @@ class Author(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     ORGANISER_FIELD_NUMBER: _builtins.int
     BOT_IDS_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
     author_id: _builtins.str
     """`u-...`."""
     name: _builtins.str
@@ -151,6 +152,10 @@ class Author(_message.Message):
     def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The author's bots' ids, oldest first."""
 
+    @_builtins.property
+    def usage(self) -> Global___Usage:
+        """What the author's tests take of the stack now (GetAuthor and WhoAmI)."""
+
     def __init__(
         self,
         *,
@@ -159,10 +164,11 @@ class Author(_message.Message):
         created_at: _timestamp_pb2.Timestamp | None = ...,
         organiser: _builtins.bool = ...,
         bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+        usage: Global___Usage | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author_id", b"author_id", "bot_ids", b"bot_ids", "created_at", b"created_at", "name", b"name", "organiser", b"organiser"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author_id", b"author_id", "bot_ids", b"bot_ids", "created_at", b"created_at", "name", b"name", "organiser", b"organiser", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

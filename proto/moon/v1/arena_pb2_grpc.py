@@ -34,8 +34,8 @@ class ArenaServiceStub:
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     def __init__(self, channel):
@@ -80,13 +80,13 @@ class ArenaServiceServicer:
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     def StartArena(self, request, context):
         """Starts the arena of a pool with its rules, clock, faults, the games a
-        bot may play at once and its house anchors (admin token). An arena that
+        bot may play at once and its house anchors (an organiser). An arena that
         runs already is FAILED_PRECONDITION: stop it first to change it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -94,7 +94,7 @@ class ArenaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StopArena(self, request, context):
-        """Stops the arena of a pool (admin token): no new tables; games under way
+        """Stops the arena of a pool (an organiser): no new tables; games under way
         finish and their boards are released. Its bots stay joined for the next
         start.
         """
@@ -171,8 +171,8 @@ class ArenaService:
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     @staticmethod

@@ -37,8 +37,8 @@ class ArenaServiceStub:
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     @_typing.overload
@@ -47,11 +47,11 @@ class ArenaServiceStub:
     def __new__(cls, channel: _aio.Channel) -> ArenaServiceAsyncStub: ...
     StartArena: _grpc.UnaryUnaryMultiCallable[_arena_pb2.StartArenaRequest, _arena_pb2.StartArenaResponse]
     """Starts the arena of a pool with its rules, clock, faults, the games a
-    bot may play at once and its house anchors (admin token). An arena that
+    bot may play at once and its house anchors (an organiser). An arena that
     runs already is FAILED_PRECONDITION: stop it first to change it.
     """
     StopArena: _grpc.UnaryUnaryMultiCallable[_arena_pb2.StopArenaRequest, _arena_pb2.StopArenaResponse]
-    """Stops the arena of a pool (admin token): no new tables; games under way
+    """Stops the arena of a pool (an organiser): no new tables; games under way
     finish and their boards are released. Its bots stay joined for the next
     start.
     """
@@ -78,18 +78,18 @@ class ArenaServiceAsyncStub(ArenaServiceStub):
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     StartArena: _aio.UnaryUnaryMultiCallable[_arena_pb2.StartArenaRequest, _arena_pb2.StartArenaResponse]  # type: ignore[assignment]
     """Starts the arena of a pool with its rules, clock, faults, the games a
-    bot may play at once and its house anchors (admin token). An arena that
+    bot may play at once and its house anchors (an organiser). An arena that
     runs already is FAILED_PRECONDITION: stop it first to change it.
     """
     StopArena: _aio.UnaryUnaryMultiCallable[_arena_pb2.StopArenaRequest, _arena_pb2.StopArenaResponse]  # type: ignore[assignment]
-    """Stops the arena of a pool (admin token): no new tables; games under way
+    """Stops the arena of a pool (an organiser): no new tables; games under way
     finish and their boards are released. Its bots stay joined for the next
     start.
     """
@@ -115,8 +115,8 @@ class ArenaServiceServicer(metaclass=_abc_1.ABCMeta):
     share one new board (two tables at least), no bot is ever dealt a board
     twice, and nothing of a board is public until every table of it has
     finished. Arena games are rated in their pool (RatingService.GetRatings is
-    the live leaderboard). Organisers (the admin token) start and stop an
-    arena; anyone may read it.
+    the live leaderboard). Organisers (an organiser's author token, or the
+    admin token) start and stop an arena; anyone may read it.
     """
 
     @_abc_1.abstractmethod
@@ -126,7 +126,7 @@ class ArenaServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_arena_pb2.StartArenaResponse, _abc.Awaitable[_arena_pb2.StartArenaResponse]]:
         """Starts the arena of a pool with its rules, clock, faults, the games a
-        bot may play at once and its house anchors (admin token). An arena that
+        bot may play at once and its house anchors (an organiser). An arena that
         runs already is FAILED_PRECONDITION: stop it first to change it.
         """
 
@@ -136,7 +136,7 @@ class ArenaServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _arena_pb2.StopArenaRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_arena_pb2.StopArenaResponse, _abc.Awaitable[_arena_pb2.StopArenaResponse]]:
-        """Stops the arena of a pool (admin token): no new tables; games under way
+        """Stops the arena of a pool (an organiser): no new tables; games under way
         finish and their boards are released. Its bots stay joined for the next
         start.
         """

@@ -269,7 +269,9 @@ class TestSpec(_message.Message):
     the test plays at once (its games elsewhere included); 0: 8.
     """
     seed: _builtins.int
-    """Seeds every board; unset: the server draws one."""
+    """Seeds every board; unset: the server draws one. Only the admin may set
+    it (a chosen seed could be chosen to flatter a candidate).
+    """
     void_streak: _builtins.int
     """Stop the test (TEST_VERDICT_FORFEITS) once one side (the candidate, the
     baseline, the opponents or the stack) has voided this many pairs in a

@@ -28,16 +28,17 @@ if _version_not_supported:
 class MatchServiceStub:
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 
@@ -72,16 +73,17 @@ class MatchServiceStub:
 class MatchServiceServicer:
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 
@@ -161,16 +163,17 @@ def add_MatchServiceServicer_to_server(servicer, server):
 class MatchService:
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 

@@ -29,16 +29,17 @@ GRPC_VERSION: str
 class MatchServiceStub:
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 
@@ -76,16 +77,17 @@ class MatchServiceStub:
 class MatchServiceAsyncStub(MatchServiceStub):
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 
@@ -119,16 +121,17 @@ class MatchServiceAsyncStub(MatchServiceStub):
 class MatchServiceServicer(metaclass=_abc_1.ABCMeta):
     """Creates, inspects and watches matches.
 
-    CreateMatch is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without it,
-    PERMISSION_DENIED for a bot token). The other calls are open reads, but no
+    CreateMatch is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may choose the `seed`). The other calls are open reads, but no
     read may show a bot a tile it may not see. A tournament game is dealt from a
     board that other tables play too: until every game of its board has
     finished, callers without the admin token see only that it exists and its
     status (no seed, result, transcript, actions_played or events but
     MatchStarted), and everything after. A single match shares its deal with no
     other game: its public events can be watched live; its `seed` reads 0 and
-    its `transcript_json` stays empty until it is over. Organisers see
+    its `transcript_json` stays empty until it is over. The admin sees
     everything, always.
     """
 

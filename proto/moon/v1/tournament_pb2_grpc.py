@@ -28,9 +28,10 @@ if _version_not_supported:
 class TournamentServiceStub:
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
@@ -75,9 +76,10 @@ class TournamentServiceStub:
 class TournamentServiceServicer:
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
@@ -172,9 +174,10 @@ def add_TournamentServiceServicer_to_server(servicer, server):
 class TournamentService:
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)

@@ -31,9 +31,10 @@ GRPC_VERSION: str
 class TournamentServiceStub:
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
@@ -75,9 +76,10 @@ class TournamentServiceStub:
 class TournamentServiceAsyncStub(TournamentServiceStub):
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
@@ -115,9 +117,10 @@ class TournamentServiceAsyncStub(TournamentServiceStub):
 class TournamentServiceServicer(metaclass=_abc_1.ABCMeta):
     """Creates tournaments, reports their standings and streams their progress.
 
-    CreateTournament is an organiser call: it needs metadata
-    `authorization: Bearer <admin token>` (UNAUTHENTICATED without one,
-    PERMISSION_DENIED for a bot token). The other calls are open reads; without
+    CreateTournament is an organiser call: it needs metadata `authorization:
+    Bearer <token>` with an organiser's author token or the admin token
+    (UNAUTHENTICATED without one, PERMISSION_DENIED for another role; only the
+    admin may set `spec.seed`). The other calls are open reads; without
     the admin token `spec.seed` is left unset until the tournament has finished,
     since it fixes every deal, and a game counts (in GetStandings, in
     WatchTournament's MatchFinished and StandingsChanged, and in the ratings)
