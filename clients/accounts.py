@@ -5,18 +5,20 @@ Credentials are kept the way `gh` and `kaggle` keep theirs: `moonshot login` (or
 `moonshot signup`) writes the author token to `$XDG_CONFIG_HOME/moonshot/credentials.json`
 (else `~/.config/moonshot/`; `$MOONSHOT_CONFIG` names the file outright), one entry per
 referee address, in a file only its user can read (0600, in a 0700 folder). Every command
-then sends it (`user_token`): an explicit `--admin-token` or `$MOONSHOT_ADMIN_TOKEN` first,
-then `$MOONSHOT_TOKEN`, then the login for that referee, then the admin token a local
-`moonshot up` saved.
+then sends it (`user_token`): an explicit `--admin-token` first, then `$MOONSHOT_TOKEN`,
+then the login for that referee, then `$MOONSHOT_ADMIN_TOKEN`, then the admin token a
+local `moonshot up` saved (only to that stack's own referee).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -69,14 +71,27 @@ def _read_all(path: Path) -> dict[str, Any]:
 
 
 def _write_all(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    """Write the file whole or not at all: a fresh file of mode 0600 made beside it (never
+    a name another user could have made first), then renamed over it; its folder made
+    0700, or refused when someone else owns it or may write to it."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o022:
+        raise UsageError(f"moonshot: {folder} is not yours alone (owner or mode "
+                         f"{stat.S_IMODE(info.st_mode):o}): tokens are kept in a folder only "
+                         "you can write to; set $MOONSHOT_CONFIG to a file in one")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".credentials-", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def load_login(address: str) -> dict[str, str] | None:
@@ -95,9 +110,12 @@ def _save_login(address: str, token: str, who: account_pb2.WhoAmIResponse) -> Pa
 
 
 def user_token(args: argparse.Namespace, need: bool = True) -> str | None:
-    """The token this command sends (module doc); with `need`, UsageError without one."""
-    flag = getattr(args, "admin_token", None)
-    if flag is not None or os.environ.get("MOONSHOT_ADMIN_TOKEN"):
+    """The token this command sends (module doc); with `need`, UsageError without one.
+
+    An author's own token comes before an admin token from the environment (`moonshot up`
+    suggests exporting one), so that a logged-in author's bots are theirs; the admin token
+    a local `moonshot up` saved goes only to that stack's referee, never elsewhere."""
+    if getattr(args, "admin_token", None) is not None:
         return admin_token(args)
     env = os.environ.get("MOONSHOT_TOKEN")
     if env:
@@ -105,7 +123,9 @@ def user_token(args: argparse.Namespace, need: bool = True) -> str | None:
     login = load_login(commands.server_address(args))
     if login is not None:
         return check_token(login["token"], f"the login in {credentials_path()}")
-    saved = commands.optional_admin_token(args)
+    if os.environ.get("MOONSHOT_ADMIN_TOKEN"):
+        return admin_token(args)
+    saved = commands.saved_admin_token_here(args)
     if saved or not need:
         return saved
     raise UsageError("moonshot: this command needs an author token: run moonshot signup NAME "

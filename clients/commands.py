@@ -123,7 +123,7 @@ def admin_token(args: argparse.Namespace) -> str:
         _admin_source = "--admin-token" if flag is not None else "$MOONSHOT_ADMIN_TOKEN"
         return token
     saved = _data_token_path()
-    if saved.exists():
+    if saved.exists() and not _saved_for_another(args):
         try:
             text = saved.read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -132,6 +132,10 @@ def admin_token(args: argparse.Namespace) -> str:
                              f"{reason}") from None
         _admin_source = str(saved)
         return check_token(text.strip(), f"the admin token in {saved}")
+    if saved.exists():
+        raise UsageError(f"moonshot: the admin token in {saved} is the one of the stack "
+                         f"`moonshot up` runs there, not of {server_address(args)}: pass "
+                         "that referee's --admin-token (a token is never sent elsewhere)")
     raise UsageError(
         "moonshot: this command needs the admin token: pass --admin-token, "
         "set MOONSHOT_ADMIN_TOKEN, or run it where `moonshot up` saved moonshot-data/admin-token"
@@ -172,6 +176,33 @@ def optional_admin_token(args: argparse.Namespace) -> str | None:
 
 WEB_FILE = "web.json"  # in the data folder: where `moonshot up` serves the pages, for whom
 REDIS_URL_FILE = "redis-url"  # in the data folder: the Redis a running `moonshot up` uses
+REFEREE_FILE = "referee"  # in the data folder: the address of `moonshot up`'s referee
+
+
+def _saved_for_another(args: argparse.Namespace) -> bool:
+    """True when the data folder says its admin token is another referee's than the one
+    this command talks to (a folder from before that note says nothing)."""
+    if getattr(args, "server", "missing") == "missing":
+        return False  # a command with no referee of its own (the stack's own tools)
+    try:
+        referee = (Path(os.environ.get("MOONSHOT_DATA", DATA_DIR)) / REFEREE_FILE
+                   ).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return referee != server_address(args)
+
+
+def saved_admin_token_here(args: argparse.Namespace) -> str | None:
+    """The admin token `moonshot up` saved, only when this command talks to that stack's
+    own referee (the data folder says which): a token must never travel to another."""
+    data = Path(os.environ.get("MOONSHOT_DATA", DATA_DIR))
+    try:
+        referee = (data / REFEREE_FILE).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if referee != server_address(args) or not _data_token_path().exists():
+        return None
+    return admin_token(argparse.Namespace(admin_token=None))
 
 
 def save_web_address(data: Path, web: str, referee: str) -> Path:
@@ -595,6 +626,7 @@ def _run_up(args: argparse.Namespace) -> int:
         stack.stop()  # nothing it started may outlive it
         raise
     token_file = Path(args.data) / "admin-token"
+    (data / REFEREE_FILE).write_text(stack.address + "\n")  # whose admin token it is
     web_file = save_web_address(data, stack.web_address, stack.address) \
         if stack.web_address else None
     redis_file = save_redis_url(data, stack.redis_url or "")

@@ -215,8 +215,9 @@ def admit(rule: Rule, method: str, who: Caller) -> None:
 class Gate:
     """Applies `RULES` to each call before its servicer runs (`add_service` installs it)."""
 
-    def __init__(self, lane: Lane) -> None:
-        self.lane = lane
+    def __init__(self, bots: Lane, reads: Lane) -> None:
+        self.bots = bots  # a bot's own calls: Play opens behind nothing else
+        self.reads = reads  # everyone else's, behind their own kind only
 
     async def authorize(self, method: str, context: grpc.aio.ServicerContext[Any, Any]
                         ) -> Caller:
@@ -226,14 +227,15 @@ class Gate:
             raise PermissionDenied(f"{method}: no rule in the authorization table")
         token = bearer_token(context)
         address = peer_host(context.peer() or "")
+        lane = self.bots if rule in (Rule.BOT, Rule.REGISTER) else self.reads
         if rule is Rule.ANYONE:
             try:
-                who = await self.lane.run(resolve, token, address) if token else Caller(
+                who = await lane.run(resolve, token, address) if token else Caller(
                     Role.NOBODY, address)
             except Unauthenticated:
                 who = Caller(Role.NOBODY, address)
         else:
-            who = await self.lane.run(resolve, token, address)
+            who = await lane.run(resolve, token, address)
             admit(rule, method, who)
         _CALLER.set(who)
         return who

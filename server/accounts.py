@@ -18,7 +18,7 @@ from proto.moon.v1 import account_pb2, account_pb2_grpc
 from server import wire
 from server.access import Caller, Role, caller
 from server.edge import MAX_PAGE, unary
-from server.lanes import Lane
+from server.lanes import Lane, peer_range
 from store import audit
 from store import authors as store_authors
 from store import bots as store_bots
@@ -26,8 +26,8 @@ from store import changes as store_changes
 from store.authors import AuthorRecord, Limits
 from store.errors import InvalidArgument, PermissionDenied
 
-__all__ = ["AccountServicer", "Settings", "author_to_pb", "limits_to_pb", "usage_of",
-           "usage_to_pb"]
+__all__ = ["AccountServicer", "Settings", "author_to_pb", "limits_to_pb", "throttle_address",
+           "usage_of", "usage_to_pb"]
 
 log = logging.getLogger("moonshot.referee")
 
@@ -81,6 +81,17 @@ def usage_of(r: redis.Redis, author: AuthorRecord) -> store_authors.Usage:
     return store_authors.usage(r, author, tests, store_changes.pairs_in_flight(r, tests))
 
 
+RANGE_FACTOR = 5  # an address range (IPv4 /24, IPv6 /56) may register this many times more
+
+
+def throttle_address(r: redis.Redis, what: str, address: str, per_hour: int) -> None:
+    """Count one registration from an address and from its range (`server.lanes.peer_range`:
+    a host of many IPv6 addresses is one range), each with its allowance."""
+    store_authors.throttle(r, what, address, per_hour)
+    if per_hour:
+        store_authors.throttle(r, what, peer_range(address), per_hour * RANGE_FACTOR)
+
+
 def usage_to_pb(use: store_authors.Usage) -> account_pb2.Usage:
     """An author's use as a message."""
     pb = account_pb2.Usage(tests=use.tests, pairs=use.pairs, house_cpu_s=use.house_cpu_s,
@@ -116,7 +127,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
 
         def run(r: redis.Redis) -> tuple[AuthorRecord, str]:
             if not who.is_admin:
-                store_authors.throttle(r, "author", who.address, settings.per_hour)
+                throttle_address(r, "author", who.address, settings.per_hour)
             author, token = store_authors.sign_up(r, request.name, request.invitation,
                                                   settings.signup)
             audit.record(r, author.author_id, "sign_up", author.author_id,

@@ -111,8 +111,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
     watch = lane("watch", redis_url, WATCH_THREADS)
     gate = WatchGate()
     settings = (settings or Settings()).check()
-    guard = Gate(bots).guard  # every call's rule (server.access), on the bots' lane: a
-    # Play stream's token is read as soon as it opens, never behind reads or watchers
+    guard = Gate(bots, reads).guard  # every call's rule (server.access)
     rq_conn = rq_connection(redis_url)
     archived = Archived(archive_url, pool_size=READ_THREADS + WATCH_THREADS)
     server = grpc.aio.server(options=[

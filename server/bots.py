@@ -16,18 +16,19 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
 from server import metrics, wire
 from server.access import Caller, Role, caller, check_owner
-from server.accounts import Settings
+from server.accounts import Settings, throttle_address
 from server.arena import wake_arenas_of
 from server.edge import (
     MAX_PAGE,
     Undecodable,
+    bearer_token,
     fail,
     metadata_value,
     page_of,
     status_of,
     unary,
 )
-from server.hub import MAX_ECHO, Hub, Stream
+from server.hub import MAX_ECHO, REPLACED_TOKEN, Hub, Stream
 from server.lanes import Lane
 from store import arena as store_arena
 from store import audit, ids, keys, messages, streams
@@ -87,7 +88,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
 
         def run(r: redis.Redis) -> tuple[store_bots.BotRecord, str]:
             if not who.is_admin:
-                store_authors.throttle(r, "bot", who.address, per_hour)
+                throttle_address(r, "bot", who.address, per_hour)
+            if who.author_id:
+                store_authors.count_change(r, who.author_id)
             record, token = store_bots.register_bot(r, request.name, who.author_id,
                                                     request.previous)
             audit.record(r, who.actor, "register_bot", record.bot_id,
@@ -169,9 +172,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
 
         def run(r: redis.Redis) -> str:
             bot = _owned(r, who, request.bot_id)
+            _count(r, who)
             token = store_bots.rotate_token(r, bot.bot_id)
-            streams.revoke(r, bot.bot_id, "this bot's token was replaced (RotateBotToken): "
-                           "connect again with the new token")
+            streams.revoke(r, bot.bot_id, REPLACED_TOKEN)
             audit.record(r, who.actor, "rotate_token", bot.bot_id, f"name {bot.name}",
                          who.address, [bot.owner] if bot.owner else [])
             return token
@@ -187,7 +190,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         who = caller()
 
         def run(r: redis.Redis) -> tuple[store_bots.BotRecord, list[str], list[str]]:
-            bot = store_bots.retire_bot(r, _owned(r, who, request.bot_id).bot_id)
+            owned = _owned(r, who, request.bot_id)
+            _count(r, who)
+            bot = store_bots.retire_bot(r, owned.bot_id)
             left = [p for p in store_arena.pools_of_bot(r, bot.bot_id)
                     if store_arena.leave(r, p, bot.bot_id)]
             stopped = store_changes.stop_tests_of(r, bot.bot_id, "retired")
@@ -213,10 +218,14 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
 
         def run(r: redis.Redis) -> store_bots.BotRecord:
             bot = _owned(r, who, request.bot_id)
-            bot = store_bots.set_previous(r, bot.bot_id, request.previous)
-            audit.record(r, who.actor, "set_previous", bot.bot_id,
-                         f"previous {bot.previous or 'none'}", who.address,
-                         [bot.owner] if bot.owner else [])
+            _count(r, who)
+            before = bot.previous
+            with store_authors.exclusive(r, bot.owner or "admin"):  # no cycle by two at once
+                bot = store_bots.set_previous(r, bot.bot_id, request.previous)
+            if bot.previous != before:  # a call that changes nothing writes no entry
+                audit.record(r, who.actor, "set_previous", bot.bot_id,
+                             f"previous {bot.previous or 'none'}", who.address,
+                             [bot.owner] if bot.owner else [])
             return bot
 
         bot = await self.bots.run(run)
@@ -245,7 +254,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             code, message = status_of(exc)
             await fail(context, code, message)
         assert bot is not None  # else the call has ended above
-        stream = Stream(bot.bot_id)
+        stream = Stream(bot.bot_id, store_bots.token_hash(bearer_token(context) or ""))
         log.info("bot %s (%s) connected, stream %s", bot.name, bot.bot_id, stream.id,
                  extra={"bot_id": bot.bot_id})
         yield wire.welcome_pb(bot.bot_id, bot.name, VERSION, live, replaced)
@@ -334,6 +343,12 @@ def _owned(r: redis.Redis, who: Caller, bot: str) -> store_bots.BotRecord:
                               "with no token, owner or versions")
     check_owner(who, record)
     return record
+
+
+def _count(r: redis.Redis, who: Caller) -> None:
+    """An author's change counts against their hourly allowance (the admin's does not)."""
+    if who.author_id:
+        store_authors.count_change(r, who.author_id)
 
 
 def _owner_names(r: redis.Redis, bots: list[store_bots.BotRecord]) -> dict[str, str]:

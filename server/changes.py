@@ -111,6 +111,12 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, wh
         fields = {**fields, "baseline": candidate.previous}
     baseline = store_bots.resolve(r, [fields["baseline"]], "spec.baseline")[0]
     opponents = store_bots.resolve(r, named, "spec.opponents")
+    if who.author is not None:  # an author's pairs in flight are bounded by their limit
+        pairs = store_authors.limits_of(r, who.author).pairs
+        if pairs < 1:
+            raise ResourceExhausted("pairs in flight: your limit is 0 (the admin sets it): "
+                                    "no test of yours can start")
+        fields = {**fields, "in_flight": min(fields["in_flight"], pairs)}
     if not who.is_admin:
         check_owner(who, candidate, "spec.candidate:")
         if not baseline.house:
@@ -145,7 +151,11 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, wh
 def _create(r: redis.Redis, rq_conn: redis.Redis, test: ChangeTestSpec, who: Caller) -> None:
     """Store and start a checked test, an author's within their limits (ResourceExhausted
     saying what is used and when it frees; nothing created)."""
-    if who.author is not None:
+    if who.author is None:
+        _start(r, rq_conn, test, who)
+        return
+    with store_authors.exclusive(r, who.author.author_id):  # check and create as one
+        store_authors.count_change(r, who.author.author_id)
         use = usage_of(r, who.author)
         if use.tests >= use.limits.tests:
             raise ResourceExhausted(
@@ -157,6 +167,10 @@ def _create(r: redis.Redis, rq_conn: redis.Redis, test: ChangeTestSpec, who: Cal
             raise ResourceExhausted(
                 f"house-bot CPU: your tests used {use.house_cpu_s:.0f} s of your "
                 f"{use.limits.house_cpu_s:.0f} s today; it frees at {frees}")
+        _start(r, rq_conn, test, who)
+
+
+def _start(r: redis.Redis, rq_conn: redis.Redis, test: ChangeTestSpec, who: Caller) -> None:
     create_test(r, rq_conn, test)
     audit.record(r, who.actor, "start_test", test.test_id, test.name, who.address,
                  [test.author] if test.author else [])
@@ -318,6 +332,8 @@ class TestServicer(change_pb2_grpc.TestServiceServicer):
             raise FailedPrecondition(f"test {test_id} is {info.status} already")
 
         def stop(r: redis.Redis) -> None:
+            if who.author_id:
+                store_authors.count_change(r, who.author_id)
             store_changes.ask_stop(r, test_id, who.actor)
             audit.record(r, who.actor, "stop_test", test_id, spec.name, who.address,
                          [spec.author] if spec.author else [])

@@ -58,6 +58,8 @@ MAX_OUTBOX = 1000  # messages waiting for a bot that does not read: then its str
 MAX_OUTBOX_BYTES = 2 << 20  # ... or this many bytes of them, roughly
 MAX_SEEN = 4096  # sendings remembered per stream to drop duplicate copies
 MAX_ECHO = 8192  # characters of a refused answer's request id sent back
+REPLACED_TOKEN = ("this bot's token was replaced (RotateBotToken): connect again with the "
+                  "new token")
 PONG_DEADLINE_S = 5.0  # a bot that answers pings counts as gone after this long without
 
 
@@ -71,10 +73,13 @@ class Stream:
 
     __slots__ = ("abort_code", "abort_reason", "after", "answers_pings", "bot_id", "closed",
                  "epoch", "frozen", "held", "id", "outbox", "ping_at", "ping_nonce",
-                 "queued_bytes", "seen", "sent")
+                 "queued_bytes", "seen", "sent", "token_hash")
 
-    def __init__(self, bot_id: str) -> None:
+    def __init__(self, bot_id: str, token_hash: str = "") -> None:
         self.bot_id = bot_id
+        # The stored hash of the token the stream opened with ('': not checked again): a
+        # stream whose bot's token was replaced since ends, whatever message it missed.
+        self.token_hash = token_hash
         self.id = secrets.token_hex(8)
         self.epoch = 0  # set on attach: a stream ends when a newer epoch of its bot opens
         self.outbox: asyncio.Queue[Message | None] = asyncio.Queue()
@@ -259,7 +264,23 @@ class Hub:
         if await streams.epoch(self.r, bot) > stream.epoch:
             stream.close("a newer stream of this bot replaced this one")
             return
+        # Subscribed now, so a rotation from here on reaches it as `Revoked`; one that came
+        # between the token's check and the subscription is caught here.
+        await self._check_tokens([stream])
+        if stream.closed:
+            return
         await self._send_owed(stream, now)
+
+    async def _check_tokens(self, group: list[Stream]) -> None:
+        """End the streams whose bot's token is no longer the one they opened with."""
+        checked = [s for s in group if s.token_hash and not s.closed]
+        if not checked:
+            return
+        bots = sorted({s.bot_id for s in checked})
+        now = dict(zip(bots, await streams.token_hashes(self.r, bots), strict=True))
+        for s in checked:
+            if now.get(s.bot_id) != s.token_hash:
+                s.close(REPLACED_TOKEN, grpc.StatusCode.UNAUTHENTICATED)
 
     async def _send_owed(self, stream: Stream, now: float) -> None:
         """Send a holding stream its logged events after its cursor and its pending
@@ -466,6 +487,9 @@ class Hub:
                 gone = [(s.bot_id, s.id) for s in refreshed if s.closed]
                 if gone:
                     await streams.withdraw(self.r, gone)
+                # A `Revoked` this referee missed (its pub/sub was away) still ends the
+                # streams of a replaced token, within one refresh.
+                await self._check_tokens(refreshed)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -12,12 +12,14 @@ Registrations of anything (an author, a bot) are counted per address and hour
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import math
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ from store.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
+from store.locks import Lock
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -43,10 +46,12 @@ __all__ = [
     "Usage",
     "add_cpu",
     "authenticate_author",
+    "count_change",
     "cpu_today",
     "create_invitation",
     "day_of",
     "default_limits",
+    "exclusive",
     "find_author",
     "get_author",
     "limits_of",
@@ -337,12 +342,39 @@ def usage(r: Redis, author: AuthorRecord, tests: list[str], pairs: int) -> Usage
                  (day_of(now) + 1) * 86400.0, tests)
 
 
+@contextlib.contextmanager
+def exclusive(r: Redis, author_id: str, wait_s: float = 5.0) -> Iterator[None]:
+    """Hold the author's lock while a change that a check spans is made (the check and the
+    change then see no concurrent change of the same author's); ResourceExhausted when
+    another such change holds it past `wait_s`."""
+    lock = Lock.fresh(keys.author_lock(author_id), 10_000)
+    deadline = time.monotonic() + wait_s
+    while not lock.acquire(r):
+        if time.monotonic() > deadline:
+            raise ResourceExhausted("another change of your account is under way; retry")
+        time.sleep(0.02)
+    try:
+        yield
+    finally:
+        lock.release(r)
+
+
+CHANGES_PER_HOUR = 600  # an author's changes (register, rotate, retire, version, tests)
+
+
+def count_change(r: Redis, author_id: str) -> None:
+    """Count one change an author makes; ResourceExhausted past CHANGES_PER_HOUR in this
+    clock hour (what bounds how fast one author writes the audit log, among others)."""
+    throttle(r, "change", author_id, CHANGES_PER_HOUR, "too many changes by")
+
+
 # ------------------------------------------------------------------ registration throttle
 
 
-def throttle(r: Redis, what: str, address: str, per_hour: int) -> None:
-    """Count one registration of `what` from `address`; ResourceExhausted past `per_hour`
-    in this clock hour (0: no limit). A refused attempt does not count."""
+def throttle(r: Redis, what: str, address: str, per_hour: int, said: str = "") -> None:
+    """Count one registration of `what` from `address` (an address, an address range or
+    an author); ResourceExhausted past `per_hour` in this clock hour (0: no limit). A
+    refused attempt does not count."""
     if per_hour <= 0:
         return
     now = time.time()
@@ -355,6 +387,7 @@ def throttle(r: Redis, what: str, address: str, per_hour: int) -> None:
     if count > per_hour:
         r.decr(key)
         frees = time.strftime("%H:%M UTC", time.gmtime((hour + 1) * 3600))
-        raise ResourceExhausted(f"too many {what} registrations from {address[:100]}: "
-                                f"{per_hour} an hour; the next is allowed at {frees}")
+        said = said or f"too many {what} registrations from"
+        raise ResourceExhausted(f"{said} {address[:100]}: {per_hour} an hour; the next is "
+                                f"allowed at {frees}")
 

@@ -56,6 +56,7 @@ __all__ = [
     "set_owner",
     "set_previous",
     "shown",
+    "token_hash",
     "trusted_watcher",
     "versions",
     "watch_pass",
@@ -161,6 +162,12 @@ def register_bot(r: Redis, name: str, owner: str = "", previous: str = ""
         pipe.zadd(keys.author_bots(owner), {bot_id: now})
     pipe.execute()
     return BotRecord(bot_id, name, now, owner=owner, previous=previous), f"{bot_id}.{secret}"
+
+
+def token_hash(token: str) -> str:
+    """What Redis keeps of a bot token ('' for a string that is not one)."""
+    parsed = ids.bot_of_token(token)
+    return _hash(parsed[1]) if parsed else ""
 
 
 def get_bot(r: Redis, bot_id: str) -> BotRecord:
@@ -292,6 +299,12 @@ def set_owner(r: Redis, bot_id: str, owner: str) -> BotRecord:
     if bot.house:
         raise InvalidArgument("house bots belong to the stack")
     pipe = r.pipeline()
+    if bot.owner and bot.owner != owner:
+        # The old owner's versions that came after this bot lose the link: a line of
+        # versions is one owner's.
+        for other in bots_of(r, bot.owner):
+            if other.previous == bot_id:
+                pipe.hdel(keys.bot(other.bot_id), "previous")
     if bot.owner:
         pipe.zrem(keys.author_bots(bot.owner), bot_id)
     if owner:

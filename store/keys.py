@@ -21,6 +21,7 @@
 | ms:throttle:{what}:{addr}:{hour} | string | registrations from one address this hour   |
 | ms:audit                    | stream | who did what to which account, bot or test (capped) |
 | ms:author:{id}:audit        | stream | ... the entries that concern one author (capped)    |
+| ms:author:{id}:lock         | string | held while a change a limit spans is made (`Lock`)  |
 | ms:botname:{name}           | string | bot id (makes names unique)                         |
 | ms:bot:{id}:rotating        | string | set for 5 s after its token was rotated             |
 | ms:bot:{id}:pending         | hash   | request id -> decision request JSON, until answered |
@@ -164,6 +165,12 @@ def author_tests(author_id: str) -> str:
 def author_cpu(author_id: str, day: int) -> str:
     """House-bot CPU seconds spent on the author's tests on UTC day `day` (days since 1970)."""
     return f"{P}author:{author_id}:cpu:{day}"
+
+
+def author_lock(author_id: str) -> str:
+    """Held while one of the author's changes that a limit or a check spans is made (a
+    test created within their limits, a version declared without a cycle)."""
+    return f"{P}author:{author_id}:lock"
 
 
 def author_audit(author_id: str) -> str:

@@ -211,7 +211,7 @@ class Superseded(Message):
 
 @dataclass(frozen=True, slots=True)
 class Revoked(Message):
-    """The bot's token was replaced (or the bot retired): every live stream of it ends,
+    """The bot's token was replaced: every live stream of it ends,
     saying why (never stored)."""
 
     TYPE: ClassVar[str] = "revoked"

@@ -43,6 +43,7 @@ __all__ = [
     "refresh_presence",
     "revoke",
     "seat_logged",
+    "token_hashes",
     "withdraw",
 ]
 
@@ -90,6 +91,14 @@ async def epoch(ar: AR, bot_id: str) -> int:
 async def announce(ar: AR, bot_id: str, stream_id: str, stream_epoch: int) -> None:
     """Tell every referee that a new stream of the bot opened: older ones end."""
     await ar.publish(channel(bot_id), messages.encode(Superseded(stream_id, stream_epoch)))
+
+
+async def token_hashes(ar: AR, bot_ids: Sequence[str]) -> list[str | None]:
+    """The stored token hash of each bot (None for a bot that is gone), in one round trip."""
+    pipe = ar.pipeline(transaction=False)
+    for b in bot_ids:
+        pipe.hget(keys.bot(b), "token")
+    return [None if h is None else str(h) for h in await pipe.execute()]
 
 
 def revoke(r: redis.Redis, bot_id: str, reason: str) -> None:

@@ -554,7 +554,7 @@ def test_a_method_missing_from_the_table_is_refused(redis_server: RedisServer,
         reads = lane("test-gate", redis_server.url, 2)
         server = grpc.aio.server()
         add_service(bot_pb2_grpc.add_BotServiceServicer_to_server, servicer, server,
-                    "moon.v1.BotService", guard=access.Gate(reads).guard)
+                    "moon.v1.BotService", guard=access.Gate(reads, reads).guard)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         try:
