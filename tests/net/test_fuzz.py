@@ -3,14 +3,16 @@
 The RPCs come from the generated descriptors of `proto/moon/v1` (every `*_pb2` module,
 every service, every method), so a new RPC is fuzzed without anyone listing it here;
 `test_every_rpc_is_classified_and_served` fails until it is also given a policy below
-(organiser call or not), and checks the list against what the running referee serves.
+(who may make the call), and checks the list against what the running referee serves.
 
 What is sent, through a raw channel that passes bytes as they are:
 
 - messages built from the request's descriptor: random field values, enum numbers the
   .proto does not know, strings at and past the limits the server checks (and past the
   1 MiB message limit), long repeated and map fields, nested messages;
-- valid requests (real bot, match, tournament and test ids) with a few fields replaced;
+- valid requests (real bot, author, match, tournament and test ids) with a few fields
+  replaced; the calls that change a bot (its token, its retirement, its owner, its
+  versions) name bots registered for their run, never the pool's or the fuzz's own;
 - the serialized bytes of either, mutated: bit flips, truncation, inserted garbage, bad
   tags and lengths, groups nested past the parser's depth limit, oversized bodies;
 - with no token, the admin token, a bot token, forged and malformed ones;
@@ -18,11 +20,14 @@ What is sent, through a raw channel that passes bytes as they are:
 
 What must hold after every call: the status is one of the clean answers allowed for it
 (never UNKNOWN, INTERNAL or UNAVAILABLE), its message is short, every response parses,
-an organiser call without the admin token is refused before anything else is looked at,
-the referee process lives and its health check says SERVING. After each RPC's run: a
-match among pool bots that ran meanwhile finished correctly, so did every match,
-tournament and test the fuzz itself created, Redis holds no new records but theirs, no
-key that belongs to nothing, nothing large, and the referee logged no traceback.
+a call that needs a token is refused before anything else is looked at (the body
+included) without one of a role it admits (UNAUTHENTICATED without a valid token,
+PERMISSION_DENIED for a known token of another role), the referee process lives and its
+health check says SERVING. After each RPC's run: a match among pool bots that ran
+meanwhile, and one started after it, finished correctly, so did every match, tournament
+and test the fuzz itself created, Redis holds no new records (bots, authors, invitations,
+...) but theirs, no key that belongs to nothing, nothing large, the pool's bots and the
+fuzz's own are as they were, and the referee logged no traceback.
 
 Runs are bounded and reproducible: few examples, a fixed seed per RPC, no example database.
 """
@@ -30,6 +35,8 @@ Runs are bounded and reproducible: few examples, a fixed seed per RPC, no exampl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import importlib
 import pkgutil
 import string
@@ -38,7 +45,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 import pytest
@@ -62,6 +69,8 @@ from clients.admin import Admin
 from clients.sdk import register
 from moon import Rules
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
     bot_pb2,
@@ -74,6 +83,7 @@ from proto.moon.v1 import (
 )
 from server.app import MAX_MESSAGE_BYTES
 from server.hub import MAX_ECHO
+from store import authors as store_authors
 from store import bots as store_bots
 from store import keys
 from store.errors import NotFound
@@ -121,21 +131,47 @@ RPCS = _rpcs()
 CALLS = [rpc for rpc in RPCS if not rpc.method.client_streaming]  # unary and server streams
 STREAMS = [rpc for rpc in RPCS if rpc.method.client_streaming]  # Play, and any like it
 
-# Every RPC needs a policy. Organiser calls must refuse anyone without the admin token
-# before they look at anything else; open calls must work without a token.
+# Every RPC needs a policy. Of the fuzz's credentials (no token, tokens that name no one,
+# the fuzz's bot token, the admin token) the gate (server.access) lets through the ones
+# of the role a call needs before the body is even parsed: without a valid token the call
+# is UNAUTHENTICATED, with a known token of another role PERMISSION_DENIED, whatever the
+# body. Open calls must work without a token.
 REGISTER = "/moon.v1.BotService/RegisterBot"
+LIST_BOTS = "/moon.v1.BotService/ListBots"
 CREATE_MATCH = "/moon.v1.MatchService/CreateMatch"
 CREATE_TOURNAMENT = "/moon.v1.TournamentService/CreateTournament"
 CREATE_TEST = "/moon.v1.TestService/CreateTest"
 STOP_TEST = "/moon.v1.TestService/StopTest"
 PLAY = "/moon.v1.BotService/Play"
 START_ARENA = "/moon.v1.ArenaService/StartArena"
-ORGANISER = frozenset({CREATE_MATCH, CREATE_TOURNAMENT, CREATE_TEST, STOP_TEST, START_ARENA,
-                       "/moon.v1.ArenaService/StopArena"})
+SIGN_UP = "/moon.v1.AccountService/SignUp"
+WHO_AM_I = "/moon.v1.AccountService/WhoAmI"
+CREATE_INVITATION = "/moon.v1.AccountService/CreateInvitation"
+SET_LIMITS = "/moon.v1.AccountService/SetLimits"
+ASSIGN_BOT = "/moon.v1.AccountService/AssignBot"
+ROTATE_TOKEN = "/moon.v1.BotService/RotateBotToken"
+RETIRE_BOT = "/moon.v1.BotService/RetireBot"
+SET_PREVIOUS = "/moon.v1.BotService/SetPreviousVersion"
+# Calls that need a role only the admin token has among the fuzz's credentials (an
+# organiser's, the owner's of what they name, or the admin's own): refused before anything
+# else is looked at without the admin token.
+ORGANISER = frozenset({
+    CREATE_MATCH, CREATE_TOURNAMENT, CREATE_TEST, STOP_TEST, START_ARENA,
+    "/moon.v1.ArenaService/StopArena",
+    CREATE_INVITATION, "/moon.v1.AccountService/SetRole", SET_LIMITS, ASSIGN_BOT,
+    "/moon.v1.AccountService/ListAudit",  # an author's own, or the admin's
+    ROTATE_TOKEN, RETIRE_BOT, SET_PREVIOUS,  # the owner's, or the admin's
+})
 OPEN = frozenset({
-    REGISTER,  # open registration: the stack's referee runs with the default
+    # Open registration (the stack's referee runs with the default): no token will do, but
+    # a token that names no one is refused (UNAUTHENTICATED, before the body), and a bot
+    # does not register bots (PERMISSION_DENIED).
+    REGISTER,
+    SIGN_UP,  # open sign-up, the stack's default
+    "/moon.v1.AccountService/GetAuthor",
+    "/moon.v1.AccountService/ListAuthors",
     "/moon.v1.BotService/GetBot",
-    "/moon.v1.BotService/ListBots",
+    LIST_BOTS,  # but `mine` needs an author token: the fuzz has none to send
     "/moon.v1.MatchService/GetMatch",
     "/moon.v1.MatchService/ListMatches",
     "/moon.v1.MatchService/WatchMatch",
@@ -150,10 +186,23 @@ OPEN = frozenset({
     "/moon.v1.TestService/WatchTest",
     "/moon.v1.ArenaService/GetArena",
 })
+# Calls any valid token makes (the bot's, the admin's): UNAUTHENTICATED before anything
+# else without one.
+TOKEN_CALLS = frozenset({WHO_AM_I})
 BOT_STREAMS = frozenset({PLAY})  # authenticated with a bot token
-# Calls a bot makes with its own token: refused (UNAUTHENTICATED) before anything else
-# without one.
+# Calls a bot makes with its own token: refused before anything else without one
+# (PERMISSION_DENIED for the admin's).
 BOT_CALLS = frozenset({"/moon.v1.ArenaService/JoinArena", "/moon.v1.ArenaService/LeaveArena"})
+# Calls that change a bot, its token or its owner: with the admin token they would act on
+# any bot, so their requests name bots registered for each run (`World.aimed`), never the
+# pool's or the fuzz's own, which must play on as they were.
+BOT_CHANGES = frozenset({ROTATE_TOKEN, RETIRE_BOT, SET_PREVIOUS, ASSIGN_BOT})
+# Calls whose servicer may refuse, PERMISSION_DENIED, a request the gate let through, and
+# what for.
+REFUSED_BY_SERVICER = {
+    SIGN_UP: "an invitation of no one (`inv.` and garbage)",
+    SET_PREVIOUS: "a previous version of another owner",
+}
 
 # Answers a well-formed request may get; UNKNOWN, INTERNAL, UNAVAILABLE never.
 ANSWERS = frozenset({Code.OK, Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.ALREADY_EXISTS,
@@ -199,19 +248,61 @@ class World:
     match_id: str  # a finished single match
     tournament_id: str  # a finished tournament
     test_id: str  # a finished test of a change
+    author_id: str  # an author of the fuzz's own (its token is never sent by the fuzz)
+    author_name: str
+    author_token: str
+    guarded: list[str]  # every pool bot and the fuzz's own: no call may change them
     r: redis.Redis
     real: list[str] = field(default_factory=list)  # ids, names, rules options: strings to try
+    # For a call that changes bots: (id, name) of bots registered for its run, two of the
+    # fuzz's author (older, newer) and one of no one (`aimed`).
+    targets: list[tuple[str, str]] = field(default_factory=list)
+
+    def aimed(self) -> World:
+        """This world for a call that changes bots: fresh bots to change, named in the
+        seeds and in the strings to try wherever the world's own bots were."""
+        tag = uuid.uuid4().hex[:8]
+        named = [(register(self.address, name, token)[0], name) for name, token in (
+            (f"fuzz-older-{tag}", self.author_token), (f"fuzz-newer-{tag}", self.author_token),
+            (f"fuzz-stray-{tag}", None))]
+        swap = {self.bot_id: named[1][0]}
+        for p, (bot_id, name) in zip(self.players, named, strict=True):
+            swap |= {p.bot_id: bot_id, p.name: name}
+        return dataclasses.replace(self, real=[swap.get(x, x) for x in self.real],
+                                   targets=named)
 
     def seeds(self) -> dict[str, Message]:
-        """A valid request per RPC, for the fuzz to change a few fields of."""
+        """A valid request per RPC, for the fuzz to change a few fields of (those of the
+        calls that change bots in an `aimed` world only)."""
         ids = [p.bot_id for p in self.players]
         spec = tournament_pb2.TournamentSpec(
             name="fuzz", players=3, format=tournament_pb2.TOURNAMENT_FORMAT_ROUND_ROBIN,
             bot_ids=ids, rules={"max_hands": "1"})
-        return {
+        changes: dict[str, Message] = {}
+        if self.targets:
+            (older, _), (newer, _), (stray, _) = self.targets
+            changes = {
+                ASSIGN_BOT: account_pb2.AssignBotRequest(bot_id=stray, author=self.author_id),
+                ROTATE_TOKEN: bot_pb2.RotateBotTokenRequest(bot_id=newer),
+                RETIRE_BOT: bot_pb2.RetireBotRequest(bot_id=newer),
+                SET_PREVIOUS: bot_pb2.SetPreviousVersionRequest(bot_id=newer, previous=older),
+            }
+        return changes | {
+            SIGN_UP: account_pb2.SignUpRequest(name="fuzz-seed-author"),
+            WHO_AM_I: account_pb2.WhoAmIRequest(),
+            "/moon.v1.AccountService/GetAuthor": account_pb2.GetAuthorRequest(
+                author=self.author_name),
+            "/moon.v1.AccountService/ListAuthors": account_pb2.ListAuthorsRequest(page_size=2),
+            CREATE_INVITATION: account_pb2.CreateInvitationRequest(ttl_s=3600),
+            "/moon.v1.AccountService/SetRole": account_pb2.SetRoleRequest(
+                author=self.author_id, organiser=True),
+            SET_LIMITS: account_pb2.SetLimitsRequest(author=self.author_id, limits=(
+                account_pb2.Limits(tests=1, pairs=2, house_cpu_s=60))),
+            "/moon.v1.AccountService/ListAudit": account_pb2.ListAuditRequest(
+                author=self.author_id, page_size=2),
             REGISTER: bot_pb2.RegisterBotRequest(name="fuzz-seed-bot"),
             "/moon.v1.BotService/GetBot": bot_pb2.GetBotRequest(bot_id=ids[0]),
-            "/moon.v1.BotService/ListBots": bot_pb2.ListBotsRequest(page_size=2),
+            LIST_BOTS: bot_pb2.ListBotsRequest(page_size=2, owner=self.author_name),
             CREATE_MATCH: match_pb2.CreateMatchRequest(players=3, bot_ids=ids,
                                                        rules={"max_hands": "1"}),
             "/moon.v1.MatchService/GetMatch": match_pb2.GetMatchRequest(match_id=self.match_id),
@@ -257,8 +348,8 @@ class World:
 @pytest.fixture(scope="module")
 def world(stack: Stack, pool: dict[str, PoolBot], admin: Admin, admin_token: str,
           r: redis.Redis) -> World:
-    """Real targets: a finished match and tournament among pool bots, and a bot of the
-    fuzz's own (only the fuzz ever connects as it)."""
+    """Real targets: a finished match and tournament among pool bots, a bot of the fuzz's
+    own (only the fuzz ever connects as it), and an author of its own."""
     players = [pool["greedy1"], pool["greedy2"], pool["greedy3"]]
     ids = [p.bot_id for p in players]
     match_id = admin.create_match(3, ids, seed=11, rules={"max_hands": "1"}).match_id
@@ -275,14 +366,20 @@ def world(stack: Stack, pool: dict[str, PoolBot], admin: Admin, admin_token: str
     wait_until("the target test to finish", lambda: r.hget(
         keys.tournament(test.test_id), "status") == "finished", timeout=60)
     bot_id, token = register(stack.address, f"fuzzer-{uuid.uuid4().hex[:8]}")
+    with grpc.insecure_channel(stack.address) as ch:
+        author = account_pb2_grpc.AccountServiceStub(ch).SignUp(account_pb2.SignUpRequest(
+            name=f"fuzz-author-{uuid.uuid4().hex[:8]}"), timeout=10)
+    author_id, author_name = author.author.author_id, author.author.name
     referee = next(p for p in stack.procs if p.name == "referee")
     real = [*ids, *(p.name for p in players), match_id, f"{match_id}/0", f"{match_id}/1",
             t.tournament_id, f"{t.tournament_id}-x1-r1-t1-g1", test.test_id,
             f"{test.test_id}-p1-c", "house:greedy", "house:pimc?samples=2", bot_id, "3p", "2v2",
             *Rules.make(3).options(), "1", "0", "-1", "3", "4", "5", "100001", "true",
-            "false", "redeal", "forced", "points", "marks", " 2 "]
+            "false", "redeal", "forced", "points", "marks", " 2 ", author_id, author_name]
+    guarded = [*(p.bot_id for p in pool.values()), bot_id]
     return World(stack.address, referee, admin_token, players, bot_id, token, match_id,
-                 t.tournament_id, test.test_id, r, real)
+                 t.tournament_id, test.test_id, author_id, author_name, author.token,
+                 guarded, r, real)
 
 
 # ------------------------------------------------------------- strategies
@@ -316,7 +413,8 @@ def _ints(kind: int) -> st.SearchStrategy[int]:
 def _strings(w: World, small: bool) -> st.SearchStrategy[str]:
     id_like = st.builds(
         lambda a, b, c: a + b + c,
-        st.sampled_from(["", "b-", "m-", "t-", "c-", "ms:", "adm.", "ms:bot:"]),
+        st.sampled_from(["", "b-", "m-", "t-", "c-", "u-", "inv.", "ms:", "adm.",
+                         "ms:bot:", "ms:author:"]),
         st.text(_ID_CHARS, max_size=34),
         st.sampled_from(["", ":log", ":result", ":presence", ":pending", ":events", "/0",
                          "/1234567890123456789", ".secret", "-x1-r1-t1-g1", "\n", "*"]),
@@ -555,6 +653,7 @@ def _regressions(rpc: Rpc, w: World) -> list[bytes]:
 def _bodies(rpc: Rpc, w: World) -> st.SearchStrategy[bytes]:
     """Request bodies: random, near-valid, stretched and mutated; organiser calls kept
     cheap."""
+    assert rpc.path not in BOT_CHANGES or w.targets, "a call that changes bots: aim it"
     msgs = st.one_of(_messages(rpc.request, w), _near_valid(rpc, w))
     raw = msgs.map(lambda m: m.SerializeToString())
     long = _stretched(rpc, w).map(lambda m: m.SerializeToString())
@@ -631,18 +730,34 @@ def _is_bot(r: redis.Redis, id_or_name: str) -> bool:
 
 @dataclass(frozen=True)
 class Auth:
-    """What a call carries as credentials."""
+    """What a call carries as credentials, and what the referee makes of them (`reads`):
+    "admin" (the admin token), "bot" (the fuzz's bot), "nobody" (no bearer token), or
+    "unknown" (a bearer token that names no one)."""
 
     label: str
     metadata: tuple[tuple[str, str], ...]
-    admin: bool = False  # grants organiser calls
-    bot: bool = False  # authenticates the fuzz's bot on Play
+    reads: Literal["admin", "bot", "nobody", "unknown"] = "nobody"
     oversize: bool = False  # past gRPC's 16 KB metadata limit
+
+    @property
+    def admin(self) -> bool:
+        """The admin token: grants organiser (and admin, and any owner's) calls."""
+        return self.reads == "admin"
+
+    @property
+    def bot(self) -> bool:
+        """The fuzz's bot token: authenticates its bot on Play and arena calls."""
+        return self.reads == "bot"
+
+    @property
+    def known(self) -> bool:
+        """A token of the stack (of any role)."""
+        return self.reads in ("admin", "bot")
 
 
 def _admin_auth(w: World) -> Auth:
     """The admin token, the usual way."""
-    return Auth("admin", (("authorization", f"Bearer {w.admin_token}"),), admin=True)
+    return Auth("admin", (("authorization", f"Bearer {w.admin_token}"),), "admin")
 
 
 def _auths(w: World, favoured: Sequence[str]) -> st.SearchStrategy[Auth]:
@@ -652,23 +767,25 @@ def _auths(w: World, favoured: Sequence[str]) -> st.SearchStrategy[Auth]:
     fixed = [
         Auth("none", ()),
         _admin_auth(w),
-        Auth("admin, lower-case scheme", (("authorization", f"bearer {a}"),), admin=True),
-        Auth("bot", (("authorization", f"Bearer {b}"),), bot=True),
+        Auth("admin, lower-case scheme", (("authorization", f"bearer {a}"),), "admin"),
+        Auth("bot", (("authorization", f"Bearer {b}"),), "bot"),
         Auth("admin token without a scheme", (("authorization", a),)),
-        Auth("admin token cut short", (("authorization", f"Bearer {a[:-1]}"),)),
+        Auth("admin token cut short", (("authorization", f"Bearer {a[:-1]}"),), "unknown"),
         Auth("admin token in another header", (("x-authorization", f"Bearer {a}"),)),
         Auth("admin token second", (("authorization", "Bearer nope"),
-                                    ("authorization", f"Bearer {a}"))),
+                                    ("authorization", f"Bearer {a}")), "unknown"),
         Auth("bot token as Basic", (("authorization", f"Basic {b}"),)),
         Auth("scheme alone", (("authorization", "Bearer"),)),
         Auth("huge token", (("authorization", "Bearer " + "x" * 20_000),), oversize=True),
     ]
     forged = st.builds(
-        lambda who, secret: Auth("forged bot token", (("authorization",
-                                                       f"Bearer {who}.{secret}"),)),
-        st.sampled_from([w.bot_id, *(p.bot_id for p in w.players), "b-0", "b-" + "0" * 33]),
+        lambda who, secret: Auth("forged token", (("authorization",
+                                                   f"Bearer {who}.{secret}"),), "unknown"),
+        st.sampled_from([w.bot_id, *(p.bot_id for p in w.players), "b-0", "b-" + "0" * 33,
+                         w.author_id, "u-0", "u-" + "0" * 12]),
         st.text(string.ascii_letters + string.digits + "_-", min_size=1, max_size=130))
-    garbage = st.builds(lambda t: Auth("garbage token", (("authorization", f"Bearer {t}"),)),
+    garbage = st.builds(lambda t: Auth("garbage token", (("authorization", f"Bearer {t}"),),
+                                       "unknown"),
                         st.text(_PRINTABLE, min_size=1, max_size=200).map(str.strip)
                         .filter(bool))
     real = [a for a in fixed if a.label in favoured]
@@ -687,6 +804,8 @@ class Ledger:
     matches: set[str] = field(default_factory=set)
     tournaments: set[str] = field(default_factory=set)
     tests: set[str] = field(default_factory=set)
+    authors: set[str] = field(default_factory=set)
+    invitations: set[str] = field(default_factory=set)  # their keys (by the code's hash)
     codes: Counter[str] = field(default_factory=Counter)
     reached: int = 0  # calls that got past decoding and authentication to the servicer
 
@@ -694,12 +813,50 @@ class Ledger:
         """Note what a successful call made."""
         if rpc.path == REGISTER:
             self.bots.add(reply.bot_id)  # type: ignore[attr-defined]
+        elif rpc.path == SIGN_UP:
+            self.authors.add(reply.author.author_id)  # type: ignore[attr-defined]
+        elif rpc.path == CREATE_INVITATION:
+            code: str = reply.invitation  # type: ignore[attr-defined]
+            self.invitations.add(keys.invitation(hashlib.sha256(code.encode()).hexdigest()))
         elif rpc.path == CREATE_MATCH:
             self.matches.add(reply.match_id)  # type: ignore[attr-defined]
         elif rpc.path == CREATE_TOURNAMENT:
             self.tournaments.add(reply.tournament_id)  # type: ignore[attr-defined]
         elif rpc.path == CREATE_TEST:
             self.tests.add(reply.test_id)  # type: ignore[attr-defined]
+
+
+def _refused(code: Code, why: str) -> tuple[frozenset[Code], str]:
+    return frozenset({code}), why
+
+
+def _gate(rpc: Rpc, auth: Auth) -> tuple[frozenset[Code], str] | None:
+    """How the gate refuses a call before its body is parsed (None: it lets it through)."""
+    if rpc.path in ORGANISER:
+        allowed = auth.admin
+    elif rpc.path in BOT_CALLS | BOT_STREAMS:
+        allowed = auth.bot
+    elif rpc.path in TOKEN_CALLS:
+        allowed = auth.known
+    else:  # open; registration refuses a token that names no one, though
+        allowed = rpc.path != REGISTER or auth.reads != "unknown"
+    if allowed:
+        return None
+    if auth.known:  # a known token of another role
+        return _refused(Code.PERMISSION_DENIED, "needs")
+    # No token: the call says what it needs; a token that names no one: that it does not.
+    return _refused(Code.UNAUTHENTICATED, "needs" if auth.reads == "nobody" else "token")
+
+
+def _by_servicer(rpc: Rpc, request: Message, auth: Auth) -> tuple[frozenset[Code], str] | None:
+    """How an open call's servicer refuses the caller, past the gate."""
+    if rpc.path == REGISTER and auth.bot:
+        return _refused(Code.PERMISSION_DENIED, "a bot token")
+    if rpc.path == LIST_BOTS and request.mine:  # type: ignore[attr-defined]
+        # An author's list; the fuzz sends no author token.
+        return _refused(Code.PERMISSION_DENIED if auth.known else Code.UNAUTHENTICATED,
+                        "mine:")
+    return None
 
 
 def _expected(rpc: Rpc, body: bytes, auth: Auth) -> tuple[frozenset[Code], str, bool]:
@@ -709,17 +866,20 @@ def _expected(rpc: Rpc, body: bytes, auth: Auth) -> tuple[frozenset[Code], str, 
         return frozenset({Code.RESOURCE_EXHAUSTED}), "", False
     if len(body) > LIMIT:
         return TOO_LARGE, "", False
+    refused = _gate(rpc, auth)  # before anything else, the body included
+    if refused is not None:
+        return *refused, False
     try:
-        rpc.request_class().FromString(body)
+        request = rpc.request_class().FromString(body)
     except DecodeError:
         return frozenset({Code.INVALID_ARGUMENT}), f"not a valid {rpc.request.full_name}", False
-    if rpc.path in ORGANISER and not auth.admin:
-        return REFUSED, "", False
-    if rpc.path in BOT_CALLS and not auth.bot:
-        return frozenset({Code.UNAUTHENTICATED}), "", False
+    refused = _by_servicer(rpc, request, auth)
+    if refused is not None:
+        return *refused, False
+    answers = ANSWERS | ({Code.PERMISSION_DENIED} if rpc.path in REFUSED_BY_SERVICER else set())
     if rpc.method.server_streaming:  # a watch may wait, or be one too many
-        return ANSWERS | {Code.DEADLINE_EXCEEDED, Code.RESOURCE_EXHAUSTED}, "", True
-    return ANSWERS, "", True
+        return answers | {Code.DEADLINE_EXCEEDED, Code.RESOURCE_EXHAUSTED}, "", True
+    return answers, "", True
 
 
 def _invoke(ch: grpc.Channel, rpc: Rpc, body: bytes, auth: Auth
@@ -772,29 +932,44 @@ class Census:
     matches: frozenset[str]
     tournaments: frozenset[str]
     tests: frozenset[str]
+    authors: frozenset[str]
+    invitations: frozenset[str]  # their keys
     sizes: dict[str, int]
     orphans: frozenset[str]  # ms: keys that belong to no record
+    bots_held: dict[str, dict[str, str]]  # the guarded bots' records
 
     @staticmethod
-    def take(r: redis.Redis) -> Census:
+    def take(r: redis.Redis, guarded: Sequence[str] = ()) -> Census:
         """Read it all (a test Redis holds a few thousand keys)."""
         def members(index: str) -> frozenset[str]:
             return frozenset(str(x) for x in r.zrange(index, 0, -1))
 
         bots, matches, tours = members(keys.BOTS), members(keys.MATCHES), members(
             keys.TOURNAMENTS)
-        tests = members(keys.TESTS)
+        tests, authors = members(keys.TESTS), members(keys.AUTHORS)
         names = sorted(str(k) for k in r.scan_iter("ms:*", count=1000))
         pipe = r.pipeline(transaction=False)
         for k in names:
             pipe.memory_usage(k)
         sizes = {k: int(v or 0) for k, v in zip(names, pipe.execute(), strict=True)}
-        name_keys = [k for k in names if k.startswith("ms:botname:")]
+        # An invitation, and a count of one address's registrations, live a while on
+        # their own: each must expire.
+        lapsing = [k for k in names if k.startswith(("ms:invite:", "ms:throttle:"))]
+        pipe = r.pipeline(transaction=False)
+        for k in lapsing:
+            pipe.pttl(k)
+        expiring = {k for k, ttl in zip(lapsing, pipe.execute(), strict=True) if ttl > 0}
+        name_keys = [k for k in names if k.startswith((keys.bot_name(""), keys.author_name("")))]
         owners = {k: str(v) for k, v in zip(name_keys, r.mget(name_keys) if name_keys else [],
                                             strict=True)}
-        orphans = frozenset(k for k in names
-                            if not _owned(k, bots, matches, tours | tests, owners.get(k)))
-        return Census(bots, matches, tours, tests, sizes, orphans)
+        orphans = frozenset(
+            k for k in names
+            if not _owned(k, bots, matches, tours | tests, authors, owners.get(k))
+            and k not in expiring)
+        invitations = frozenset(k for k in names if k.startswith(keys.invitation("")))
+        held = {b: {str(k): str(v) for k, v in r.hgetall(keys.bot(b)).items()}
+                for b in guarded}
+        return Census(bots, matches, tours, tests, authors, invitations, sizes, orphans, held)
 
 
 # The keys of no record: every upper-case string constant of store.keys (ms:bots, ...).
@@ -803,28 +978,37 @@ _FIXED = frozenset(v for k, v in vars(keys).items()
 
 
 def _owned(key: str, bots: frozenset[str], matches: frozenset[str], tours: frozenset[str],
-           name_owner: str | None) -> bool:
+           authors: frozenset[str], name_owner: str | None) -> bool:
     """True when a key is one of the fixed ones or belongs to a known record (`tours`:
-    tournaments and tests, the events that own games)."""
+    tournaments and tests, the events that own games). Invitations and registration
+    counts belong to no record: `Census.take` lets them be while they expire."""
     if key in _FIXED or key.startswith(("ms:results:", "ms:ratings:")):
         return True
     if key.startswith("ms:arena:"):  # one arena per pool, its keys named by the pool
         return key.split(":")[2] in ("3p", "2v2")
+    # A bot's keys (:rotating, :pending, ...), an author's (:bots, :tests, :cpu:{day},
+    # :audit), a match's, an event's.
     for prefix, known in (("ms:bot:", bots), ("ms:match:", matches),
-                          ("ms:tournament:", tours), ("ms:test:", tours)):
+                          ("ms:tournament:", tours), ("ms:test:", tours),
+                          ("ms:author:", authors)):
         if key.startswith(prefix):
             return key[len(prefix):].split(":", 1)[0] in known
     if key.startswith("ms:botname:"):
         return name_owner in bots
+    if key.startswith("ms:authorname:"):
+        return name_owner in authors
     return False
 
 
 def _check_redis(before: Census, after: Census, ledger: Ledger, own: set[str]) -> None:
     """Only the fuzz's successful calls (and `own` matches) made records; nothing else
-    was written but their parts; no key grew large."""
+    was written but their parts; no key grew large; the guarded bots are as they were."""
     assert after.bots - before.bots == ledger.bots
     assert after.tournaments - before.tournaments == ledger.tournaments
     assert after.tests - before.tests == ledger.tests
+    assert after.authors - before.authors == ledger.authors
+    assert after.invitations - before.invitations == ledger.invitations
+    assert after.bots_held == before.bots_held, "a pool bot or the fuzz's own was changed"
     new = after.matches - before.matches
     singles = {m for m in new if m.startswith("m-")}
     assert singles == ledger.matches | own
@@ -839,7 +1023,8 @@ def _check_redis(before: Census, after: Census, ledger: Ledger, own: set[str]) -
              if not k.startswith(keys.ratings("")) and not k.endswith(":rating")}
     big = {k: n for k, n in grown.items() if n > 256 << 10}
     assert not big, f"keys that grew by more than 256 KB: {big}"
-    records = len(ledger.bots) + len(new) + 4 * len(ledger.tournaments | ledger.tests) + 1
+    records = (len(ledger.bots) + len(new) + 4 * len(ledger.tournaments | ledger.tests)
+               + len(ledger.authors) + len(ledger.invitations) + 1)
     total = sum(grown.values())
     assert total < records * (64 << 10), f"Redis grew by {total} bytes for {records} records"
 
@@ -874,16 +1059,18 @@ def _quiet_log(w: World, start: int) -> None:
 
 @contextlib.contextmanager
 def _bracket(world: World, admin: Admin, r: redis.Redis) -> Iterator[Ledger]:
-    """Around one RPC's fuzz run: a match among pool bots plays meanwhile; afterwards it,
-    and everything the fuzz created, must be right, and Redis clean."""
-    before = Census.take(r)
+    """Around one RPC's fuzz run: a match among pool bots plays meanwhile, and another
+    once it is over (the pool still plays); afterwards they, and everything the fuzz
+    created, must be right, and Redis clean."""
+    before = Census.take(r, world.guarded)
     log_at = len(world.referee.text())
     ids = [p.bot_id for p in world.players]
     own = {admin.create_match(3, ids, rules={"max_hands": "1"}).match_id}
     ledger = Ledger()
     yield ledger
+    own.add(admin.create_match(3, ids, rules={"max_hands": "1"}).match_id)
     _check_created(admin, r, ledger, own)
-    _check_redis(before, Census.take(r), ledger, own)
+    _check_redis(before, Census.take(r, world.guarded), ledger, own)
     _quiet_log(world, log_at)
 
 
@@ -898,9 +1085,11 @@ def _channel(w: World) -> grpc.Channel:
 def test_every_rpc_is_classified_and_served(world: World) -> None:
     """The fuzz sees every RPC the referee serves, and each has a policy."""
     paths = {rpc.path for rpc in RPCS}
-    unclassified = paths - ORGANISER - OPEN - BOT_STREAMS - BOT_CALLS
-    assert not unclassified, f"say whether these are organiser calls: {unclassified}"
-    assert not (ORGANISER | OPEN | BOT_STREAMS | BOT_CALLS) - paths, \
+    policies = [ORGANISER, OPEN, TOKEN_CALLS, BOT_STREAMS, BOT_CALLS]
+    unclassified = paths - frozenset().union(*policies)
+    assert not unclassified, f"say who may make these calls: {unclassified}"
+    assert sum(map(len, policies)) == len(frozenset().union(*policies)), "two policies"
+    assert not frozenset().union(*policies, BOT_CHANGES) - paths, \
         "policies for RPCs that are gone"
     assert {rpc.path for rpc in CALLS + STREAMS} == paths
     with grpc.insecure_channel(world.address) as ch:
@@ -922,6 +1111,9 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
     if rpc.path in BOT_CALLS:  # an arena to join (and to leave)
         arena_pb2_grpc.ArenaServiceStub(admin.channel).StartArena(
             world.seeds()[START_ARENA], metadata=admin.metadata, timeout=10)
+    if rpc.path in BOT_CHANGES:
+        world = world.aimed()
+    defaults = _default_limits(r)  # SetLimits may set every author's
     with _bracket(world, admin, r) as ledger, _channel(world) as ch:
         health = health_pb2_grpc.HealthStub(ch)
 
@@ -934,6 +1126,9 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
 
         for body in _regressions(rpc, world):
             fuzz = example(body=body, auth=_admin_auth(world))(fuzz)
+        if rpc.path in BOT_CHANGES:  # the admin's valid request: a bot aimed at changes
+            fuzz = example(body=world.seeds()[rpc.path].SerializeToString(),
+                           auth=_admin_auth(world))(fuzz)
         fuzz()
     # Not a vacuous run: many calls got as far as the servicer's logic, and some failed
     # before it (a body that does not parse, a missing token).
@@ -946,8 +1141,27 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
         assert sum(ledger.codes[c.name] for c in REFUSED) > 0, ledger.codes
     if rpc.path in BOT_CALLS:
         assert ledger.codes["UNAUTHENTICATED"] > 0 and ledger.codes["OK"] > 0, ledger.codes
+    if rpc.path in BOT_CHANGES:  # bots were changed, and none but those aimed at (_bracket)
+        assert ledger.codes["OK"] > 0, ledger.codes
     if rpc.path.startswith("/moon.v1.ArenaService/"):
         _no_arena_left(admin, world)
+    if _default_limits(r) != defaults:
+        _restore_default_limits(admin, defaults)
+
+
+def _default_limits(r: redis.Redis) -> str | None:
+    value = r.get(keys.DEFAULT_LIMITS)
+    return None if value is None else str(value)
+
+
+def _restore_default_limits(admin: Admin, defaults: str | None) -> None:
+    """Every author's limits back as they were before the fuzz set them."""
+    limits = store_authors.Limits.from_json(defaults) if defaults else None
+    request = account_pb2.SetLimitsRequest(reset=True) if limits is None else (
+        account_pb2.SetLimitsRequest(limits=account_pb2.Limits(
+            tests=limits.tests, pairs=limits.pairs, house_cpu_s=limits.house_cpu_s)))
+    account_pb2_grpc.AccountServiceStub(admin.channel).SetLimits(
+        request, metadata=admin.metadata, timeout=10)
 
 
 def _no_arena_left(admin: Admin, w: World) -> None:
@@ -1025,13 +1239,11 @@ def _stream_expected(rpc: Rpc, sent: Sequence[Sent], auth: Auth) -> frozenset[Co
     too_large = any(len(s.body) > LIMIT for s in sent)
     if auth.oversize:
         return frozenset({Code.RESOURCE_EXHAUSTED})
-    guard = (REFUSED if rpc.path in ORGANISER and not auth.admin
-             else frozenset({Code.UNAUTHENTICATED}) if rpc.path in BOT_STREAMS and not auth.bot
-             else None)
-    if guard is not None:
+    refused = _gate(rpc, auth)
+    if refused is not None:
         # Refused before a message is read; only a message past the limit can be refused
         # first, by gRPC itself.
-        return guard | ({Code.RESOURCE_EXHAUSTED} if too_large else set())
+        return refused[0] | ({Code.RESOURCE_EXHAUSTED} if too_large else set())
     first_bad = next((i for i, s in enumerate(sent) if s.parsed is None), None)
     if first_bad is not None:
         # The first bad message ends the stream; gRPC may see one past the limit, still in
