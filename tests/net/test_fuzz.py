@@ -450,20 +450,27 @@ def _scalars(f: FieldDescriptor, w: World, small: bool) -> st.SearchStrategy[Any
 
 
 def _values(f: FieldDescriptor, w: World, depth: int, small: bool) -> st.SearchStrategy[Any]:
-    """Values for a field as `_assign` takes them: a dict for a map, a list if repeated."""
+    """Values for a field as `_assign` takes them: a dict for a map, a list if repeated.
+    `small`: short strings, and short lists and maps (what a long list or map repeats:
+    60,000 Swiss teams of 60,000 bot ids each took the fuzz itself to 20 GB)."""
     if f.message_type is not None and f.message_type.GetOptions().map_entry:
         key_f, value_f = f.message_type.fields_by_name["key"], f.message_type.fields_by_name[
             "value"]
         ks, vs = _one(key_f, w, depth, True), _one(value_f, w, depth, small)
+        few_items = st.dictionaries(ks, vs, max_size=4)
+        if small:
+            return few_items
         many = st.builds(lambda v, n: {_key_n(key_f, i): v for i in range(n)},
                          _one(value_f, w, depth, True), st.sampled_from(_LONG_REPEATS[:2]))
-        return st.one_of(st.dictionaries(ks, vs, max_size=4), many)
+        return st.one_of(few_items, many)
     one = _one(f, w, depth, small)
     if not f.is_repeated:
         return one
     few = _one(f, w, depth, True)
-    return st.one_of(st.lists(few, max_size=4), st.lists(one, max_size=2),
-                     st.builds(lambda x, n: [x] * n, few, st.sampled_from(_LONG_REPEATS)))
+    short = st.one_of(st.lists(few, max_size=4), st.lists(one, max_size=2))
+    if small:
+        return short
+    return st.one_of(short, st.builds(lambda x, n: [x] * n, few, st.sampled_from(_LONG_REPEATS)))
 
 
 def _key_n(key_f: FieldDescriptor, i: int) -> Any:
