@@ -43,6 +43,11 @@ machinery can drive it; `stop` ends it early. The rules of the state machine:
 - `offline` (remote bots not connected now, from the caller) holds new pairs
   back: while one of them is away no pair starts and the state says whom the
   test waits for (`waiting`, and `waits` counts the changes, for events).
+- `held` (from the caller, with the `in_flight` it sets) says why that cap is
+  below what the test could take: its author's limit or share of the stack
+  (`tournaments.share`). A cap of 0 starts nothing and the test goes on when a
+  later step allows pairs again. The state keeps the words (`held`) while the
+  test may start pairs, and a change of them counts in `waits` too.
 
 The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`.
 `tournaments/` cannot import it: `ratings/` comes after `tournaments/` in the layout
@@ -421,6 +426,7 @@ class Progress:
     void: int = 0  # pairs void
     voids: tuple[tuple[str, str, int], ...] = ()  # (side, reason, pairs), by side then reason
     waiting: tuple[str, ...] = ()  # bots (ids) new pairs wait for
+    held: str = ""  # why fewer pairs start than the test could take (its author's limits)
     verdict_llr: float = 0.0  # the LLR at the crossing (H0, H1)
     halt: str = ""  # with the verdict "forfeits": who and why, for people (`halt_text`)
     halt_side: str = ""  # ... and the side
@@ -449,7 +455,7 @@ def _fresh_state() -> dict[str, Any]:
     return {"next": 0, "counted": 0, "open": {}, "counts": [0] * 9, "games": 0, "llr": 0.0,
             "verdict": PENDING, "verdict_pairs": 0, "stopped": False, "settled": 0,
             "void": 0, "voids": {}, "sides": {}, "streak": {}, "halt": None, "verdict_llr": 0.0,
-            "waiting": [], "waits": 0}
+            "waiting": [], "waits": 0, "held": ""}
 
 
 def _copy(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -545,7 +551,7 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
                     float(st["llr"]), str(st["verdict"]), int(st["verdict_pairs"]),
                     float(est.elo), float(est.low), float(est.high), finished, outcome,
                     void=int(st["void"]), voids=_voids_of(st),
-                    waiting=tuple(str(b) for b in st["waiting"]),
+                    waiting=tuple(str(b) for b in st["waiting"]), held=str(st["held"]),
                     verdict_llr=float(st["verdict_llr"]),
                     halt=halt_text(halt) if halt else "",
                     halt_side=str(halt["side"]) if halt else "")
@@ -554,12 +560,14 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
 def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds | None,
           in_flight: int | None, counted: list[Pair], released: list[str],
           unknown: list[str], reopened: list[Game] | None = None,
-          offline: Sequence[str] = ()) -> ChangeStep:
+          offline: Sequence[str] = (), held: str = "") -> ChangeStep:
     cap = spec.in_flight if in_flight is None else _count("in_flight", in_flight, 0,
                                                            MAX_IN_FLIGHT)
-    waiting = sorted(set(offline)) if _can_start(spec, st) else []
-    if waiting != st["waiting"]:
-        st["waiting"], st["waits"] = waiting, int(st["waits"]) + 1
+    starting = _can_start(spec, st)
+    waiting = sorted(set(offline)) if starting else []
+    held = held if starting and not waiting else ""
+    if waiting != st["waiting"] or held != st["held"]:
+        st["waiting"], st["held"], st["waits"] = waiting, held, int(st["waits"]) + 1
     if waiting:
         cap = 0  # no pair starts while a bot it needs is away
     games = [*(reopened or []), *_fill(spec, st, seeds or spec_seeds(spec), cap)]
@@ -568,14 +576,15 @@ def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds 
 
 def start(spec: ChangeSpec, judge: Judge, seeds: BoardSeeds | None = None,
           in_flight: int | None = None, created: int = 0,
-          offline: Sequence[str] = ()) -> ChangeStep:
+          offline: Sequence[str] = (), held: str = "") -> ChangeStep:
     """Nothing played: the first pairs' games. `in_flight` overrides the spec's cap for
-    this step (the bots' capacity now); `created` boards exist already (a first step
-    redone) and open whatever the cap; while any bot of `offline` (remote bots not
-    connected now) is away, no pair starts and the state names them."""
+    this step (the bots' capacity now, and the author's allowance: `held` says why it is
+    lower, if it is); `created` boards exist already (a first step redone) and open
+    whatever the cap; while any bot of `offline` (remote bots not connected now) is away,
+    no pair starts and the state names them."""
     st = _fresh_state()
     reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
-    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened, offline)
+    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened, offline, held)
 
 
 def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
@@ -655,11 +664,12 @@ def _check_thresholds(spec: ChangeSpec, st: dict[str, Any]) -> None:
 
 def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
          judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None,
-         created: int = 0, offline: Sequence[str] = ()) -> ChangeStep:
+         created: int = 0, offline: Sequence[str] = (), held: str = "") -> ChangeStep:
     """Fold newly finished result rows (`store.results.result_row`, or a lost game's row)
     into the state: record each open game once, settle finished pairs in board order
     (counted, the judge asked after each; or void, the thresholds checked after each),
-    then start new pairs while allowed (none while a bot of `offline` is away). Boards
+    then start new pairs while allowed (none while a bot of `offline` is away; `held`
+    says why `in_flight` is below what the test could take, as in `start`). Boards
     below `created` whose games exist already (a step that made them died before saving)
     open first, so that their results, which may be in this very batch, count."""
     st = _copy(state)
@@ -704,7 +714,7 @@ def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[s
                             _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
                             float(st["llr"]), voids))
     return _step(spec, st, judge, seeds, in_flight, counted, released, unknown, reopened,
-                 offline)
+                 offline, held)
 
 
 def progress(spec: ChangeSpec, state: Mapping[str, Any] | None, judge: Judge) -> Progress:
