@@ -1,8 +1,8 @@
 """The fair share of the stack between authors (`tournaments.share`): pure.
 
 Max-min fair splits with the leftovers round robin, an author's limit of pairs in flight
-over all their tests (held while shares move), the house-bot CPU of the day, and the
-words that say which rule holds a test back."""
+over all their tests (held while shares move), the share as a bound on games in play, the
+house-bot CPU of the day, and the words that say which rule holds a test back."""
 
 from __future__ import annotations
 
@@ -83,47 +83,50 @@ def test_an_admins_test_has_no_limit_of_pairs_but_holds_a_share() -> None:
     me = Claim("c-1", "", 50, 0)
     assert allowance(me, [Claim("c-0", "", 50, 50)], _alice(), None).pairs == 50
     got = allowance(me, [Claim("c-2", "u-alice", 8, 0)], _alice(), 40)
-    assert got.pairs == 12  # 20 pairs: alice wants 8 at most, the admin takes the rest
+    # 20 pairs: alice wants 8 at most, the admin takes the rest: 12 pairs' games.
+    assert (got.pairs, got.games) == (50, 24)
     assert "the admin's fair share" in got.reason
 
 
 def test_used_up_cpu_starts_nothing_and_says_why() -> None:
     why = "alice's house-bot CPU of the day is used up"
     me = Claim("c-1", "u-alice", 8, 0)
-    assert allowance(me, [], _alice(cpu_out=why), None) == Allowance(0, why)
+    assert allowance(me, [], _alice(cpu_out=why), None) == Allowance(0, why, 0)
     # ... and leaves her share of the slots to the others.
     bob = Claim("c-2", "u-bob", 8, 0)
-    assert allowance(bob, [me], _alice(cpu_out=why), 16).pairs == 8
+    assert allowance(bob, [me], _alice(cpu_out=why), 16) == Allowance(8, "", 16)
 
 
 def test_slots_are_shared_between_authors_not_tests() -> None:
     holders = {"u-alice": Holder("alice", 100), "u-bob": Holder("bob", 100)}
     alice = [Claim(f"c-a{k}", "u-alice", 16, 0) for k in range(3)]
     bob = Claim("c-b", "u-bob", 16, 0)
-    # 24 slots: 12 pairs, 6 to each author; alice's three tests split her six.
+    # 24 slots: 12 pairs, 6 to each author; alice's three tests split her six. The share
+    # bounds games in play; the pairs in flight are bound by the limit alone.
     assert allowance(bob, alice, holders, 24) == Allowance(
-        6, "bob's fair share of the stack: 24 game slots for tests, shared by 2 authors "
-           "testing")
-    assert [allowance(a, [*alice, bob], holders, 24).pairs for a in alice] == [2, 2, 2]
+        16, "bob's fair share of the stack: 24 game slots for tests, shared by 2 authors "
+            "testing", 12)
+    assert [allowance(a, [*alice, bob], holders, 24).games for a in alice] == [4, 4, 4]
 
 
 def test_a_newcomer_shrinks_the_first_authors_share() -> None:
     holders = {"u-alice": Holder("alice", 100), "u-bob": Holder("bob", 100)}
     long = Claim("c-long", "u-alice", 16, 8)
-    assert allowance(long, [], holders, 16) == Allowance(8, "alice's fair share of the "
-                                                            "stack: 16 game slots for tests, "
-                                                            "shared by 1 author testing")
+    assert allowance(long, [], holders, 16) == Allowance(16, "alice's fair share of the "
+                                                             "stack: 16 game slots for "
+                                                             "tests, shared by 1 author "
+                                                             "testing", 16)
     short = Claim("c-short", "u-bob", 16, 0)
     # The newcomer starts its share at once; the long test starts nothing until it is
-    # back under its own (its pairs in flight finish).
-    assert allowance(short, [long], holders, 16).pairs == 4
-    assert allowance(long, [short], holders, 16).pairs == 4
+    # back under its own (its games in play finish).
+    assert allowance(short, [long], holders, 16).games == 8
+    assert allowance(long, [short], holders, 16).games == 8
     # A newcomer that wants no pair (waiting for a bot) takes nothing of the share.
-    assert allowance(long, [Claim("c-short", "u-bob", 0, 0)], holders, 16).pairs == 8
+    assert allowance(long, [Claim("c-short", "u-bob", 0, 0)], holders, 16).games == 16
 
 
 def test_a_test_that_wants_nothing_gets_nothing_and_no_reason() -> None:
-    assert allowance(Claim("c-1", "u-alice", 0, 3), [], _alice(), 16) == Allowance(0)
+    assert allowance(Claim("c-1", "u-alice", 0, 3), [], _alice(), 16) == Allowance(0, "", 0)
 
 
 @given(st.lists(st.tuples(st.sampled_from(["u-a", "u-b", "u-c", ""]), st.integers(0, 20),
@@ -137,11 +140,29 @@ def test_pairs_started_never_take_an_author_past_their_limit(
     for me in claims:
         got = allowance(me, claims, holders, slots, turn)
         assert 0 <= got.pairs <= me.wants
-        assert (got.pairs < me.wants) == bool(got.reason) or me.wants == 0
+        assert (got.games is None) == (slots is None)
+        room = min(got.pairs, me.wants if got.games is None else got.games // 2)
+        assert (room < me.wants) == bool(got.reason) or me.wants == 0
         limit = holders[me.author].pairs
         if limit is not None and got.pairs > me.flying:  # the test may start pairs
             others = sum(c.flying for c in claims if c.author == me.author and c is not me)
             assert others + got.pairs <= limit
+
+
+@given(st.lists(st.tuples(st.sampled_from(["u-a", "u-b", "u-c", ""]), st.integers(0, 20)),
+                min_size=1, max_size=8), st.integers(0, 80), st.integers(0, 5))
+def test_the_games_allowed_fit_the_slots_and_use_them(tests: list[tuple[str, int]], slots: int,
+                                                      turn: int) -> None:
+    holders = {"u-a": Holder("a", 6), "u-b": Holder("b", 3), "u-c": Holder("c", 10)}
+    claims = [Claim(f"c-{k}", a, w, 0) for k, (a, w) in enumerate(tests)]
+    games = [allowance(me, claims, holders, slots, turn).games or 0 for me in claims]
+    assert sum(games) <= slots
+    by_author: dict[str, int] = {}
+    for c in claims:
+        by_author[c.author] = by_author.get(c.author, 0) + c.wants
+    demand = sum(min(w, holders[a].pairs or w) if a in holders else w
+                 for a, w in by_author.items())
+    assert sum(games) == 2 * min(slots // 2, demand)  # nothing wanted is left idle
 
 
 def test_a_cap_of_zero_starts_nothing_says_why_and_the_test_goes_on() -> None:
@@ -162,3 +183,18 @@ def test_a_cap_of_zero_starts_nothing_says_why_and_the_test_goes_on() -> None:
     away = change.feed(spec, going.state, [], judge, None, 0, offline=["b-b"],
                        held=held)
     assert away.progress.waiting == ("b-b",) and away.progress.held == ""
+
+
+def test_the_games_bound_lets_a_new_pair_beside_a_half_finished_one() -> None:
+    spec = change.ChangeSpec(test_id="c-00ab", players=3, candidate="b-c", baseline="b-b",
+                             opponents=("house:greedy", "house:random"), seed=1, in_flight=8)
+    judge = _Judge()
+    step = change.start(spec, judge, None, 8, games=5)
+    assert len(step.games) == 4  # two pairs: four games in play, a fifth would split a pair
+    c_game = step.games[0]
+    row = {"match_id": c_game.match_id, "bot_ids": list(c_game.bot_ids),
+           "placement": [1, 2, 3], "final": [30, 20, 10], "end": "normal"}
+    half = change.feed(spec, step.state, [row], judge, None, 8, games=5)
+    # Board 1's C game is done: three games in play, room for one more pair.
+    assert [g.match_id for g in half.games] == [f"{spec.test_id}-p3-c", f"{spec.test_id}-p3-b"]
+    assert half.progress.in_flight == 3

@@ -18,8 +18,11 @@ house bots' CPU. What one test may have in flight is the least of:
 - nothing at all while the author's house-bot CPU of the day is used up
   (`Holder.cpu_out` says so, until the UTC day ends).
 
-`allowance` gives one test's pairs and, when a limit or the share is what holds it
-below what it wants, why, in words for people (`Allowance.reason`). The words change
+`allowance` gives one test's pairs (the limit's bound, on pairs in flight) and games
+(the share's bound, on games in play: a pair whose first game has finished holds one
+game slot, so a game slot it frees goes to a new pair at once) and, when a limit or the
+share is what holds it below what it wants, why, in words for people
+(`Allowance.reason`). The words change
 only when the rule that binds changes (not with every pair that starts or ends), since
 a test announces each change (`WaitingChanged`).
 
@@ -59,10 +62,13 @@ class Holder:
 
 @dataclass(frozen=True, slots=True)
 class Allowance:
-    """Pairs a test may have in flight now, and why fewer than it wants (empty: none)."""
+    """What a test may have now: pairs in flight (started, a game not finished: its
+    author's limit), games in play (its share of the slots, two a pair; None: no bound),
+    and why less than it wants (empty: nothing holds it back)."""
 
     pairs: int
     reason: str = ""
+    games: int | None = None
 
 
 def split(total: int, wants: Mapping[str, int], turn: int = 0) -> dict[str, int]:
@@ -111,9 +117,9 @@ def allowance(me: Claim, others: Sequence[Claim], holders: Mapping[str, Holder],
     claims = [me, *(c for c in others if c.test_id != me.test_id)]
     holder = holders.get(me.author) or Holder(me.author or "the admin")
     if holder.cpu_out:
-        return Allowance(0, holder.cpu_out)
+        return Allowance(0, holder.cpu_out, 0)
     if me.wants <= 0:
-        return Allowance(0)
+        return Allowance(0, "", None if slots is None else 0)
     mine = [c for c in claims if c.author == me.author]
     limit = _limit_cap(me, mine, holder, turn)
     if slots is None:
@@ -130,14 +136,14 @@ def allowance(me: Claim, others: Sequence[Claim], holders: Mapping[str, Holder],
         wanting = sum(1 for d in demand.values() if d > 0)
         ours = split(slots // 2, demand, turn)[me.author]
         share = split(ours, {c.test_id: c.wants for c in mine}, turn)[me.test_id]
-    pairs = min(me.wants, limit, share)
-    if pairs >= me.wants:
-        return Allowance(pairs)
-    if pairs == limit:
+    pairs = min(me.wants, limit)
+    games = None if slots is None else 2 * min(pairs, share)
+    if min(pairs, share) >= me.wants:
+        return Allowance(pairs, "", games)
+    if pairs <= share:
         assert holder.pairs is not None  # only a limit holds a test below what it wants
         return Allowance(pairs, f"{holder.name}'s limit: {holder.pairs} pairs in flight over "
-                                "all their tests")
-    assert slots is not None
+                                "all their tests", games)
     return Allowance(pairs, f"{holder.name}'s fair share of the stack: {slots} game slots "
                             f"for tests, shared by {wanting} "
-                            f"{'author' if wanting == 1 else 'authors'} testing")
+                            f"{'author' if wanting == 1 else 'authors'} testing", games)

@@ -161,9 +161,11 @@ class ChangePlanner:
         return capacity(self.spec, store_changes.live_elsewhere(r, self.event_id, list(uses)))
 
     def _plan(self, r: redis.Redis, state: Mapping[str, Any] | None,
-              plan: Callable[[int, int, list[str], str], ChangeStep]) -> ChangeStep:
-        """`plan(cap, created, offline, held)`: at the bots' capacity within the author's
-        allowance (`held` says why that is lower, if it is), every board whose games
+              plan: Callable[[int, int, list[str], str, int | None], ChangeStep]
+              ) -> ChangeStep:
+        """`plan(cap, created, offline, held, games)`: at the bots' capacity within the
+        author's limit, at most `games` in play (the author's share of the stack; None: no
+        bound), `held` saying why less than the test could take, if so; every board whose games
         exist already taken up first, none started while a remote bot is away. A step
         redone after a crash must open the boards its lost run created and queued,
         whatever the capacity, verdict or stop now, and before it folds results: those
@@ -183,11 +185,11 @@ class ChangePlanner:
             log.warning("test %s: its author's share lock is busy; no pair starts this step",
                         self.event_id)
             self.wake_at = store_recovery.now(r) + 1.0
-            return plan(0, created, away, str((state or {}).get("held", "")))
+            return plan(0, created, away, str((state or {}).get("held", "")), None)
         try:
             allowed = self._allowance(r, wants)
             step = plan(min(own, allowed.pairs) if wants else own, created, away,
-                        allowed.reason)
+                        allowed.reason, allowed.games if wants else None)
             self._claim(r, step, own, bool(away))
         finally:
             if lock is not None:
@@ -246,8 +248,8 @@ class ChangePlanner:
             store_share.drop_claim(r, self.event_id)
             return self._planned(stopped)
         return self._planned(self._plan(
-            r, None, lambda cap, made, away, held: change.start(
-                self.spec, self.judge, None, cap, made, away, held)))
+            r, None, lambda cap, made, away, held, games: change.start(
+                self.spec, self.judge, None, cap, made, away, held, games)))
 
     def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
              failed: Mapping[str, str]) -> Planned:
@@ -258,8 +260,8 @@ class ChangePlanner:
             state = change.stop(self.spec, state, self.judge).state
         lost = [store_changes.lost_row(store_matches.load_spec(r, mid), error)
                 for mid, error in sorted(failed.items())]
-        step = self._plan(r, state, lambda cap, made, away, held: change.feed(
-            self.spec, state, [*rows, *lost], self.judge, None, cap, made, away, held))
+        step = self._plan(r, state, lambda cap, made, away, held, games: change.feed(
+            self.spec, state, [*rows, *lost], self.judge, None, cap, made, away, held, games))
         if step.unknown:
             log.warning("test %s: results that are not open here counted nothing: %s",
                         self.event_id, step.unknown[:10])
