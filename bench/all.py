@@ -18,6 +18,8 @@ every `name: value unit` line they printed, by benchmark:
   (bench/fit_scale.py);
 - sprt: the test of a change's error rates, games to a verdict, paired against unpaired,
   and the fixed-games interval's coverage (bench/sprt.py);
+- share: two authors' tests sharing a worker's game slots: how soon a newcomer's pairs
+  start, each test's games a minute while both run (bench/share.py);
 - swiss: how often a 3p Swiss, a random pairing and a partial round robin find the
   strongest of 64 bots, and the pairing time for 1,000 bots (bench/swiss.py);
 - arena: matchmaking rules against bots of known strength, the step's time
@@ -63,6 +65,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "ratings": ("ratings.py", [], ["--quick"]),
     "fit_scale": ("fit_scale.py", [], ["--quick"]),
     "sprt": ("sprt.py", [], ["--quick"]),
+    "share": ("share.py", [], ["--rounds", "1", "--short-games", "60", "--warmup", "10"]),
     "swiss": ("swiss.py", [], ["--quick"]),
     "arena": ("arena.py", [], ["--quick"]),
     "arena_service": ("arena_service.py", [], ["--passes", "5"]),

@@ -216,9 +216,9 @@ def sample(r: redis.Redis, games: int) -> Sample:
 
 
 def _decide_here(bot: Any, seed: int, observation: Any, legal: Sequence[int]
-                 ) -> Future[tuple[int, float]]:
+                 ) -> Future[tuple[int, float, float]]:
     """`workers.house.submit`, answered in this process at once."""
-    done: Future[tuple[int, float]] = Future()
+    done: Future[tuple[int, float, float]] = Future()
     done.set_result(house.decide_here(bot if isinstance(bot, str) else bot.id, seed,
                                       observation, legal))
     return done

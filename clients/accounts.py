@@ -25,7 +25,7 @@ from typing import Any
 
 import grpc
 
-from clients import commands
+from clients import commands, flags
 from clients.channel import Target
 from clients.commands import (
     _admin_flag,
@@ -276,11 +276,17 @@ def _run_role(args: argparse.Namespace) -> int:
 def _run_limits(args: argparse.Namespace) -> int:
     target = server_target(args)
     given = [args.tests, args.pairs, args.house_cpu]
-    if not args.reset and any(v is None for v in given):
+    only_slots = args.test_slots is not None and all(v is None for v in given)
+    if not args.reset and not only_slots and any(v is None for v in given):
         raise UsageError("moonshot admin limits: give --tests, --pairs and --house-cpu "
-                         "(or --reset)")
+                         "(or --reset, or --test-slots alone)")
+    if args.test_slots is not None and args.author:
+        raise UsageError("moonshot admin limits: --test-slots is the stack's setting: give "
+                         "it without an author")
     req = account_pb2.SetLimitsRequest(author=args.author or "", reset=args.reset)
-    if not args.reset:
+    if args.test_slots is not None:
+        req.test_slots = args.test_slots
+    if not args.reset and not only_slots:
         req.limits.CopyFrom(account_pb2.Limits(tests=args.tests, pairs=args.pairs,
                                                house_cpu_s=args.house_cpu))
     channel, stub = _accounts(target)
@@ -290,6 +296,10 @@ def _run_limits(args: argparse.Namespace) -> int:
     lim = resp.limits
     print(f"limits of {who}: {lim.tests} tests at once, {lim.pairs} pairs in flight, "
           f"{lim.house_cpu_s:.0f} s of house-bot CPU a day")
+    if not args.author:
+        slots = (f"{resp.test_slots} (the admin's setting)" if resp.test_slots else
+                 f"{resp.worker_slots} (what the live workers host)")
+        print(f"game slots all tests share, round robin between the authors testing: {slots}")
     return 0
 
 
@@ -495,6 +505,9 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--house-cpu", type=float, default=None,
                    help="house-bot CPU seconds a day")
     p.add_argument("--reset", action="store_true", help="back to the defaults")
+    p.add_argument("--test-slots", type=flags.int_in(0, 1_000_000), default=None, metavar="N",
+                   help="the game slots all tests share, split round robin between the "
+                        "authors testing (0: as many as the live workers host); no author")
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_limits)

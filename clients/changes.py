@@ -193,6 +193,9 @@ def summary(t: change_pb2.Test) -> str:
     if t.waiting_for:
         lines.append(f"  Waiting for {', '.join(t.waiting_for)}: not connected; no new pair "
                      "starts until it is (the test goes on by itself)")
+    elif t.held:
+        lines.append(f"  Held: {t.held} ({t.progress.pairs_in_flight} pairs in flight; "
+                     "the test goes on by itself)")
     if not s.fixed_games:
         lines.append(f"  LLR: {p.llr:.2f} ({p.llr_lower:.2f}, {p.llr_upper:.2f}) "
                      f"<{s.elo0:.2f}, {s.elo1:.2f}>")
@@ -225,7 +228,7 @@ def live_line(t: change_pb2.Test) -> str:
            f"LLR {p.llr:+.2f} ({p.llr_lower:.2f}, {p.llr_upper:.2f}), ")
     void = f" ({p.pairs_void} void)" if p.pairs_void else ""
     state = (f"waiting for {', '.join(t.waiting_for)}" if t.waiting_for
-             else _status(t))
+             else f"waiting: {t.held}" if t.held else _status(t))
     return (f"{s.name}: {llr}Elo {_elo(p.elo)} [{_elo(p.elo_low)}, {_elo(p.elo_high)}], "
             f"{plural(p.pairs, 'pair')}{void}, {p.games} games, {p.pairs_in_flight} in flight, "
             f"{state}")

@@ -507,7 +507,8 @@ def _run_worker(args: argparse.Namespace) -> int:
     # Recovery (re-queueing what a crash left behind) runs in a thread of every worker,
     # one pass per period across them all (see workers.recovery for why not RQ's scheduler);
     # a worker in burst mode only keeps its liveness, so its matches are left to it.
-    start_recovery_thread(args.redis, instance=worker.instance, recovery=not args.burst)
+    start_recovery_thread(args.redis, instance=worker.instance, recovery=not args.burst,
+                          slots=worker.concurrency)
     try:
         worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
     except NameTaken as exc:

@@ -23,6 +23,7 @@ from store import audit
 from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
+from store import share as store_share
 from store.authors import AuthorRecord, Limits
 from store.errors import InvalidArgument, PermissionDenied
 
@@ -236,25 +237,36 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def SetLimits(self, request: account_pb2.SetLimitsRequest,
                         context: grpc.aio.ServicerContext[Any, Any]
                         ) -> account_pb2.SetLimitsResponse:
-        """One author's limits, or the default."""
+        """One author's limits, or the default; and the game slots all tests share."""
         who = caller()
-        if not request.reset and not request.HasField("limits"):
-            raise InvalidArgument("limits: required (or reset)")
-        limits = None if request.reset else Limits(
+        slots = request.test_slots if request.HasField("test_slots") else None
+        if slots is not None and request.author:
+            raise InvalidArgument("test_slots: a setting of the stack: give it without author")
+        if not request.reset and not request.HasField("limits") and slots is None:
+            raise InvalidArgument("limits: required (or reset, or test_slots)")
+        limits = None if request.reset or not request.HasField("limits") else Limits(
             request.limits.tests, request.limits.pairs, request.limits.house_cpu_s).check()
 
-        def run(r: redis.Redis) -> Limits:
+        def run(r: redis.Redis) -> account_pb2.SetLimitsResponse:
             author_id = ""
             if request.author:
                 author_id = store_authors.find_author(r, request.author).author_id
-            store_authors.set_limits(r, author_id, limits)
+            if slots is not None:
+                store_share.set_slots(r, slots)
+                audit.record(r, who.actor, "set_test_slots", "stack", str(slots),
+                             who.address, [])
+            if request.reset or limits is not None:
+                store_authors.set_limits(r, author_id, limits)
             now = (store_authors.limits_of(r, store_authors.get_author(r, author_id))
                    if author_id else store_authors.default_limits(r))
-            audit.record(r, who.actor, "set_limits", author_id or "default",
-                         now.to_json(), who.address, [author_id] if author_id else [])
-            return now
+            if request.reset or limits is not None:
+                audit.record(r, who.actor, "set_limits", author_id or "default",
+                             now.to_json(), who.address, [author_id] if author_id else [])
+            return account_pb2.SetLimitsResponse(
+                limits=limits_to_pb(now), test_slots=store_share.slots_setting(r),
+                worker_slots=store_share.worker_slots(r))
 
-        return account_pb2.SetLimitsResponse(limits=limits_to_pb(await self.writes.run(run)))
+        return await self.writes.run(run)
 
     @unary
     async def AssignBot(self, request: account_pb2.AssignBotRequest,

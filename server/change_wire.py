@@ -147,15 +147,16 @@ def test_to_pb(test: ChangeTestSpec, info: TournamentInfo, state: Mapping[str, A
     its first step); `reveal` shows the seed (organisers, or a test that is over)."""
     spec = ChangeSpec.from_json(test.plan)
     plan = None if state is None else state.get("plan")
-    waiting = [] if info.status != TournamentStatus.RUNNING or not plan else [
-        test.name_of(str(b)) for b in plan.get("waiting", [])]
+    shown = plan if info.status == TournamentStatus.RUNNING and plan else {}
+    waiting = [test.name_of(str(b)) for b in shown.get("waiting", [])]
+    held = str(shown.get("held", ""))
     pb = change_pb2.Test(
         test_id=test.test_id, spec=_spec_to_pb(test, spec, reveal),
         status=_STATUS[info.status], progress=progress_to_pb(spec, plan),
         names=[test.name_of(b) for b in (spec.candidate, spec.baseline, *spec.opponents)],
         games_total=info.total or 2 * spec.boards, error=info.error,
         notes=change.notes(spec), boards_redealt=info.redealt, waiting_for=waiting,
-        stop_asked=stop_asked)
+        stop_asked=stop_asked, held=held)
     if info.created_at is not None:
         pb.created_at.CopyFrom(_timestamp(info.created_at))
     if info.finished_at is not None:
@@ -218,6 +219,7 @@ def test_event_to_pb(sequence: int, event: Message, test: change_pb2.Test | None
             pb.pair_voided.test.CopyFrom(test)
     elif isinstance(event, messages.WaitingChanged):
         pb.waiting_changed.SetInParent()
+        pb.waiting_changed.held = event.held
         if test is not None:
             pb.waiting_changed.test.CopyFrom(test)
             names = dict(zip((test.spec.candidate, test.spec.baseline, *test.spec.opponents),

@@ -28,6 +28,7 @@ import redis
 from moon import Rules
 from store import bots as store_bots
 from store import ids, keys, steps
+from store import share as store_share
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
 from store.records import Clock, Faults, MatchSpec
@@ -123,12 +124,12 @@ def running_of(r: redis.Redis, author_id: str) -> list[str]:
 
 
 def pairs_in_flight(r: redis.Redis, test_ids: Sequence[str]) -> int:
-    """Pairs started and not settled, over these tests (a board with a game created counts)."""
-    total = 0
-    for t in test_ids:
-        started = (steps.scheduling(r, EventRef.test(t)).games + 1) // 2
-        total += max(0, started - int(r.hlen(keys.test_pairs(t))))
-    return total
+    """Pairs in flight over these running tests, as their last steps left them: started,
+    with a game not finished (`store.share` claims): what an author's limit counts. A
+    pair both of whose games have finished is not in flight, even while it waits for an
+    earlier board to settle."""
+    wanted = set(test_ids)
+    return sum(c.flying for c in store_share.claims(r) if c.test_id in wanted)
 
 
 def load_spec(r: redis.Redis, test_id: str) -> ChangeTestSpec:

@@ -18,6 +18,13 @@
 | ms:invite:{hash}            | hash   | an invitation: by, created_at, expires_at, used_by  |
 |                             |        | (kept a week past its expiry, to say why it fails)  |
 | ms:limits:default           | string | the stack's default author limits (JSON)            |
+| ms:share:slots              | string | the game slots all tests share (the admin's; absent:|
+|                             |        | what the live workers host)                         |
+| ms:share:workers            | hash   | worker instance -> "<slots> <expires, Unix s>"      |
+| ms:share:claims             | hash   | running test -> its claim on the share (JSON:       |
+|                             |        | author, pairs it wants, pairs in flight)            |
+| ms:author:{id}:share_lock   | string | held while a step of one of the author's tests      |
+|                             |        | plans against their limit of pairs in flight        |
 | ms:throttle:{what}:{addr}:{hour} | string | registrations from one address this hour   |
 | ms:audit                    | stream | who did what to which account, bot or test (capped) |
 | ms:author:{id}:audit        | stream | ... the entries that concern one author (capped)    |
@@ -139,6 +146,9 @@ def bot(bot_id: str) -> str:
 
 AUTHORS = P + "authors"
 DEFAULT_LIMITS = P + "limits:default"
+SHARE_SLOTS = P + "share:slots"
+SHARE_WORKERS = P + "share:workers"
+SHARE_CLAIMS = P + "share:claims"
 AUDIT = P + "audit"
 
 
@@ -171,6 +181,11 @@ def author_lock(author_id: str) -> str:
     """Held while one of the author's changes that a limit or a check spans is made (a
     test created within their limits, a version declared without a cycle)."""
     return f"{P}author:{author_id}:lock"
+
+
+def author_share_lock(author_id: str) -> str:
+    """Held while a step of one of the author's tests plans against their pairs limit."""
+    return f"{P}author:{author_id}:share_lock"
 
 
 def author_audit(author_id: str) -> str:

@@ -380,11 +380,13 @@ class PairVoided(Message):
 @dataclass(frozen=True, slots=True)
 class WaitingChanged(Message):
     """The remote bots a test of a change waits for changed: while any is not connected no
-    new pair starts (`bot_ids` empty: it waits for nobody now)."""
+    new pair starts (`bot_ids` empty: it waits for nobody now); or why its author's limits
+    or share of the stack hold it below what it could take changed (`held`)."""
 
     TYPE: ClassVar[str] = "waiting_changed"
     bot_ids: list[str]
     time: float = 0.0
+    held: str = ""  # why fewer pairs start than the test could take (its author's limits)
 
 
 @dataclass(frozen=True, slots=True)

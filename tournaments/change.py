@@ -43,6 +43,13 @@ machinery can drive it; `stop` ends it early. The rules of the state machine:
 - `offline` (remote bots not connected now, from the caller) holds new pairs
   back: while one of them is away no pair starts and the state says whom the
   test waits for (`waiting`, and `waits` counts the changes, for events).
+- `held` (from the caller, with the `in_flight` it sets) says why that cap is
+  below what the test could take: its author's limit or share of the stack
+  (`tournaments.share`). A cap of 0 starts nothing and the test goes on when a
+  later step allows pairs again. The state keeps the words (`held`) while the
+  test may start pairs, and a change of them counts in `waits` too. The share
+  is a bound on *games* in play (`games`): a pair whose first game has
+  finished holds one game slot, not two, so a new pair may start beside it.
 
 The statistics are the judge's (`Judge`): the stack passes `ratings.sprt.Sprt`.
 `tournaments/` cannot import it: `ratings/` comes after `tournaments/` in the layout
@@ -421,6 +428,7 @@ class Progress:
     void: int = 0  # pairs void
     voids: tuple[tuple[str, str, int], ...] = ()  # (side, reason, pairs), by side then reason
     waiting: tuple[str, ...] = ()  # bots (ids) new pairs wait for
+    held: str = ""  # why fewer pairs start than the test could take (its author's limits)
     verdict_llr: float = 0.0  # the LLR at the crossing (H0, H1)
     halt: str = ""  # with the verdict "forfeits": who and why, for people (`halt_text`)
     halt_side: str = ""  # ... and the side
@@ -449,7 +457,7 @@ def _fresh_state() -> dict[str, Any]:
     return {"next": 0, "counted": 0, "open": {}, "counts": [0] * 9, "games": 0, "llr": 0.0,
             "verdict": PENDING, "verdict_pairs": 0, "stopped": False, "settled": 0,
             "void": 0, "voids": {}, "sides": {}, "streak": {}, "halt": None, "verdict_llr": 0.0,
-            "waiting": [], "waits": 0}
+            "waiting": [], "waits": 0, "held": ""}
 
 
 def _copy(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -478,14 +486,23 @@ def _in_flight(st: Mapping[str, Any]) -> int:
     return sum(1 for v in st["open"].values() if not all(_done(x) for x in v))
 
 
-def _fill(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, cap: int) -> list[Game]:
+def _playing(st: Mapping[str, Any]) -> int:
+    """Games of the open boards not done yet (in play, or queued)."""
+    return sum(1 for v in st["open"].values() for x in v if not _done(x))
+
+
+def _fill(spec: ChangeSpec, st: dict[str, Any], seeds: BoardSeeds, cap: int,
+          most: int | None = None) -> list[Game]:
     games: list[Game] = []
     flying = _in_flight(st)
-    while _can_start(spec, st) and flying < cap and st["next"] - st["settled"] < WINDOW * cap:
+    playing = _playing(st)
+    while _can_start(spec, st) and flying < cap and st["next"] - st["settled"] < WINDOW * cap \
+            and (most is None or playing + 2 <= most):
         games.extend(board_games(spec, st["next"], seeds))
         st["open"][str(st["next"])] = [-1, -1]
         st["next"] += 1
         flying += 1
+        playing += 2
     return games
 
 
@@ -545,7 +562,7 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
                     float(st["llr"]), str(st["verdict"]), int(st["verdict_pairs"]),
                     float(est.elo), float(est.low), float(est.high), finished, outcome,
                     void=int(st["void"]), voids=_voids_of(st),
-                    waiting=tuple(str(b) for b in st["waiting"]),
+                    waiting=tuple(str(b) for b in st["waiting"]), held=str(st["held"]),
                     verdict_llr=float(st["verdict_llr"]),
                     halt=halt_text(halt) if halt else "",
                     halt_side=str(halt["side"]) if halt else "")
@@ -554,28 +571,37 @@ def _progress(spec: ChangeSpec, st: Mapping[str, Any], judge: Judge) -> Progress
 def _step(spec: ChangeSpec, st: dict[str, Any], judge: Judge, seeds: BoardSeeds | None,
           in_flight: int | None, counted: list[Pair], released: list[str],
           unknown: list[str], reopened: list[Game] | None = None,
-          offline: Sequence[str] = ()) -> ChangeStep:
+          offline: Sequence[str] = (), held: str = "", most: int | None = None
+          ) -> ChangeStep:
     cap = spec.in_flight if in_flight is None else _count("in_flight", in_flight, 0,
                                                            MAX_IN_FLIGHT)
-    waiting = sorted(set(offline)) if _can_start(spec, st) else []
-    if waiting != st["waiting"]:
-        st["waiting"], st["waits"] = waiting, int(st["waits"]) + 1
+    starting = _can_start(spec, st)
+    waiting = sorted(set(offline)) if starting else []
+    held = held if starting and not waiting else ""
+    if waiting != st["waiting"] or held != st["held"]:
+        st["waiting"], st["held"], st["waits"] = waiting, held, int(st["waits"]) + 1
     if waiting:
         cap = 0  # no pair starts while a bot it needs is away
-    games = [*(reopened or []), *_fill(spec, st, seeds or spec_seeds(spec), cap)]
+    if most is not None:
+        most = _count("games", most, 0, 2 * MAX_IN_FLIGHT)
+    games = [*(reopened or []), *_fill(spec, st, seeds or spec_seeds(spec), cap, most)]
     return ChangeStep(st, games, counted, released, _progress(spec, st, judge), unknown)
 
 
 def start(spec: ChangeSpec, judge: Judge, seeds: BoardSeeds | None = None,
           in_flight: int | None = None, created: int = 0,
-          offline: Sequence[str] = ()) -> ChangeStep:
+          offline: Sequence[str] = (), held: str = "", games: int | None = None
+          ) -> ChangeStep:
     """Nothing played: the first pairs' games. `in_flight` overrides the spec's cap for
-    this step (the bots' capacity now); `created` boards exist already (a first step
-    redone) and open whatever the cap; while any bot of `offline` (remote bots not
-    connected now) is away, no pair starts and the state names them."""
+    this step (the bots' capacity now, and the author's limit), and `games` bounds the
+    games in play (the author's share of the stack; None: no bound): `held` says why they
+    are lower than the test could take, if they are; `created` boards exist already (a
+    first step redone) and open whatever the cap; while any bot of `offline` (remote bots
+    not connected now) is away, no pair starts and the state names them."""
     st = _fresh_state()
     reopened = _open_created(spec, st, seeds or spec_seeds(spec), created)
-    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened, offline)
+    return _step(spec, st, judge, seeds, in_flight, [], [], [], reopened, offline, held,
+                 games)
 
 
 def _parse(spec: ChangeSpec, match_id: str) -> tuple[int, int] | None:
@@ -655,11 +681,13 @@ def _check_thresholds(spec: ChangeSpec, st: dict[str, Any]) -> None:
 
 def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
          judge: Judge, seeds: BoardSeeds | None = None, in_flight: int | None = None,
-         created: int = 0, offline: Sequence[str] = ()) -> ChangeStep:
+         created: int = 0, offline: Sequence[str] = (), held: str = "",
+         games: int | None = None) -> ChangeStep:
     """Fold newly finished result rows (`store.results.result_row`, or a lost game's row)
     into the state: record each open game once, settle finished pairs in board order
     (counted, the judge asked after each; or void, the thresholds checked after each),
-    then start new pairs while allowed (none while a bot of `offline` is away). Boards
+    then start new pairs while allowed (none while a bot of `offline` is away; `games`
+    and `held` as in `start`). Boards
     below `created` whose games exist already (a step that made them died before saving)
     open first, so that their results, which may be in this very batch, count."""
     st = _copy(state)
@@ -704,7 +732,7 @@ def feed(spec: ChangeSpec, state: Mapping[str, Any], results: Sequence[Mapping[s
                             _game_id(spec, board, "c"), _game_id(spec, board, "b"), eighths,
                             float(st["llr"]), voids))
     return _step(spec, st, judge, seeds, in_flight, counted, released, unknown, reopened,
-                 offline)
+                 offline, held, games)
 
 
 def progress(spec: ChangeSpec, state: Mapping[str, Any] | None, judge: Judge) -> Progress:

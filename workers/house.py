@@ -10,6 +10,10 @@ decision is a pure function of the seat's observation, the game's seed and the
 seat (`bots.player`), so a match resumed from its action log after a crash
 gets exactly the moves it would have had.
 
+The CPU a decision takes (the house process's thread time) comes back with it: the match
+host counts it against the author of a test of a change (`store.authors.add_cpu`), whose
+tests start no new pair once their house-bot CPU of the day is used up.
+
 The clock applies as to any bot: a decision is charged the time the player
 computed (in its process, not the time it waited for one), and one that
 overruns the move time and the bank is replaced and counts a strike, like a
@@ -51,15 +55,17 @@ def _init() -> None:
 
 
 def decide_here(bot_id: str, seed: int, observation: Mapping[str, Any],
-                legal: Sequence[int]) -> tuple[int, float]:
-    """The house bot's action id and the milliseconds it computed, in this process."""
+                legal: Sequence[int]) -> tuple[int, float, float]:
+    """The house bot's action id, the milliseconds it computed and the CPU seconds it
+    took (this thread's: a house process decides one at a time), in this process."""
     started = time.perf_counter()
+    cpu = time.thread_time()
     player = _players.get(bot_id)
     if player is None:
         player = _players[bot_id] = parse(bot_id).player()
     obs = Observation.from_json(dict(observation))
     action = player.decide(obs, [ACTIONS[i] for i in legal], seed)
-    return action.id, (time.perf_counter() - started) * 1000
+    return action.id, (time.perf_counter() - started) * 1000, time.thread_time() - cpu
 
 
 def _pool_now(broken: ProcessPoolExecutor | None = None) -> ProcessPoolExecutor:
@@ -85,8 +91,8 @@ _TRIES = 3  # pools started for one decision before its BrokenProcessPool goes u
 
 
 def submit(bot: HouseBot | str, seed: int, observation: Mapping[str, Any],
-           legal: Sequence[int]) -> Future[tuple[int, float]]:
-    """Have a house process decide; the future gives (action id, ms computed). A pool
+           legal: Sequence[int]) -> Future[tuple[int, float, float]]:
+    """Have a house process decide; the future gives (action id, ms computed, CPU s). A pool
     broken by a house process that died is started again (once, whoever finds it)."""
     bot_id = bot.id if isinstance(bot, HouseBot) else bot
     pool = _pool_now()

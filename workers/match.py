@@ -17,6 +17,13 @@ lease (so two runs never host the same match at once), replays the action log
 At the end the transcript and result are written once (SET NX) whatever retries
 happen, and in the same step every seat's bot is told that the match ended.
 
+House seats decide in the worker's house processes (`workers.house`); the CPU each
+decision takes is counted against the author of the test of a change the match belongs
+to (`store.authors.add_cpu`, in batches of `CPU_BATCH_S` and when the run ends): an
+author's tests start no new pair once their house-bot CPU of the day is used up. What a
+run killed outright had not counted yet is lost (at most a batch); a resumed run replays
+the log and counts only the decisions it makes itself.
+
 Every read and write goes through `store.runs.Run`, and every write there is fenced
 by the match's lease: a run that stalled past it writes nothing.
 """
@@ -40,8 +47,11 @@ from moon import GameState
 from moon.actions import ACTIONS, MOON
 from moon.deal import mix64
 from moon.transcript import actions_of, transcript
+from store import authors as store_authors
+from store import changes as store_changes
 from store import events, ids, messages, steps
 from store import matches as store_matches
+from store.errors import NotFound
 from store.messages import ActionEntry, DecisionRequest, ForfeitEntry
 from store.pools import Pool
 from store.records import MatchSpec
@@ -51,11 +61,12 @@ from store.runs import LEASE_MS, LostLease, Run
 from workers import failpoints, house, metrics
 from workers.queues import request_archive, request_fit, request_step
 
-__all__ = ["LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
+__all__ = ["CPU_BATCH_S", "LEASE_MS", "STOPPING", "HandedOver", "LostLease", "MatchHost"]
 
 log = logging.getLogger("moonshot.match")
 
 _SLICE_S = 0.25  # longest single wait, so presence and the lease are checked often
+CPU_BATCH_S = 2.0  # house-bot CPU counted against a test's author once this much is owed
 
 
 # Set when the worker process stops: every match it hosts hands over at its next wait.
@@ -110,6 +121,8 @@ class MatchHost:
     run: Run = field(init=False)
     _lease_at: float = 0.0
     _first_decision: bool = True  # of this run: its request may repeat one a dead run sent
+    _cpu_owed: float = 0.0  # house-bot CPU seconds of this run not counted yet
+    _cpu_author: str | None = None  # whom they are counted against ("": nobody); None: unread
 
     # --------------------------------------------------------------- setup
 
@@ -198,6 +211,23 @@ class MatchHost:
             raise
         finally:
             self.run.release()
+            with contextlib.suppress(redis.RedisError):
+                self._count_cpu()
+
+    def _count_cpu(self, at_least: float = 0.0) -> None:
+        """Count the house-bot CPU owed against the author of the test this match belongs
+        to (none for the admin's tests, tournaments and arenas), once `at_least` is owed."""
+        if self._cpu_owed <= at_least:
+            return
+        if self._cpu_author is None:
+            event = self.spec.event
+            author = ""
+            if event is not None and event.kind is EventKind.TEST:
+                with contextlib.suppress(NotFound):
+                    author = store_changes.load_spec(self.r, event.id).author
+            self._cpu_author = author
+        owed, self._cpu_owed = self._cpu_owed, 0.0
+        store_authors.add_cpu(self.r, self._cpu_author, owed)
 
     def _host(self) -> dict[str, Any]:
         if self.run.has_result():  # finished by the lease's last holder
@@ -364,7 +394,8 @@ class MatchHost:
         attempt = house.submit(bot, self.spec.seed, req.observation, req.legal)
         while True:
             try:
-                action, ms = attempt.result(timeout=_SLICE_S)
+                action, ms, cpu = attempt.result(timeout=_SLICE_S)
+                self._cpu_owed += cpu
                 break
             except FutureTimeout:
                 pass
@@ -378,6 +409,7 @@ class MatchHost:
                 action, ms = -1, (time.monotonic() - sent) * 1000
                 break
         metrics.house_decided(ms)
+        self._count_cpu(CPU_BATCH_S)
         if action < 0 or ms > limit_ms:
             metrics.HOUSE_OVERRUNS.inc()
             answer = self._replace(seat, req, "late", f"house bot {bot} computed "

@@ -44,7 +44,9 @@ class Planned:
     - `error`: the event cannot go on (it ends FAILED with this);
     - `wake_at`: look again then (Redis's clock) even if nothing asks;
     - `dormant`: the event wants no step unless asked (a stopped arena): once its boards
-      are all released, recovery stops nudging it.
+      are all released, recovery stops nudging it;
+    - `asks`: other events to ask to look again after this pass (a test of a change that
+      starts or stops wanting pairs changes the others' share of the stack).
     """
 
     state: dict[str, Any]
@@ -54,6 +56,7 @@ class Planned:
     error: str = ""
     wake_at: float | None = None
     dormant: bool = False
+    asks: tuple[EventRef, ...] = ()
 
 
 class Planner(Protocol):

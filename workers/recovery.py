@@ -39,6 +39,7 @@ from store import deals, ids, steps
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
+from store import share as store_share
 from store.pools import Pool
 from workers.intake import REFUSED
 from workers.queues import (
@@ -298,31 +299,35 @@ def _recovery_loop(url: str, stop: threading.Event, every: float) -> None:
             return
 
 
-def _alive_loop(url: str, instance: str, stop: threading.Event) -> None:
+def _alive_loop(url: str, instance: str, stop: threading.Event, slots: int = 0) -> None:
     """Keep the worker's liveness key fresh (a thread of its own: a long recovery pass
-    must not make a live worker look dead)."""
+    must not make a live worker look dead), and its note of the games it hosts at once
+    (`slots`: what the tests' fair share of the stack counts, `store.share`)."""
     r = redis.Redis.from_url(url, decode_responses=True)
     while True:
         try:
             store_recovery.keep_alive(r, instance, ALIVE_MS)
+            if slots:
+                store_share.note_worker(r, instance, slots, ALIVE_MS)
         except redis.RedisError as exc:
             log.warning("could not renew this worker's liveness: %s", exc)
         if stop.wait(ALIVE_MS / 3000):
             with contextlib.suppress(redis.RedisError):
                 store_recovery.keep_alive(r, instance, 0)
+                store_share.note_worker(r, instance, 0, 0)
             return
 
 
 def start_recovery_thread(url: str, every: float = EVERY_S, instance: str = "",
-                          recovery: bool = True) -> threading.Event:
+                          recovery: bool = True, slots: int = 0) -> threading.Event:
     """Run the recovery passes (unless not `recovery`) now and every `every` s in a daemon
-    thread, and keep the liveness key of worker `instance` (if given) fresh; set the event
-    to stop both."""
+    thread, and keep the liveness key of worker `instance` (if given) fresh, with the games
+    it hosts at once (`slots`); set the event to stop both."""
     stop = threading.Event()
     if recovery:
         threading.Thread(target=_recovery_loop, args=(url, stop, every),
                          name="moonshot-recovery", daemon=True).start()
     if instance:
-        threading.Thread(target=_alive_loop, args=(url, instance, stop),
+        threading.Thread(target=_alive_loop, args=(url, instance, stop, slots),
                          name="moonshot-alive", daemon=True).start()
     return stop

@@ -56,7 +56,13 @@ from workers import failpoints, metrics
 from workers.arena import ArenaPlanner
 from workers.changes import ChangePlanner
 from workers.planner import Planned, Planner
-from workers.queues import enqueue_advance, enqueue_match, request_archive, request_fit
+from workers.queues import (
+    enqueue_advance,
+    enqueue_match,
+    request_archive,
+    request_fit,
+    request_step,
+)
 
 __all__ = ["LOCK_MS", "MAX_PASSES", "PLANNERS", "Boards", "FormatPlanner", "RedisSource",
            "advance", "planner_of"]
@@ -273,6 +279,7 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
         planned.dormant or planned.finished or planned.error)
     if (new_state == st and ending is None and planned.wake_at == stored.wake_at
             and live == stored.live):
+        _ask_others(r, rq_conn, planned)
         return {"event": str(ref), "unchanged": True, "done": cursor, "total": planned.total}
     failpoints.reached("step.before-save")
     if ending is not None:
@@ -281,6 +288,7 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
                       live=live, wake_at=planned.wake_at, ending=ending, archive=public):
         return {"event": str(ref), "skipped": "another run saved first"}
     failpoints.reached("step.after-save")
+    _ask_others(r, rq_conn, planned)
     if public:
         request_archive(r, rq_conn)  # public and folded: the games may leave Redis
     created = _create(r, rq_conn, decided)
@@ -289,6 +297,12 @@ def _advance_once(r: redis.Redis, rq_conn: redis.Redis, ref: EventRef) -> dict[s
                 ending.status, f": {planned.error}" if planned.error else "")
     return {"event": str(ref), "created": created, "done": cursor, "total": planned.total,
             "finished": planned.finished, "released": boards.released}
+
+
+def _ask_others(r: redis.Redis, rq_conn: redis.Redis, planned: Planned) -> None:
+    """Ask the other events the planner named to look again (`Planned.asks`)."""
+    for other in planned.asks:
+        request_step(r, rq_conn, other)
 
 
 def _current(state: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -100,7 +100,7 @@ def change_row(t: change_pb2.Test) -> Row:
         "void": p.pairs_void, "void_text": void_text(p), "settled": p.pairs + p.pairs_void,
         "voids": [{"who": _SIDE.get(v.side, "unknown"), "reason": v.reason, "pairs": v.pairs}
                   for v in p.voids],
-        "waiting": list(t.waiting_for), "stop_asked": t.stop_asked,
+        "waiting": list(t.waiting_for), "held": t.held, "stop_asked": t.stop_asked,
         "created": when(t.created_at), "finished": when(t.finished_at,
                                                         t.HasField("finished_at")),
         "error": t.error, "notes": list(t.notes), "redealt": t.boards_redealt,

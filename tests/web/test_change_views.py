@@ -164,6 +164,17 @@ def test_void_pairs_waiting_and_a_stop_show_as_what_they_are() -> None:
     assert live_line(w).endswith("waiting for ghost")
     assert "Waiting for ghost: not connected; no new pair starts" in summary(w)
     assert change_row(w)["waiting"] == ["ghost"]
+    # Held back by the author's limit: the words, in the CLI and on the page.
+    h = _test(verdict=change_pb2.TEST_VERDICT_PENDING)
+    h.status = change_pb2.TEST_STATUS_RUNNING
+    h.held = "alice's limit: 8 pairs in flight over all their tests"
+    assert live_line(h).endswith("waiting: alice's limit: 8 pairs in flight over all their "
+                                 "tests")
+    assert "Held: alice's limit: 8 pairs in flight over all their tests" in summary(h)
+    assert change_row(h)["held"] == h.held
+    page = _render(change_row(h))
+    assert 'id="t-held"' in page and "alice&#39;s limit: 8 pairs in flight" in page
+    assert 'id="t-held"' not in _render(change_row(w))  # waiting for a bot says that instead
     # Stopped by StopTest: stopped, with what was counted.
     s = _test(verdict=change_pb2.TEST_VERDICT_PENDING, outcome=change_pb2.TEST_OUTCOME_STOPPED)
     s.progress.llr = 0.4
@@ -201,3 +212,10 @@ def test_a_board_names_each_seat_by_its_role() -> None:
     assert [x["label"] for x in seats] == ["B", "O1", "O2"]
     record = labelled({"seats": ["house:greedy"] * 3, "final": [0, 3, 4]}, seats)
     assert record["seats"] == ["B (house:greedy)", "O1 (house:greedy)", "O2 (house:greedy)"]
+
+
+def _render(row: dict[str, object]) -> str:
+    """The test's figures block as the page draws it."""
+    from clients.web.app import _environment
+
+    return str(_environment().get_template("_test.html").module.summary({"t": row}))

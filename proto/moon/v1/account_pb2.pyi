@@ -504,12 +504,18 @@ class SetLimitsRequest(_message.Message):
     AUTHOR_FIELD_NUMBER: _builtins.int
     LIMITS_FIELD_NUMBER: _builtins.int
     RESET_FIELD_NUMBER: _builtins.int
+    TEST_SLOTS_FIELD_NUMBER: _builtins.int
     author: _builtins.str
     """The author's id or name; empty: the default of every author without
     limits of their own.
     """
     reset: _builtins.bool
     """Back to the defaults (for an author), or to the stack's built-in defaults."""
+    test_slots: _builtins.int
+    """With `author` empty only: the game slots all tests share, split round
+    robin between the authors testing (a pair is two games); 0: as many as
+    the live workers host. Unset: unchanged. May come without `limits`.
+    """
     @_builtins.property
     def limits(self) -> Global___Limits:
         """The limits."""
@@ -520,12 +526,15 @@ class SetLimitsRequest(_message.Message):
         author: _builtins.str = ...,
         limits: Global___Limits | None = ...,
         reset: _builtins.bool = ...,
+        test_slots: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_test_slots", b"_test_slots", "limits", b"limits", "test_slots", b"test_slots"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "limits", b"limits", "reset", b"reset"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_test_slots", b"_test_slots", "author", b"author", "limits", b"limits", "reset", b"reset", "test_slots", b"test_slots"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__test_slots: _TypeAlias = _typing.Literal["test_slots"]  # noqa: Y015
+    _WhichOneofArgType__test_slots: _TypeAlias = _typing.Literal["_test_slots", b"_test_slots"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__test_slots) -> _WhichOneofReturnType__test_slots | None: ...
 
 Global___SetLimitsRequest: _TypeAlias = SetLimitsRequest  # noqa: Y015
 
@@ -536,6 +545,14 @@ class SetLimitsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     LIMITS_FIELD_NUMBER: _builtins.int
+    TEST_SLOTS_FIELD_NUMBER: _builtins.int
+    WORKER_SLOTS_FIELD_NUMBER: _builtins.int
+    test_slots: _builtins.int
+    """The admin's setting of the game slots all tests share (0: none, the
+    workers' count holds).
+    """
+    worker_slots: _builtins.int
+    """The games the live workers host at once."""
     @_builtins.property
     def limits(self) -> Global___Limits:
         """The limits that hold now."""
@@ -544,10 +561,12 @@ class SetLimitsResponse(_message.Message):
         self,
         *,
         limits: Global___Limits | None = ...,
+        test_slots: _builtins.int = ...,
+        worker_slots: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "test_slots", b"test_slots", "worker_slots", b"worker_slots"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

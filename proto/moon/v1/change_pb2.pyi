@@ -571,6 +571,7 @@ class Test(_message.Message):
     STOP_ASKED_FIELD_NUMBER: _builtins.int
     AUTHOR_ID_FIELD_NUMBER: _builtins.int
     STOPPED_BY_FIELD_NUMBER: _builtins.int
+    HELD_FIELD_NUMBER: _builtins.int
     test_id: _builtins.str
     """Server-assigned id (`c-...`)."""
     status: Global___TestStatus.ValueType
@@ -596,6 +597,12 @@ class Test(_message.Message):
     stopped_by: _builtins.str
     """Who asked it to stop (`admin`, an author id, or `retired` when its
     candidate or baseline was retired); empty when none did.
+    """
+    held: _builtins.str
+    """Why fewer pairs start than the test could take at its last step, in
+    words: its author's limit of pairs in flight, their house-bot CPU of the
+    day, or their fair share of the stack's game slots. Empty when nothing
+    holds it back, or when it starts no more pairs.
     """
     @_builtins.property
     def spec(self) -> Global___TestSpec:
@@ -651,10 +658,11 @@ class Test(_message.Message):
         stop_asked: _builtins.bool = ...,
         author_id: _builtins.str = ...,
         stopped_by: _builtins.str = ...,
+        held: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "finished_at", b"finished_at", "progress", b"progress", "spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author_id", b"author_id", "boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "stop_asked", b"stop_asked", "stopped_by", b"stopped_by", "test_id", b"test_id", "waiting_for", b"waiting_for"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author_id", b"author_id", "boards_redealt", b"boards_redealt", "created_at", b"created_at", "error", b"error", "finished_at", b"finished_at", "games_total", b"games_total", "held", b"held", "names", b"names", "notes", b"notes", "progress", b"progress", "sequence", b"sequence", "spec", b"spec", "status", b"status", "stop_asked", b"stop_asked", "stopped_by", b"stopped_by", "test_id", b"test_id", "waiting_for", b"waiting_for"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1075,12 +1083,17 @@ class WatchTestResponse(_message.Message):
 
     @_typing.final
     class WaitingChanged(_message.Message):
-        """The remote bots new pairs wait for changed."""
+        """The remote bots new pairs wait for changed, or what holds the test back
+        (`Test.held`).
+        """
 
         DESCRIPTOR: _descriptor.Descriptor
 
         WAITING_FOR_FIELD_NUMBER: _builtins.int
         TEST_FIELD_NUMBER: _builtins.int
+        HELD_FIELD_NUMBER: _builtins.int
+        held: _builtins.str
+        """What holds new pairs back now, in words (empty: nothing)."""
         @_builtins.property
         def waiting_for(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
             """Their names now (empty: the test waits for nobody any more)."""
@@ -1096,10 +1109,11 @@ class WatchTestResponse(_message.Message):
             *,
             waiting_for: _abc.Iterable[_builtins.str] | None = ...,
             test: Global___Test | None = ...,
+            held: _builtins.str = ...,
         ) -> None: ...
         _HasFieldArgType: _TypeAlias = _typing.Literal["test", b"test"]  # noqa: Y015
         def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["test", b"test", "waiting_for", b"waiting_for"]  # noqa: Y015
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["held", b"held", "test", b"test", "waiting_for", b"waiting_for"]  # noqa: Y015
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 

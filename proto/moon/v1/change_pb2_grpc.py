@@ -51,7 +51,11 @@ class TestServiceStub:
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     def __init__(self, channel):
@@ -113,7 +117,11 @@ class TestServiceServicer:
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     def CreateTest(self, request, context):
@@ -230,7 +238,11 @@ class TestService:
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     @staticmethod

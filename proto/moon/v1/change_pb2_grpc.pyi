@@ -52,7 +52,11 @@ class TestServiceStub:
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     @_typing.overload
@@ -118,7 +122,11 @@ class TestServiceAsyncStub(TestServiceStub):
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -180,7 +188,11 @@ class TestServiceServicer(metaclass=_abc_1.ABCMeta):
     one side (`TestSpec.void_streak`, `void_share`) stop the test with the
     verdict TEST_VERDICT_FORFEITS. While a remote candidate, baseline or
     opponent is not connected, no new pair starts (`Test.waiting_for`); the
-    test goes on by itself once it is back.
+    test goes on by itself once it is back. An author's tests share the stack:
+    their pairs in flight stay within the author's limit, none start once the
+    author's house-bot CPU of the day is used up, and the game slots tests
+    share are split round robin between the authors testing (`Test.held` says
+    which holds a test back).
     """
 
     @_abc_1.abstractmethod
