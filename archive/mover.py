@@ -3,12 +3,12 @@ rows, in one transaction.
 
 Each game becomes one `games` row (its columns: who sat where, its event, board, seed,
 times, result, and the compact transcript, `archive.codec`, whose template the games of
-one event share) and one `plays` row per distinct bot (a bot's games, newest last, by an
-index range scan). Bot ids, events and templates are interned to small integers.
+one event share; a bot's games, newest last, are range scans of the seats' indexes).
+Bot ids, events and templates are interned to small integers.
 
 Idempotent: a game written before (a batch redone after its job died between the
-commit and Redis's drop) is left as it is (`insert_ignore` on `match_id`), and so are its
-plays: writing a batch twice writes it once.
+commit and Redis's drop) is left as it is (`insert_ignore` on `match_id`): writing a
+batch twice writes it once.
 """
 
 from __future__ import annotations
@@ -100,17 +100,7 @@ def write(archive: Archive, games: Sequence[Leaving]) -> int:
                          "event": None if g.spec.event is None else events[g.spec.event],
                          "template": templates[codec.template_id(p.template)]})
         new = insert_ignore(conn, schema.games, rows)
-        ids = _game_ids(conn, [g.match_id for g in games])
-        insert_ignore(conn, schema.plays, [
-            {"bot": bots[b], "game": ids[g.match_id]}
-            for g in games for b in sorted(set(g.spec.bot_ids))])
     return new
-
-
-def _game_ids(conn: Connection, match_ids: Sequence[str]) -> Mapping[str, int]:
-    t = schema.games
-    found = conn.execute(sa.select(t.c.match_id, t.c.id).where(t.c.match_id.in_(match_ids)))
-    return {str(m): int(i) for m, i in found}
 
 
 def write_event(archive: Archive, ref: EventRef, snapshot: Mapping[str, Any]) -> None:

@@ -206,36 +206,37 @@ def games(archive: Archive, *, bot_id: str = "", event: EventRef | None = None,
           since: float | None = None, until: float | None = None,
           with_blob: bool = False) -> list[ArchivedGame]:
     """Archived games newest first (archive order), at most `limit`, before archive id
-    `before`: a bot's (an index range scan of `plays`), an event's, a pool's (`players`),
-    finished in [since, until) if given."""
+    `before`: a bot's (range scans of the seats' indexes, merged), an event's, a pool's
+    (`players`), finished in [since, until) if given."""
     with archive.connect() as conn:
-        q = _select(with_blob)
-        newest: Any = _G.c.id  # what orders the games and bounds the page
-        if bot_id:
-            bot = _bot_ids(conn, bot_id)
-            if bot is None:
-                return []
-            # Driven by the bot's `plays`, newest first from `before`: one range scan of
-            # its key, whatever the page's depth. (Filtering games by `id IN (the bot's
-            # plays)` made SQLite walk the bot's plays down from its newest game to the
-            # page: 150 ms for the last page of a bot of 100,000 games, bench/archive.py.)
-            p = schema.plays
-            q = q.where(p.c.bot == bot, p.c.game == _G.c.id)
-            newest = p.c.game
+        where: list[Any] = []
         if event is not None:
             ev = _event_id(conn, event)
             if ev is None:
                 return []
-            q = q.where(_G.c.event == ev)
+            where.append(_G.c.event == ev)
         if players is not None:
-            q = q.where(_G.c.players == players)
-        if before is not None:  # both sides of the join, whichever the planner walks
-            q = q.where(newest < before, _G.c.id < before)
+            where.append(_G.c.players == players)
+        if before is not None:
+            where.append(_G.c.id < before)
         if since is not None:
-            q = q.where(_G.c.finished_at >= since)
+            where.append(_G.c.finished_at >= since)
         if until is not None:
-            q = q.where(_G.c.finished_at < until)
-        found = conn.execute(q.order_by(newest.desc()).limit(limit)).all()
+            where.append(_G.c.finished_at < until)
+        q = _select(with_blob).where(*where)
+        if bot_id:
+            bot = _bot_ids(conn, bot_id)
+            if bot is None:
+                return []
+            # The bot's newest `limit` games of each seat, each one range scan of that
+            # seat's index from `before` down, whatever the page's depth; the page is the
+            # newest `limit` of their union (a bot in two seats of a game counts once).
+            arms = [sa.select(_G.c.id).where(seat == bot, *where)
+                    .order_by(_G.c.id.desc()).limit(limit).subquery()
+                    for seat in schema.SEATS]
+            ids = sa.union(*(sa.select(a.c.id) for a in arms)).subquery()
+            q = q.where(_G.c.id.in_(sa.select(ids.c.id)))
+        found = conn.execute(q.order_by(_G.c.id.desc()).limit(limit)).all()
     return [_game(row, with_blob) for row in found]
 
 
@@ -366,8 +367,7 @@ def _selected(conn: sa.Connection, sel: Selection, with_blob: bool, top: int
         bot = _bot_ids(conn, sel.bot_id)
         if bot is None:
             return None
-        p = schema.plays  # a bot's games are one range of its key, in archive order
-        q = q.select_from(p.join(_G, _G.c.id == p.c.game)).where(p.c.bot == bot)
+        q = q.where(sa.or_(*(seat == bot for seat in schema.SEATS)))
     if sel.event is not None:
         ev = _event_id(conn, sel.event)
         if ev is None:
@@ -468,7 +468,7 @@ def stream(archive: Archive, sel: Selection | None = None, *, with_blob: bool = 
         base = _selected(conn, sel, with_blob, top)
     if base is None or top == 0:
         return
-    key = schema.plays.c.game if sel.bot_id else _G.c.id
+    key = _G.c.id
     after = 0
     while True:
         with archive.connect() as conn:

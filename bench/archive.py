@@ -708,9 +708,6 @@ def fill(archive: Archive, bases: list[Base], games: int, star: str, star_games:
                  for k in range(start, min(games, start + chunk))]
         with archive.begin() as conn:
             conn.execute(sa.insert(schema.games), [rows(k, g, p) for k, g, p in batch])
-            conn.execute(sa.insert(schema.plays), [
-                {"bot": ids[b], "game": k + 1} for k, g, _ in batch
-                for b in sorted(set(g.spec.bot_ids))])
     return clock.wall
 
 
@@ -867,7 +864,7 @@ def reads_section(tmp: Path, backend_url: str, dialect: str, bases: list[Base], 
 def _bytes(dialect: str, label: str, sizes: dict[str, int], games: int,
            blob: float | None) -> None:
     total = sum(sizes.values()) / games
-    for name in ("games", "plays"):
+    for name in ("games",):
         print(f"bytes {dialect} {label} {name}: {sizes[name] / games:.1f} bytes/game")
     print(f"bytes {dialect} {label} total: {total:.1f} bytes/game")
     if blob is not None:

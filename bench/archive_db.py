@@ -6,7 +6,7 @@ Run `python bench/archive_db.py [--games N] [--blob BYTES] [--backend sqlite|pos
 throwaway server as the tests start it, tests/pg.py, unless --url names a database),
 writes N games (default 100,000) of an arena-like 3p pool in batches of 2,000 as the
 mover would (100 bots, an event per 10,000 games, one template per event, ids like the
-arena's, 63-bit seeds, millisecond times, one `plays` row per seat, `--blob` random
+arena's, 63-bit seeds, millisecond times, `--blob` random
 bytes each, default 60), then prints `name: value unit` lines: bytes per game of each
 table (indexes included) and in total, as written and compacted (VACUUM; VACUUM FULL),
 and SQLite's file per game. SQLite's figures are whole pages (`dbstat`), free space in
@@ -107,19 +107,14 @@ def fill(archive: Archive, games: int, blob: int) -> float:
     for first in range(0, games, BATCH):
         rows = _games(rng, first, min(BATCH, games - first), events, bots, blob)
         with archive.begin() as conn:
-            ids = conn.execute(sa.insert(schema.games).returning(
-                schema.games.c.id, schema.games.c.match_id), rows).all()
-            by_match = {m: i for i, m in ids}
-            conn.execute(sa.insert(schema.plays), [
-                {"bot": r[f"seat{s}"], "game": by_match[r["match_id"]]}
-                for r in rows for s in range(3)])
+            conn.execute(sa.insert(schema.games), rows)
     return time.perf_counter() - start
 
 
 def report(archive: Archive, games: int, label: str) -> None:
     """Print bytes per game of each table and of all of them."""
     sizes = archive.table_bytes()
-    for name in ("games", "plays"):
+    for name in ("games",):
         print(f"{archive.dialect} {label} {name}: {sizes[name] / games:.1f} bytes/game")
     print(f"{archive.dialect} {label} total: {sum(sizes.values()) / games:.1f} bytes/game")
 

@@ -32,8 +32,8 @@ from archive.db import (
 from archive.errors import BadURL, SchemaTooNew, Unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAD = "0001"
-TABLES = {"bots", "events", "templates", "games", "plays", "rating_snapshots", "meta"}
+HEAD = "0002"
+TABLES = {"bots", "events", "templates", "games", "rating_snapshots", "meta"}
 
 
 @pytest.fixture
@@ -90,6 +90,56 @@ def test_the_migrated_database_is_the_schema_the_code_declares(archive: Archive)
     with archive.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), schema.metadata)
     assert diff == []
+
+
+def test_an_archive_of_the_first_schema_keeps_every_bots_games_through_the_upgrade(
+        archive_url: str) -> None:  # noqa: F811
+    """0001 kept a bot's games as `plays` rows; 0002 indexes the seats instead. An archive
+    written at 0001 opens at 0002 with every bot's listing as it was, and going back down
+    rebuilds `plays` from the seats, row for row."""
+    from alembic import command
+
+    from archive import reads
+    from archive.db import _config
+
+    engine = sa.create_engine(archive_url)
+    with engine.begin() as conn:
+        command.upgrade(_config(conn), "0001")
+    old = sa.MetaData()
+    old.reflect(engine)
+    games, plays = schema.games, old.tables["plays"]  # games: the same columns at 0001
+    first = Archive(engine, "old")
+    bots, _, tpl = _fill(first)
+    rows = [_game(tpl, [bots[k % 4], bots[(k + 1) % 4], bots[(k + 2) % 4]], match_id=f"m-{k}")
+            for k in range(30)]
+    rows.append(_game(tpl, bots, match_id="m-four", places=schema.pack_places([1, 2, 1, 2]),
+                      final="1,0,1,0"))
+    with engine.begin() as conn:
+        ids = conn.execute(sa.insert(games).returning(games.c.id, games.c.match_id),
+                           rows).all()
+        by_match = {m: i for i, m in ids}
+        conn.execute(sa.insert(plays), [
+            {"bot": r[f"seat{s}"], "game": by_match[r["match_id"]]}
+            for r in rows for s in range(4) if r.get(f"seat{s}") is not None])
+        before = {b: conn.execute(sa.select(plays.c.game).where(plays.c.bot == b).order_by(
+            plays.c.game.desc())).scalars().all() for b in bots}
+        pairs = sorted(conn.execute(sa.select(plays.c.bot, plays.c.game)).all())
+    engine.dispose()
+    upgraded = open_archive(archive_url)
+    assert upgraded.revision() == HEAD
+    assert "plays" not in sa.inspect(upgraded.engine).get_table_names()
+    with upgraded.connect() as conn:
+        names = dict(conn.execute(sa.select(schema.bots.c.id, schema.bots.c.bot_id)).all())
+    for b, expected in before.items():
+        listed = [g.id for g in reads.games(upgraded, bot_id=names[b], limit=1000)]
+        assert listed == expected, (names[b], listed, expected)
+        assert [g.id for g in reads.games(upgraded, bot_id=names[b], limit=5,
+                                          before=expected[4])] == expected[5:10]
+    with upgraded.begin() as conn:
+        command.downgrade(_config(conn), "0001")
+    with upgraded.connect() as conn:
+        assert sorted(conn.execute(sa.text("SELECT bot, game FROM plays")).all()) == pairs
+    upgraded.close()
 
 
 _OPEN = """
@@ -171,8 +221,6 @@ def test_every_table_round_trips(archive: Archive) -> None:
     with archive.begin() as conn:
         ids = conn.execute(sa.insert(schema.games).returning(schema.games.c.id),
                            [three, four]).scalars().all()
-        conn.execute(sa.insert(schema.plays), [
-            {"bot": b, "game": ids[0]} for b in bots[:3]])
         conn.execute(sa.insert(schema.rating_snapshots), [snapshot])
         conn.execute(sa.update(schema.events).values(
             name="Cup", spec='{"format":"rr"}', status="finished", created_at=1.0,
@@ -183,9 +231,10 @@ def test_every_table_round_trips(archive: Archive) -> None:
         assert [{k: v for k, v in g.items() if k != "id"} for g in games] == [three, four]
         assert games[0]["seed"] == 2**64 - 5 and games[0]["seat3"] is None
         assert schema.unpack_places(games[1]["places"], 4) == [1, 2, 1, 2]
-        newest = conn.execute(sa.select(schema.plays.c.game).where(
-            schema.plays.c.bot == bots[1]).order_by(schema.plays.c.game.desc())).scalars().all()
-        assert newest == [ids[0]]
+        newest = conn.execute(sa.select(schema.games.c.id).where(
+            sa.or_(*(seat == bots[1] for seat in schema.SEATS))).order_by(
+            schema.games.c.id.desc())).scalars().all()
+        assert newest == [ids[1], ids[0]]  # in both: seat 1 of the first, of the second
         assert conn.execute(sa.select(schema.rating_snapshots)).one()._asdict() == snapshot
         ev = conn.execute(sa.select(schema.events)).one()._asdict()
         assert ev == {"id": event, "kind": "tournament", "event_id": "t-1", "name": "Cup",
@@ -211,7 +260,6 @@ def test_unique_keys_hold_and_insert_ignore_skips_what_is_there(archive: Archive
             schema.bots: {"bot_id": "b-1", "name": "other"},
             schema.events: {"kind": "tournament", "event_id": "t-1"},
             schema.templates: {"hash": "h1", "body": "other"},
-            schema.plays: {"bot": bots[0], "game": 1},
             schema.rating_snapshots: {"pool": "3p", "method": "pl", "at": 1.0, "body": b""},
             schema.meta: {"key": "k", "value": "v"},
         }
