@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from clients.redisproc import RedisServer
+from server.access import Gate
 from server.bots import BotServicer
 from server.hub import Hub, Stream, accept_args
 from server.lanes import lane
@@ -42,6 +43,15 @@ class FakeContext:
         self.code = code
         raise Aborted(message)
 
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:5555"
+
+
+async def _admitted(lanes: tuple[Any, Any], ctx: FakeContext) -> None:
+    """What the referee's gate does before Play runs: the caller, from the token (set for
+    this task, in which the test then drives Play)."""
+    await Gate(*lanes).authorize("/moon.v1.BotService/Play", ctx)  # type: ignore[arg-type]
+
 
 async def _silent() -> AsyncIterator[Any]:
     await asyncio.Event().wait()
@@ -68,6 +78,7 @@ def test_a_stream_whose_attach_fails_leaves_the_hub(url: str) -> None:
             hub.r.publish = fail  # type: ignore[method-assign]  # after the stream joined
             ctx = FakeContext(token)
             lanes = lane("bots", url, 2), lane("reads", url, 2)
+            await _admitted(lanes, ctx)
             play = BotServicer(*lanes, hub).Play(_silent(), ctx)  # type: ignore[arg-type]
             welcome = await play.__anext__()
             assert not isinstance(welcome, bytes) and welcome.welcome.bot_id == record.bot_id
@@ -165,11 +176,13 @@ def test_play_refuses_a_malformed_cursor_and_lists_the_matches_under_way(url: st
         lanes = lane("bots", url, 2), lane("reads", url, 2)
         try:
             bad = FakeContext(token, ("moonshot-last-event-id", "12-x"))
+            await _admitted(lanes, bad)
             play = BotServicer(*lanes, hub).Play(_silent(), bad)  # type: ignore[arg-type]
             with pytest.raises(Aborted, match="moonshot-last-event-id"):
                 await play.__anext__()
             assert bad.code == grpc.StatusCode.INVALID_ARGUMENT
             good = FakeContext(token, ("moonshot-last-event-id", "12-0"))
+            await _admitted(lanes, good)
             play = BotServicer(*lanes, hub).Play(_silent(), good)  # type: ignore[arg-type]
             welcome = await play.__anext__()
             assert not isinstance(welcome, bytes)

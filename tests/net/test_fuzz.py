@@ -1121,6 +1121,7 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
     if rpc.path in BOT_CHANGES:
         world = world.aimed()
     defaults = _default_limits(r)  # SetLimits may set every author's
+    slots = r.get(keys.SHARE_SLOTS)  # ... and the game slots every test shares
     with _bracket(world, admin, r) as ledger, _channel(world) as ch:
         health = health_pb2_grpc.HealthStub(ch)
 
@@ -1154,6 +1155,11 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
         _no_arena_left(admin, world)
     if _default_limits(r) != defaults:
         _restore_default_limits(admin, defaults)
+    if r.get(keys.SHARE_SLOTS) != slots:  # what the session's other tests share
+        account_pb2_grpc.AccountServiceStub(admin.channel).SetLimits(
+            account_pb2.SetLimitsRequest(test_slots=int(slots or 0)),
+            metadata=admin.metadata, timeout=10)
+        assert r.get(keys.SHARE_SLOTS) == slots
 
 
 def _default_limits(r: redis.Redis) -> str | None:
