@@ -320,8 +320,10 @@ REQUESTS: dict[str, Build] = {
         bot_id=_fresh_bot(w, "RetireBot", t, c, w.owner)),
     "BotService/SetPreviousVersion": lambda w, c, t: bot_pb2.SetPreviousVersionRequest(
         bot_id=w.v2.bot_id, previous=w.v1.name),
+    # Three different players: a game of one bot in every seat tells a rating nothing.
     "MatchService/CreateMatch": lambda w, c, t: match_pb2.CreateMatchRequest(
-        players=3, bot_ids=["house:random"] * 3, rules={"max_hands": "1"}),
+        players=3, bot_ids=["house:random", "house:greedy", "house:pimc?samples=2"],
+        rules={"max_hands": "1"}),
     "MatchService/GetMatch": lambda w, c, t: match_pb2.GetMatchRequest(match_id="m-nosuchmatch"),
     "MatchService/ListMatches": lambda w, c, t: match_pb2.ListMatchesRequest(page_size=2),
     "MatchService/WatchMatch": lambda w, c, t: match_pb2.WatchMatchRequest(

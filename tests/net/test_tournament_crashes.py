@@ -507,6 +507,9 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
     the second and the pending decision is delivered there. The first comes back on its
     port, the second is killed: they move back. No decision is lost or late (the bank is
     too small to hide one), and the tournament completes with every game once."""
+    # Enough games that a quiet machine does not finish them all between the first kill
+    # and the second (120 did: games of these bots take well under a second there).
+    GAMES = 240
     port_a, port_b = free_port(), free_port()
     both = f"ipv4:127.0.0.1:{port_a},127.0.0.1:{port_b}"
     own = _start(tmp_path, admin_token, referees=(port_a, port_b), server=both)
@@ -518,7 +521,8 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
         with logs_on_failure(st), contextlib.closing(admin):
             t = admin.create_tournament(name="kill a referee", players=3,
                                         format="round_robin", bot_ids=own.bots, rules=RULES,
-                                        options={"rounds": 5}, duplicate="replay",
+                                        options={"rounds": GAMES // 24},
+                                        duplicate="replay",
                                         time_bank_ms=2000,
                                         grace_ms=60_000)
             tid = t.tournament_id
@@ -540,10 +544,10 @@ def test_a_referee_killed_under_its_bots(tmp_path: Path, admin_token: str) -> No
                        timeout=90)
             st.referee(listen=f"127.0.0.1:{port_a}")
             kill_with_a_decision_pending(ref_b)
-            assert done() < 120, "the tournament ended before the second kill"
+            assert done() < GAMES, "the tournament ended before the second kill"
             wait_finished(admin, tid, timeout=240)
             events = Watcher(admin, tid).start().join()  # the whole history, replayed
-            _check_all_recorded(own, admin, tid, events, count=120)
+            _check_all_recorded(own, admin, tid, events, count=GAMES)
             for m in matches_of(admin, tid):
                 assert json.loads(m.transcript_json)["faults"] == [], m.match_id
             bots = [p for p in st.procs if p.name.startswith("bot-")]
