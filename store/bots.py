@@ -228,17 +228,18 @@ def ids_after(r: Redis, after: str) -> list[str]:
 
 def list_bots(r: Redis) -> list[BotRecord]:
     """Every bot, oldest first."""
-    ids: list[str] = r.zrange(keys.BOTS, 0, -1)  # type: ignore[assignment]
-    pipe = r.pipeline()
-    for bot_id in ids:
-        pipe.hgetall(keys.bot(bot_id))
-    rows: list[dict[str, str]] = pipe.execute()
-    return [_bot_record(bot_id, d) for bot_id, d in zip(ids, rows, strict=True) if d]
+    return _indexed(r, keys.BOTS)
 
 
 def bots_of(r: Redis, author_id: str) -> list[BotRecord]:
     """An author's bots, oldest first."""
-    bot_ids: list[str] = r.zrange(keys.author_bots(author_id), 0, -1)  # type: ignore[assignment]
+    return _indexed(r, keys.author_bots(author_id))
+
+
+def _indexed(r: Redis, index: str) -> list[BotRecord]:
+    """The bots of a zset index of bot ids, in its order, their records in one round trip
+    (a bot gone from under its index is left out)."""
+    bot_ids: list[str] = r.zrange(index, 0, -1)  # type: ignore[assignment]
     pipe = r.pipeline()
     for bot_id in bot_ids:
         pipe.hgetall(keys.bot(bot_id))
