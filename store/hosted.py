@@ -190,7 +190,7 @@ def set_status(r: redis.Redis, bot_id: str, status: VersionStatus, reason: str =
 
 def waiting_validation(r: redis.Redis) -> list[str]:
     """Versions not yet validated, oldest first."""
-    return [str(b) for b in r.zrange(VALIDATE, 0, -1)]  # type: ignore[union-attr]
+    return [str(b) for b in r.zrange(VALIDATE, 0, -1)]
 
 
 def append_log(r: redis.Redis, bot_id: str, text: str) -> None:
