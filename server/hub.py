@@ -279,7 +279,7 @@ class Hub:
         bots = sorted({s.bot_id for s in checked})
         now = dict(zip(bots, await streams.token_hashes(self.r, bots), strict=True))
         for s in checked:
-            if now.get(s.bot_id) != s.token_hash:
+            if s.token_hash not in now.get(s.bot_id, frozenset()):
                 s.close(REPLACED_TOKEN, grpc.StatusCode.UNAUTHENTICATED)
 
     async def _send_owed(self, stream: Stream, now: float) -> None:

@@ -24,6 +24,7 @@ import redis
 from bots.house import HouseBotError, is_house, parse
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
+from store import hosted as store_hosted
 from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
@@ -293,11 +294,13 @@ def pools_of_bot(r: redis.Redis, bot_id: str) -> list[str]:
 
 
 def online(r: redis.Redis, pool: str, anchors: Sequence[str]) -> list[str]:
-    """The arena's anchors and its joined bots that have a live stream now (presence
-    expiries are on Redis's clock, read here too)."""
+    """The arena's anchors and its joined bots that have a live stream now or a host to
+    start them (presence expiries are on Redis's clock, read here too)."""
     members = [b for b in joined(r, pool) if ids.is_bot_id(b)]
     live = _present(r, members)
-    return [*anchors, *(b for b, here in zip(members, live, strict=True) if here)]
+    hosted = store_hosted.available(r, members)  # a host starts them when a game needs them
+    return [*anchors, *(b for b, here, h in zip(members, live, hosted, strict=True)
+                        if here or h)]
 
 
 def _present(r: redis.Redis, bot_ids: Sequence[str]) -> list[bool]:

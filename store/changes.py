@@ -27,6 +27,7 @@ import redis
 
 from moon import Rules
 from store import bots as store_bots
+from store import hosted as store_hosted
 from store import ids, keys, steps
 from store import share as store_share
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -221,8 +222,11 @@ def live_elsewhere(r: redis.Redis, test_id: str, bot_ids: Sequence[str]) -> dict
 
 
 def offline(r: redis.Redis, bot_ids: Sequence[str]) -> list[str]:
-    """Those of `bot_ids` with no live stream now (house bots are always there)."""
-    return [b for b in bot_ids if not store_bots.is_connected(r, b)]
+    """Those of `bot_ids` with no live stream now that no host can start either (house
+    bots are always there; an active hosted version is while a host is alive)."""
+    away = [b for b in bot_ids if not store_bots.is_connected(r, b)]
+    return [b for b, hosted in zip(away, store_hosted.available(r, away), strict=True)
+            if not hosted]
 
 
 def lost_row(spec: MatchSpec, error: str) -> dict[str, Any]:

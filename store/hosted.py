@@ -202,6 +202,28 @@ def append_log(r: redis.Redis, bot_id: str, text: str) -> None:
     r.set(log_key(bot_id), (old + text)[-LOG_CAP:])
 
 
+def set_log(r: redis.Redis, bot_id: str, text: str) -> None:
+    """Replace the version's stderr tail (a host writes its sandbox's, after the earlier
+    sandboxes' lines), keeping the last `LOG_CAP` characters."""
+    r.set(log_key(bot_id), text[-LOG_CAP:])
+
+
+def set_validation(r: redis.Redis, bot_id: str, match_ids: Sequence[str]) -> None:
+    """The version's validation games (made once; a host taking over reads them)."""
+    r.hset(key(bot_id), mapping={"validation": json.dumps(list(match_ids)),
+                                 "validation_at": repr(time.time())})
+
+
+def validation_games(r: redis.Redis, bot_id: str) -> list[str]:
+    """The version's validation games, [] before they are made."""
+    return [str(m) for m in json.loads(str(r.hget(key(bot_id), "validation") or "[]"))]
+
+
+def validation_started(r: redis.Redis, bot_id: str) -> float:
+    """When its validation games were made (0 before)."""
+    return float(r.hget(key(bot_id), "validation_at") or 0.0)
+
+
 def log_tail(r: redis.Redis, bot_id: str, most: int = LOG_CAP) -> str:
     """The last `most` characters of the version's stderr."""
     return str(r.get(log_key(bot_id)) or "")[-most:]
@@ -288,6 +310,30 @@ def renew_lease(r: redis.Redis, bot_id: str, host: str) -> bool:
 def release_lease(r: redis.Redis, bot_id: str, host: str) -> None:
     """This host no longer runs the bot."""
     r.eval(_RELEASE, 1, lease_key(bot_id), host)
+
+
+def busy(r: redis.Redis, bot_id: str) -> bool:
+    """True while a match with the bot in a seat is under way."""
+    return bool(r.scard(keys.bot_live(bot_id)))
+
+
+def _validating_key(bot_id: str) -> str:
+    return f"{P}hosting:validating:{bot_id}"
+
+
+def take_validation(r: redis.Redis, bot_id: str, host: str) -> bool:
+    """This host validates the version (False: another does)."""
+    return bool(r.set(_validating_key(bot_id), host, nx=True, px=30_000))
+
+
+def keep_validation(r: redis.Redis, bot_id: str, host: str) -> None:
+    """Still validating it (renewed every few seconds; a dead host's lapses)."""
+    r.set(_validating_key(bot_id), host, px=30_000)
+
+
+def drop_validation(r: redis.Redis, bot_id: str) -> None:
+    """Validation is over (or handed back)."""
+    r.delete(_validating_key(bot_id))
 
 
 def available(r: redis.Redis, bot_ids: Sequence[str]) -> list[bool]:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["ACCEPT_LUA", "AFTER_LUA", "CREATE_EVENT_LUA", "EMIT_LUA", "FENCED_BATCH_LUA",
-           "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA", "RECORD_LUA",
+           "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA",
+           "PRESENT_OR_WANT_LUA", "RECORD_LUA",
            "SAVE_STEP_LUA", "Command", "batch_args"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
@@ -287,6 +288,22 @@ def batch_args(lock_key: str, token: str, commands: Sequence[Command]
 # Returns how many of its streams have not expired yet, read on Redis's clock too: the
 # referee that wrote an entry and the worker or referee that reads it may disagree
 # about the time, Redis never disagrees with itself.
+# Whether a bot has a live stream; if not and it is a hosted version that may play
+# (validating or active), it is wanted: a host starts its sandbox. KEYS: presence,
+# the hosted record, the wanted set; ARGV: the bot id.
+PRESENT_OR_WANT_LUA = """
+local t = redis.call('TIME')
+local now = t[1] + t[2] / 1000000
+local n = redis.call('ZCOUNT', KEYS[1], now, '+inf')
+if n == 0 then
+  local status = redis.call('HGET', KEYS[2], 'status')
+  if status == 'active' or status == 'validating' then
+    redis.call('ZADD', KEYS[3], now, ARGV[1])
+  end
+end
+return n
+"""
+
 PRESENT_LUA = """
 local t = redis.call('TIME')
 return redis.call('ZCOUNT', KEYS[1], t[1] + t[2] / 1000000, '+inf')

@@ -28,10 +28,11 @@ from typing import Any
 
 import redis
 
+from store import hosted as store_hosted
 from store import ids, keys, messages
 from store import matches as store_matches
 from store.locks import Lock
-from store.lua import FENCED_SEND_LUA, PRESENT_LUA, Command
+from store.lua import FENCED_SEND_LUA, PRESENT_OR_WANT_LUA, Command
 from store.messages import ConnectionEntry, DecisionRequest, Message
 
 __all__ = ["EVENTS_KEEP_MS", "LEASE_MS", "LostLease", "Run", "notify"]
@@ -81,8 +82,10 @@ class Run:
 
     def present(self, bot_id: str) -> bool:
         """True while the bot has a live stream (judged on Redis's clock, as the referee
-        scored it: this machine's may be off)."""
-        return bool(self.r.eval(PRESENT_LUA, 1, keys.presence(bot_id)))
+        scored it: this machine's may be off). A hosted version without one is wanted,
+        in the same step: a host starts it (its clock stands still, its grace runs)."""
+        return bool(self.r.eval(PRESENT_OR_WANT_LUA, 3, keys.presence(bot_id),
+                                store_hosted.key(bot_id), store_hosted.WANTED, bot_id))
 
     def next_reply(self, timeout: float) -> str | None:
         """The next answer forwarded to the match (JSON), waiting up to `timeout` s."""

@@ -93,12 +93,13 @@ async def announce(ar: AR, bot_id: str, stream_id: str, stream_epoch: int) -> No
     await ar.publish(channel(bot_id), messages.encode(Superseded(stream_id, stream_epoch)))
 
 
-async def token_hashes(ar: AR, bot_ids: Sequence[str]) -> list[str | None]:
-    """The stored token hash of each bot (None for a bot that is gone), in one round trip."""
+async def token_hashes(ar: AR, bot_ids: Sequence[str]) -> list[frozenset[str]]:
+    """The stored hashes of each bot's tokens that may play now (its own and, for a hosted
+    version, its sandbox's; empty for a bot that is gone), in one round trip."""
     pipe = ar.pipeline(transaction=False)
     for b in bot_ids:
-        pipe.hget(keys.bot(b), "token")
-    return [None if h is None else str(h) for h in await pipe.execute()]
+        pipe.hmget(keys.bot(b), ["token", "host_token"])
+    return [frozenset(str(h) for h in got if h) for got in await pipe.execute()]
 
 
 def revoke(r: redis.Redis, bot_id: str, reason: str) -> None:

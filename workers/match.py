@@ -528,7 +528,9 @@ class MatchHost:
         if not spec.boarded:
             # A single match shares its deal with no other game: public as it ends. An
             # event's game waits for its board (the event's step releases it).
-            store_matches.release(self.r, self.match_id, spec.players, now)
+            # A hosted version's validation games stay out of the ratings.
+            store_matches.release(self.r, self.match_id, spec.players, now,
+                                  rated=not spec.meta.get("unrated"))
             if self.rq_conn is not None:
                 request_fit(self.r, self.rq_conn, Pool.of(spec.players))
                 request_archive(self.r, self.rq_conn)
