@@ -197,13 +197,16 @@ def fit_table(table: GameTable, *, prior_sd: float = PRIOR_SD, level: float = LE
     spread = uncertainty(pool, solution, precision)
     theta = solution.scale * (solution.theta - solution.theta.mean())
     q = quantile(level, spread.dof)
-    order = sorted(range(len(pool.bots)), key=lambda i: (-theta[i], pool.bots[i]))
+    elo = [float(t * ELO_PER_NAT) for t in theta]
+    # Centring makes the mean 0 up to rounding; subtracting the float mean pins it.
+    mean = math.fsum(elo) / len(elo)
+    served = [v - mean for v in elo]
+    # Best first by the rating served, ties by id: two strengths a bit apart may round to
+    # one served figure, and a reader checks the order against what it is shown.
+    order = sorted(range(len(pool.bots)), key=lambda i: (-served[i], pool.bots[i]))
     cov = spread.covariance[np.ix_(order, order)] * ELO_PER_NAT**2
     cov.setflags(write=False)
-    values = [float(theta[i] * ELO_PER_NAT) for i in order]
-    # Centring makes the mean 0 up to rounding; subtracting the float mean pins it.
-    mean = math.fsum(values) / len(values)
-    values = [v - mean for v in values]
+    values = [served[i] for i in order]
     # LOS over the next bot, all at once (one t CDF call for the pool).
     diag = np.diag(cov)
     next_var = diag[:-1] + diag[1:] - 2 * np.diag(cov, 1)

@@ -393,8 +393,9 @@ def test_ratings_of_both_pools(admin: Admin, r: redis.Redis, bots7: Bots) -> Non
         assert all(x.HasField("los_next") for x in resp.ratings[:-1])
         assert not resp.ratings[-1].HasField("los_next")
         assert sum(x.rating for x in resp.ratings) == pytest.approx(0, abs=1e-6)
-        # Best first; bots whose records are alike may tie exactly (either order).
-        assert all(a.rating >= b.rating for a, b in itertools.pairwise(resp.ratings))
+        # Best first, exact ties (bots of alike records) by id.
+        order = [(-x.rating, x.bot_id) for x in resp.ratings]
+        assert order == sorted(order)
         games = Counter(b for row in played for b in set(row["bot_ids"]))
         assert {x.bot_id: x.games for x in resp.ratings} == dict(games)
         # The whole LOS matrix, on request, in the order of the ratings.
