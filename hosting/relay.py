@@ -111,6 +111,7 @@ class Relay:
         self.connections = 0  # accepted so far
         self.refused = 0  # over max_connections
         self._open: set[_Pipe] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.base_events.Server | None = None
         self._loop = _Loop.get()
         asyncio.run_coroutine_threadsafe(self._start(owner), self._loop).result(10)
@@ -118,8 +119,15 @@ class Relay:
     async def _start(self, owner: int | None) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        self._server = await asyncio.get_running_loop().create_unix_server(
-            lambda: _Accepted(self), str(self.path), backlog=16)
+        # A unix socket's path is at most 107 bytes; a deep work folder's is longer, so
+        # the socket is bound through a descriptor of its folder (/proc/self/fd/N/name).
+        folder = os.open(self.path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._server = await asyncio.get_running_loop().create_unix_server(
+                lambda: _Accepted(self), f"/proc/self/fd/{folder}/{self.path.name}",
+                backlog=16)
+        finally:
+            os.close(folder)
         # Only the sandbox's own uid may connect (its socket is bind-mounted into it alone).
         if owner is not None:
             os.chown(self.path, owner, owner)
@@ -182,4 +190,6 @@ class _Accepted(_Pipe):
         relay._open.add(self)
         assert isinstance(transport, asyncio.Transport)
         transport.pause_reading()  # until the referee's side is up
-        asyncio.get_running_loop().create_task(relay._dial(self))
+        task = asyncio.get_running_loop().create_task(relay._dial(self))
+        relay._tasks.add(task)  # held until done: the loop keeps only a weak reference
+        task.add_done_callback(relay._tasks.discard)

@@ -36,18 +36,18 @@ host's loop): `--die-with-parent` kills a sandbox when the thread that started i
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
+import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, ClassVar
@@ -66,8 +66,7 @@ UID_SLOTS = 10_000
 STATE = Path(os.environ.get("MOONSHOT_SANDBOX_STATE", "/run/moonshot-sandbox"))
 LOG_CAP = 65_536  # bytes of a sandbox's output kept on the host (its tail)
 EXTRA_TASKS = 2  # bwrap's own two processes (its monitor and the sandbox's init)
-_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
-_CLONE_NEWNS = 0x00020000
+LAUNCHER = Path(__file__).resolve().parent / "launch.py"
 
 
 class SandboxError(Exception):
@@ -129,25 +128,18 @@ def _check() -> str | None:
     why = cgroups.problem()
     if why:
         return why
-    probe = subprocess.run(
-        [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-         "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
-         "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev",
-         "true"], capture_output=True, text=True, check=False, preexec_fn=_drop(UID_BASE),
-        timeout=30)
+    plan = {"cgroup_procs": [], "views": [], "rlimits": {}, "uid": UID_BASE, "keep_fds": [],
+            "argv": [bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
+                     "--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin",
+                     "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                     "--proc", "/proc", "--dev", "/dev", "true"]}
+    probe = subprocess.run([_python(), "-I", "-S", str(LAUNCHER), json.dumps(plan)],
+                           capture_output=True, text=True, check=False, timeout=30, env={})
     if probe.returncode != 0:
         return (f"bubblewrap cannot build a sandbox here as an unprivileged uid "
                 f"({probe.stderr.strip() or probe.returncode}): enable unprivileged user "
                 "namespaces")
     return None
-
-
-def _drop(uid: int) -> Callable[[], None]:
-    def drop() -> None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    return drop
 
 
 class _Slot:
@@ -177,13 +169,9 @@ class _Slot:
             self.fd = -1
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _ok(rc: int, what: str) -> None:
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+def _python() -> str:
+    """The host's own interpreter (the launcher needs only its standard library)."""
+    return sys.executable or "/usr/bin/python3"
 
 
 class _Tail:
@@ -332,8 +320,12 @@ class Sandbox:
         for k, v in env.items():
             args += ["--setenv", k, v]
         seccomp_fd = seccomp.memfd()
+        args_fd = os.memfd_create("moonshot-bwrap-args", 0)
         try:
-            args += ["--seccomp", str(seccomp_fd), "--", *spec.command]
+            args += ["--seccomp", str(seccomp_fd)]
+            # Through a descriptor, not argv: the token would show in `ps` on the host.
+            os.write(args_fd, b"".join(a.encode() + b"\0" for a in args))
+            os.lseek(args_fd, 0, os.SEEK_SET)
             limits = spec.limits
             self._group = cgroups.Group.make(
                 f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.bot_id)[:48]}-{uid}",
@@ -341,47 +333,28 @@ class Sandbox:
                 cores=float(limits.cpu_cores))
             bwrap = _bwrap()
             assert bwrap is not None
-            # The launcher runs in the forked child before exec. It takes no lock another
-            # thread could hold at the fork (no import, no logging, no I/O objects): only
-            # system calls (open/write, unshare, mount, setrlimit, set*id).
+            tasks = limits.pids + EXTRA_TASKS
+            plan = {
+                "cgroup_procs": self._group.procs_files(),
+                "views": self._views,
+                # RLIMIT_NPROC a little above pids.max: the cgroup refuses first (and says
+                # so, which ends the sandbox with its reason); the rlimit is a backstop.
+                "rlimits": {"RLIMIT_CPU": (limits.cpu_s, limits.cpu_s + 1),
+                            "RLIMIT_NPROC": (tasks + 8, tasks + 8),
+                            "RLIMIT_CORE": (0, 0), "RLIMIT_NOFILE": (1024, 1024)},
+                "uid": uid, "keep_fds": [seccomp_fd, args_fd],
+                "argv": [bwrap, "--args", str(args_fd), "--", *spec.command],
+            }
             self._popen = subprocess.Popen(
-                [bwrap, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, pass_fds=(seccomp_fd,), cwd="/",
-                start_new_session=True, env={},
-                preexec_fn=self._launcher(uid))  # noqa: PLW1509
+                [_python(), "-I", "-S", str(LAUNCHER), json.dumps(plan)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(seccomp_fd, args_fd), cwd="/", start_new_session=True, env={})
         finally:
             os.close(seccomp_fd)
+            os.close(args_fd)
         self.pid = self._popen.pid
         assert self._popen.stdout is not None
         self._tail = _Tail(self._popen.stdout)
-
-    def _launcher(self, uid: int) -> Callable[[], None]:
-        """What the forked launcher does as root before it runs bwrap as `uid`: join the
-        cgroup, bind the views in a private mount namespace, set the rlimits, drop."""
-        assert self._group is not None
-        procs = [p.encode() for p in self._group.procs_files()]
-        views = [(s.encode(), p.encode()) for s, p in self._views]
-        limits = self.spec.limits
-        cpu = limits.cpu_s
-        tasks = limits.pids + EXTRA_TASKS
-
-        def launch() -> None:
-            for path in procs:
-                fd = os.open(path, os.O_WRONLY)
-                os.write(fd, b"0")
-                os.close(fd)
-            _ok(_libc.unshare(_CLONE_NEWNS), "unshare")
-            _ok(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount")
-            for src, point in views:
-                _ok(_libc.mount(src, point, None, _MS_BIND | _MS_REC, None), "bind")
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-            resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-        return launch
 
     # ----------------------------------------------------------- watching
 
