@@ -9,7 +9,7 @@ every `name: value unit` line they printed, by benchmark:
 - latency: the decision round trip against its floors, gRPC and Redis hops measured
   alone (bench/decision_latency.py);
 - hosting: matches held at once, the decision ceiling, games/s by worker count
-  (bench/hosting.py);
+  (bench/hosting_scale.py);
 - tournament: schedule build times, scheduling step time at 10/100/1000 bots
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
@@ -60,7 +60,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "engine": ("engine.py", [], ["--seconds", "0.5", "--runs", "3"]),
     "latency": ("decision_latency.py", [], ["--decisions", "400", "--floor-samples", "400",
                                             "--rounds", "1"]),
-    "hosting": ("hosting.py", [], ["--quick"]),
+    "hosting": ("hosting_scale.py", [], ["--quick"]),
     "tournament": ("tournament.py", ["--no-games"], ["--no-games", "--runs", "1"]),
     "ratings": ("ratings.py", [], ["--quick"]),
     "fit_scale": ("fit_scale.py", [], ["--quick"]),

@@ -3,7 +3,7 @@ again when every thread of every worker is busy and many games wait.
 
 Run `python bench/resume.py [--kills 4] [--queued 40] [--concurrency 2]`. The stack is
 real processes (a redis-server, a referee, two `moonshot worker --concurrency C` and
-`think100` bots: 100 ms a decision, from bench/hosting.py). Each round creates enough
+`think100` bots: 100 ms a decision, from bench/hosting_scale.py). Each round creates enough
 3p matches that every thread is busy and at least `--queued` wait in the queue, waits
 until the first worker hosts `C` matches, SIGKILLs it with everything under it, and
 times until each of its matches logs a new action (or finishes): lease lapse,
@@ -30,7 +30,7 @@ for p in (str(BENCH_DIR), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-import hosting  # noqa: E402  (the bench folder's own helpers)
+import hosting_scale  # noqa: E402  (the bench folder's own helpers)
 import redis  # noqa: E402
 
 from store import keys  # noqa: E402
@@ -46,13 +46,13 @@ def _hosted_by(r: redis.Redis, name: str, least_actions: int = 3) -> list[str]:
     return out
 
 
-def one_round(stack: hosting.Stack, r: redis.Redis, bots: list[str], victim: str,
+def one_round(stack: hosting_scale.Stack, r: redis.Redis, bots: list[str], victim: str,
               concurrency: int, queued: int, seed: int) -> tuple[list[float], int]:
     """Fill the queue, kill the victim worker while it hosts `concurrency` matches; the
     seconds each took to run again, and the queue's length at the kill."""
     busy = 2 * concurrency + queued + 4
     seats = [[bots[(i + k) % len(bots)] for k in range(3)] for i in range(busy)]
-    hosting.create_matches(stack, seats, {"max_hands": "12"}, seed)
+    hosting_scale.create_matches(stack, seats, {"max_hands": "12"}, seed)
     end = time.monotonic() + 120
     while len(hosted := _hosted_by(r, stack.workers[victim])) < concurrency:
         if time.monotonic() > end:
@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     queued: list[int] = []
     for k in range(args.kills):  # a stack of its own each round: a queue of new games
         with tempfile.TemporaryDirectory(prefix="moonshot-resume-") as tmp:
-            stack = hosting.start_stack(Path(tmp), 2, args.concurrency, appendonly=True)
+            stack = hosting_scale.start_stack(Path(tmp), 2, args.concurrency, appendonly=True)
             r = redis.Redis.from_url(stack.srv.url, decode_responses=True)
             try:
-                regs = hosting.register_bots(stack.address, "resume", 6)
-                hosting.start_bots(stack, regs, "think", "hosting:Think100Bot", 32)
+                regs = hosting_scale.register_bots(stack.address, "resume", 6)
+                hosting_scale.start_bots(stack, regs, "think", "hosting_scale:Think100Bot", 32)
                 took, waiting = one_round(stack, r, [b for b, _ in regs], "worker-1",
                                           args.concurrency, args.queued, 1000 * (k + 1))
                 times += took
@@ -106,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 stack.procs.stop_all()
                 stack.srv.stop()
-    hosting.show("resume after kill p50", statistics.median(times), "s", ".1f")
-    hosting.show("resume after kill max", max(times), "s", ".1f")
-    hosting.show("resume queued at kill", min(queued), "games")
-    hosting.show("resume rounds", len(queued), "kills")
-    hosting.show("resume bench time", time.monotonic() - started, "s")
+    hosting_scale.show("resume after kill p50", statistics.median(times), "s", ".1f")
+    hosting_scale.show("resume after kill max", max(times), "s", ".1f")
+    hosting_scale.show("resume queued at kill", min(queued), "games")
+    hosting_scale.show("resume rounds", len(queued), "kills")
+    hosting_scale.show("resume bench time", time.monotonic() - started, "s")
     return 0
 
 

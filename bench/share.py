@@ -6,7 +6,7 @@ Run `python bench/share.py [--rounds 3] [--concurrency 16] [--no-share]`. Each r
 stack of its own, real processes: a redis-server, a referee, one `moonshot worker
 --concurrency C` (C game slots for tests: `store.share`), and two authors signed up with
 limits that do not bind (100 pairs), each with a candidate and a baseline of their own run
-as `moonshot bot run --bot hosting:Think100Bot` (100 ms a decision, so a game's length is
+as `moonshot bot run --bot hosting_scale:Think100Bot` (100 ms a decision, so a game's length is
 the bots' thinking, not this machine's load), against house:greedy and house:random.
 
 Alice starts a long test (fixed games far beyond the round, `--in-flight` past the
@@ -57,7 +57,7 @@ for p in (str(BENCH_DIR), str(ROOT)):
         sys.path.insert(0, p)
 
 import grpc  # noqa: E402
-import hosting  # noqa: E402  (the bench folder's own helpers)
+import hosting_scale  # noqa: E402  (the bench folder's own helpers)
 import redis  # noqa: E402
 
 from clients.sdk import register  # noqa: E402
@@ -81,7 +81,7 @@ class Author:
     bots: list[str] = field(default_factory=list)
 
 
-def sign_up(stack: hosting.Stack, name: str) -> Author:
+def sign_up(stack: hosting_scale.Stack, name: str) -> Author:
     """A new author with limits that do not bind, and two bots of theirs running."""
     with grpc.insecure_channel(stack.address) as channel:
         accounts = account_pb2_grpc.AccountServiceStub(channel)
@@ -93,11 +93,11 @@ def sign_up(stack: hosting.Stack, name: str) -> Author:
     author = Author(name, made.token)
     regs = [register(stack.address, f"{name}-{role}", made.token) for role in ("c", "b")]
     author.bots = [b for b, _ in regs]
-    hosting.start_bots(stack, regs, f"bot-{name}", "hosting:Think100Bot", 32)
+    hosting_scale.start_bots(stack, regs, f"bot-{name}", "hosting_scale:Think100Bot", 32)
     return author
 
 
-def no_share(stack: hosting.Stack) -> None:
+def no_share(stack: hosting_scale.Stack) -> None:
     """The admin's setting of the slots tests share, far past what the worker hosts."""
     with grpc.insecure_channel(stack.address) as channel:
         account_pb2_grpc.AccountServiceStub(channel).SetLimits(
@@ -105,7 +105,7 @@ def no_share(stack: hosting.Stack) -> None:
             metadata=(("authorization", f"Bearer {stack.admin_token}"),), timeout=30)
 
 
-def start_test(stack: hosting.Stack, author: Author, games: int, in_flight: int,
+def start_test(stack: hosting_scale.Stack, author: Author, games: int, in_flight: int,
                max_hands: int) -> str:
     """The author's test of their candidate against their baseline; its id."""
     with grpc.insecure_channel(stack.address) as channel:
@@ -117,7 +117,7 @@ def start_test(stack: hosting.Stack, author: Author, games: int, in_flight: int,
             metadata=(("authorization", f"Bearer {author.token}"),), timeout=30).test_id)
 
 
-def stop_test(stack: hosting.Stack, test_id: str) -> None:
+def stop_test(stack: hosting_scale.Stack, test_id: str) -> None:
     """StopTest, as the admin."""
     with grpc.insecure_channel(stack.address) as channel:
         change_pb2_grpc.TestServiceStub(channel).StopTest(
@@ -177,7 +177,7 @@ class Round:
 def one_round(args: argparse.Namespace, k: int) -> Round:
     """A fresh stack; Alice's long test, then Bob's short one; the figures."""
     with tempfile.TemporaryDirectory(prefix="moonshot-share-") as tmp:
-        stack = hosting.start_stack(Path(tmp), 1, args.concurrency, appendonly=False)
+        stack = hosting_scale.start_stack(Path(tmp), 1, args.concurrency, appendonly=False)
         r = redis.Redis.from_url(stack.srv.url, decode_responses=True)
         try:
             tag = secrets.token_hex(2)
@@ -245,26 +245,26 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     started = time.monotonic()
     rounds = [one_round(args, k) for k in range(args.rounds)]
-    hosting.show("share game length", statistics.mean(x.game_s for x in rounds), "s", ".2f")
+    hosting_scale.show("share game length", statistics.mean(x.game_s for x in rounds), "s", ".2f")
     for label, values in (("first game start", [x.first_game for x in rounds]),
                           ("first pair start", [x.first_pair for x in rounds])):
-        hosting.show(f"share {label} mean", statistics.mean(values), "game lengths", ".2f")
-        hosting.show(f"share {label} max", max(values), "game lengths", ".2f")
+        hosting_scale.show(f"share {label} mean", statistics.mean(values), "game lengths", ".2f")
+        hosting_scale.show(f"share {label} max", max(values), "game lengths", ".2f")
     long_rate = statistics.mean(x.long_rate for x in rounds)
     short_rate = statistics.mean(x.short_rate for x in rounds)
-    hosting.show("share long rate", long_rate, "games/min", ".1f")
-    hosting.show("share short rate", short_rate, "games/min", ".1f")
+    hosting_scale.show("share long rate", long_rate, "games/min", ".1f")
+    hosting_scale.show("share short rate", short_rate, "games/min", ".1f")
     ratios = [x.short_rate / x.long_rate for x in rounds]
-    hosting.show("share rate ratio mean", statistics.mean(ratios), "short/long", ".2f")
-    hosting.show("share rate ratio worst", max(ratios, key=lambda q: abs(math.log(q))),
+    hosting_scale.show("share rate ratio mean", statistics.mean(ratios), "short/long", ".2f")
+    hosting_scale.show("share rate ratio worst", max(ratios, key=lambda q: abs(math.log(q))),
                  "short/long (the round farthest from 1)", ".2f")
-    hosting.show("share total rate", long_rate + short_rate, "games/min", ".1f")
-    hosting.show("share long games in play",
+    hosting_scale.show("share total rate", long_rate + short_rate, "games/min", ".1f")
+    hosting_scale.show("share long games in play",
                  statistics.mean(x.long_playing for x in rounds), "games", ".1f")
-    hosting.show("share short games in play",
+    hosting_scale.show("share short games in play",
                  statistics.mean(x.short_playing for x in rounds), "games", ".1f")
-    hosting.show("share rounds", len(rounds), "rounds")
-    hosting.show("share bench time", time.monotonic() - started, "s")
+    hosting_scale.show("share rounds", len(rounds), "rounds")
+    hosting_scale.show("share bench time", time.monotonic() - started, "s")
     return 0
 
 

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
 import random
 import signal
 import time
@@ -44,8 +45,8 @@ from clients.wire import POOL_CHOICES, pool_to_pb
 from moon import Action, Observation
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, bot_pb2, bot_pb2_grpc
 
-__all__ = ["ARENA_POOLS", "BotRunner", "FatalStreamError", "NoReferee", "register", "rpc_failure",
-           "run_bot"]
+__all__ = ["ARENA_POOLS", "REFEREE_ENV", "TOKEN_ENV", "BotRunner", "FatalStreamError", "NoReferee",
+           "from_environment", "register", "rpc_failure", "run_bot"]
 
 log = logging.getLogger("moonshot.bot")
 
@@ -472,10 +473,33 @@ def _seconds(ms: int) -> str:
     return f"{ms / 1000:g} s"
 
 
-def run_bot(factory: Callable[[int | None], Bot], server: str | Target, token: str,
-            threads: int = 8, wait: bool = False) -> None:
+REFEREE_ENV = "MOONSHOT_REFEREE"  # where a hosted bot's sandbox says its referee is
+TOKEN_ENV = "MOONSHOT_TOKEN"  # the bot token a sandbox gives the bot it runs
+
+
+def from_environment(server: str | Target | None = None, token: str | None = None
+                     ) -> tuple[str | Target, str]:
+    """`server` and `token`, each taken from the environment when not given: $MOONSHOT_REFEREE
+    (a gRPC target such as `unix:///run/moonshot/referee.sock` or HOST:PORT) and
+    $MOONSHOT_TOKEN, as the stack's sandbox sets them for a hosted bot. ValueError naming
+    what is missing."""
+    server = server or os.environ.get(REFEREE_ENV) or None
+    token = token or os.environ.get(TOKEN_ENV) or None
+    missing = [f"the referee (${REFEREE_ENV})" if not server else "",
+               f"the token (${TOKEN_ENV})" if not token else ""]
+    if not server or not token:
+        raise ValueError("run_bot needs " + " and ".join(m for m in missing if m) +
+                         ": pass it, or set it in the environment")
+    return server, token
+
+
+def run_bot(factory: Callable[[int | None], Bot], server: str | Target | None = None,
+            token: str | None = None, threads: int = 8, wait: bool = False) -> None:
     """Play until interrupted (blocking); raises FatalStreamError if refused for good, and
-    NoReferee if no referee answers at the start (unless `wait`: then it keeps trying)."""
+    NoReferee if no referee answers at the start (unless `wait`: then it keeps trying).
+    Without `server` or `token`, $MOONSHOT_REFEREE and $MOONSHOT_TOKEN say them (a hosted
+    bot runs unchanged in the stack's sandbox); `server` may be a `unix:` target."""
+    server, token = from_environment(server, token)
     runner = BotRunner(factory, server, token, threads=threads, wait=wait)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(runner.run_interruptible())

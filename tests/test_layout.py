@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("moon", "proto", "bots", "store", "archive", "tournaments", "ratings", "telemetry",
-         "workers", "server", "clients")
+         "workers", "hosting", "server", "clients")
 PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "pools",
               "rating_tables", "records", "refs", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.

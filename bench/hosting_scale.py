@@ -1,9 +1,9 @@
 """Hosting: many matches at once on threaded workers, the stack's decision ceiling, games/s.
 
-Run `python bench/hosting.py [--matches N] [--quick] [--only scale,ceiling,games]`.
+Run `python bench/hosting_scale.py [--matches N] [--quick] [--only scale,ceiling,games]`.
 Everything runs as real processes started the way a user starts them: a private
 redis-server (append-only file on, as `moonshot up` runs it), `moonshot referee`,
-`moonshot worker --concurrency C --name ...` and `moonshot bot run --bot hosting:CLASS`
+`moonshot worker --concurrency C --name ...` and `moonshot bot run --bot hosting_scale:CLASS`
 (this folder is on the bots' PYTHONPATH). It prints only `name: value unit` lines:
 
 1. Scale (`scale ...`): `--matches` (500) 3p matches created at once on 2 workers
@@ -775,8 +775,8 @@ def scale_attempt(stack: Stack, sampler: Sampler, args: argparse.Namespace, scal
     trace_dir.mkdir(parents=True, exist_ok=True)
     env = _env(MOONSHOT_ADMIN_TOKEN=stack.admin_token,
                **{THINK_ENV: repr(scale), TRACE_ENV: str(trace_dir)})
-    stack.think_children = start_bots(stack, stack.think_bots, "think-bot", "hosting:ThinkBot",
-                                      stack.think_threads, env)
+    stack.think_children = start_bots(stack, stack.think_bots, "think-bot",
+                                      "hosting_scale:ThinkBot", stack.think_threads, env)
     sampler.procs = dict(stack.ps)
     rules = {"max_hands": str(args.hands), "all_pass": "forced"}
     per_game = 26 * args.hands
@@ -941,7 +941,7 @@ def run_scale_and_ceiling(args: argparse.Namespace, phases: set[str]) -> None:
     sampler: Sampler | None = None
     try:
         stack.instant_bots = register_bots(stack.address, "instant", 6)
-        start_bots(stack, stack.instant_bots, "instant-bot", "hosting:InstantBot", 0)
+        start_bots(stack, stack.instant_bots, "instant-bot", "hosting_scale:InstantBot", 0)
         ibots = [b for b, _ in stack.instant_bots]
         # Warm up every worker: a few quick matches each.
         warm = create_matches(stack, _triples(ibots, 4 * args.workers),
@@ -1143,7 +1143,7 @@ def run_games(args: argparse.Namespace) -> None:
     ncpu = psutil.cpu_count() or 1
     results: dict[tuple[int, str, str], list[dict[str, float]]] = {}
     kinds = (("instant", ["--bot", "random", "--threads", "0"]),
-             ("think100", ["--bot", "hosting:Think100Bot", "--threads", "32"]))
+             ("think100", ["--bot", "hosting_scale:Think100Bot", "--threads", "32"]))
     for w in args.games_workers:
         with tempfile.TemporaryDirectory(prefix="moonshot-hosting-rr-") as tmp, \
                 LocalStack(Path(tmp), listen="127.0.0.1:0", workers=w) as stack:

@@ -1,0 +1,1 @@
+"""The host: starts, watches and stops sandboxed hosted versions (see docs/hosting.md)."""
