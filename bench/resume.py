@@ -30,9 +30,9 @@ for p in (str(BENCH_DIR), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-import hosting  # noqa: E402  (the bench folder's own helpers)
 import redis  # noqa: E402
 
+import hosting  # noqa: E402  (the bench folder's own helpers)
 from store import keys  # noqa: E402
 
 

@@ -57,9 +57,9 @@ for p in (str(BENCH_DIR), str(ROOT)):
         sys.path.insert(0, p)
 
 import grpc  # noqa: E402
-import hosting  # noqa: E402  (the bench folder's own helpers)
 import redis  # noqa: E402
 
+import hosting  # noqa: E402  (the bench folder's own helpers)
 from clients.sdk import register  # noqa: E402
 from proto.moon.v1 import (  # noqa: E402
     account_pb2,
