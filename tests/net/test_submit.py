@@ -421,3 +421,36 @@ def test_bot_submit_and_bot_show_as_a_user_runs_them(
     out, _ = alice.run("bot", "submit", f"{name}-a", str(folder), "--wait")
     t.join()
     assert "status:  building" in out and out.rstrip().endswith("status:  active")
+
+
+def test_the_bot_page_shows_a_versions_status_and_never_its_log(
+        hosting: Hosting, name: str, tmp_path: Path) -> None:
+    import subprocess
+    import urllib.parse
+    import urllib.request
+
+    from stack import Proc
+
+    _, token = hosting.sign_up(f"{name}-web")
+    resp = _submit(hosting, token, f"{name}-w", pack(_folder(tmp_path / "b")))
+    store_hosted.append_log(hosting.r, resp.bot.bot_id, "SECRET-LOG-LINE\n")
+    store_hosted.set_status(hosting.r, resp.bot.bot_id, store_hosted.VersionStatus.FAILED,
+                            "did not answer in time")
+    child_env = env()
+    child_env.pop("MOONSHOT_ADMIN_TOKEN", None)
+    log = tmp_path / "web.log"
+    with open(log, "wb") as fh:
+        popen = subprocess.Popen(moonshot("web", "--server", hosting.address, "--listen",
+                                          "127.0.0.1:0"), stdout=fh,
+                                 stderr=subprocess.STDOUT, env=child_env)
+    web = Proc("web", popen, log)
+    try:
+        url = web.wait_for(r"web pages on (http://\S+)", timeout=30).group(1).rstrip("/")
+        page = urllib.request.urlopen(
+            f"{url}/bot/{urllib.parse.quote(resp.bot.name)}", timeout=30).read().decode()
+    finally:
+        web.stop()
+    assert 'id="bot-hosted" data-status="failed"' in page
+    assert "python3.11" in page and "python bot.py" in page
+    assert "did not answer in time" in page and resp.bot.hosted.digest[:16] in page
+    assert "SECRET-LOG-LINE" not in page
