@@ -53,6 +53,7 @@ __all__ = [
     "meta",
     "metadata",
     "pack_places",
+    "packages",
     "rating_snapshots",
     "templates",
     "unpack_places",
@@ -204,4 +205,12 @@ meta = Table(
     "meta", metadata,
     Column("key", Text, primary_key=True),
     Column("value", Text, nullable=False),  # what the stack notes: an upgrade's progress
+)
+
+packages = Table(
+    "packages", metadata,
+    Column("digest", Text, primary_key=True),  # SHA-256 hex of `data`: its content id
+    Column("size", BigInteger, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("data", LargeBinary, nullable=False),  # a hosted version's tar.gz (hosting.package)
 )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from clients import accounts, arena, changes, commands, demo, export, organiser
+from clients import accounts, arena, changes, commands, demo, export, hosted, organiser
 from clients.builtin import load_bot
 from clients.flags import GAMES, SEED, int_in
 from clients.parser import CommandError, Parser, UsageError
@@ -98,12 +98,18 @@ def _run_selfplay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bot_commands(bot: argparse._SubParsersAction[Parser]) -> None:
+    """`moonshot bot register | list | rotate | retire | version | submit | show`."""
+    accounts.add_bot_commands(bot)
+    hosted.add_commands(bot)
+
+
 def build_parser() -> Parser:
     """The full command-line parser."""
     parser = Parser(prog="moonshot", description="Moon dominoes: engine, referee, tournaments.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_selfplay(sub)
-    commands.add_all(sub, accounts.add_bot_commands)
+    commands.add_all(sub, _bot_commands)
     accounts.add_all(sub)
     organiser.add_organiser(sub)
     changes.add_test(sub)

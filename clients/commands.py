@@ -459,7 +459,8 @@ def _run_referee(args: argparse.Namespace) -> int:
     from server.accounts import Settings
 
     serve(args.listen, args.redis, args.admin_token,
-          settings=Settings(args.signup, args.registration, args.registrations_per_hour),
+          settings=Settings(args.signup, args.registration, args.registrations_per_hour,
+                            args.versions_per_day),
           replace_admin_token=args.replace_admin_token,
           auth_free_failures=args.auth_free_failures, tls=tls,
           metrics_listen=args.metrics_listen, archive_url=archive_url)
@@ -917,6 +918,9 @@ def add_all(sub: argparse._SubParsersAction[Parser],
                    metavar="N", help="sign-ups, and bot registrations, allowed from one "
                                      "address in an hour (0: no limit; the admin's own are "
                                      "not counted)")
+    p.add_argument("--versions-per-day", type=flags.int_in(0, 1_000_000), default=50,
+                   metavar="N", help="hosted versions one author may submit in a UTC day "
+                                     "(moonshot bot submit; 0: no limit; default 50)")
     p.add_argument("--tls-cert", default=None, metavar="FILE.pem",
                    help="serve TLS with this certificate (chain), with --tls-key")
     p.add_argument("--tls-key", default=None, metavar="FILE.pem",

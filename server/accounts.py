@@ -23,6 +23,7 @@ from store import audit
 from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
+from store import hosted as store_hosted
 from store import share as store_share
 from store.authors import AuthorRecord, Limits
 from store.errors import InvalidArgument, PermissionDenied
@@ -44,12 +45,14 @@ class Settings:
     who may register a bot: "open" (anyone; a bot registered without a token is no
     one's), "authors" (an author or the admin), "admin" (the admin only).
     `per_hour`: sign-ups, and bot registrations, allowed from one address in an hour
-    (0: no limit); the admin's own calls are not counted.
+    (0: no limit); the admin's own calls are not counted. `versions_per_day`: hosted
+    versions one author may submit in a UTC day (0: no limit).
     """
 
     signup: str = "open"
     registration: str = "open"
     per_hour: int = 20
+    versions_per_day: int = store_hosted.SUBMISSIONS_PER_DAY
 
     def check(self) -> Settings:
         """Self, or ValueError naming the setting at fault."""
@@ -59,6 +62,8 @@ class Settings:
             raise ValueError("--registration: one of open, authors, admin")
         if self.per_hour < 0:
             raise ValueError("--registrations-per-hour: 0 (no limit) or more")
+        if self.versions_per_day < 0:
+            raise ValueError("--versions-per-day: 0 (no limit) or more")
         return self
 
 

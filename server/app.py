@@ -68,7 +68,10 @@ SERVICE_NAMES: tuple[str, ...] = (
 )
 
 
-MAX_MESSAGE_BYTES = 1 << 20  # the largest request a referee reads (a Play message is ~100 B)
+# The largest request a referee reads: a Play message is ~100 B; a SubmitVersion chunk of
+# 1 MiB (server.hosted.MAX_CHUNK) and its framing fit, so a chunk over it is refused with
+# the referee's own message, not gRPC's.
+MAX_MESSAGE_BYTES = (1 << 20) + 4096
 
 
 @dataclass
@@ -124,7 +127,7 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         ("grpc.so_reuseport", 0),
     ])
     add_service(bot_pb2_grpc.add_BotServiceServicer_to_server,
-                BotServicer(bots, reads, hub, settings, rq_conn), server,
+                BotServicer(bots, reads, hub, settings, rq_conn, archived), server,
                 SERVICE_NAMES[0],
                 {"Play": serialize_play}, guard)
     add_service(match_pb2_grpc.add_MatchServiceServicer_to_server,

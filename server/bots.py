@@ -14,9 +14,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc
-from server import metrics, wire
+from server import hosted, metrics, wire
 from server.access import Caller, Role, caller, check_owner
 from server.accounts import Settings, throttle_address
+from server.archived import Archived
 from server.arena import wake_arenas_of
 from server.edge import (
     MAX_PAGE,
@@ -35,6 +36,7 @@ from store import audit, ids, keys, messages, streams
 from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
+from store import hosted as store_hosted
 from store import matches as store_matches
 from store.errors import (
     InvalidArgument,
@@ -59,12 +61,14 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     """Thin: decode, call the store or the hub, encode."""
 
     def __init__(self, bots: Lane, reads: Lane, hub: Hub, settings: Settings | None = None,
-                 rq_conn: redis.Redis | None = None) -> None:
+                 rq_conn: redis.Redis | None = None, archived: Archived | None = None
+                 ) -> None:
         self.bots = bots  # registration and Play: never queued behind reads or watchers
         self.reads = reads
         self.hub = hub
         self.settings = settings or Settings()
         self.rq_conn = rq_conn  # to ask the arenas a bot joined for a step when it comes back
+        self.archived = archived  # where submitted packages are kept (None: nowhere)
 
     @unary
     async def RegisterBot(
@@ -112,11 +116,15 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         if not request.bot_id:
             raise InvalidArgument("bot_id: required")
 
+        who = caller()
+
         def load(r: redis.Redis) -> bot_pb2.Bot:
             record = store_bots.find_bot(r, request.bot_id)
             line = [b.bot_id for b in store_bots.versions(r, record)] if record.owner else []
+            version = store_hosted.get_version(r, record.bot_id)
             return wire.bot_to_pb(record, store_bots.is_connected(r, record.bot_id),
-                                  _owner_names(r, [record]).get(record.owner, ""), line)
+                                  _owner_names(r, [record]).get(record.owner, ""), line,
+                                  version, _log_for(r, who, record, version))
 
         return bot_pb2.GetBotResponse(bot=await self.reads.run(load))
 
@@ -156,7 +164,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
 
             page, more = page_of(rows(), size)
             owners = _owner_names(r, [b for b, _ in page])
-            return ([wire.bot_to_pb(b, c, owners.get(b.owner, "")) for b, c in page],
+            hosted = store_hosted.versions_of(r, [b.bot_id for b, _ in page])
+            return ([wire.bot_to_pb(b, c, owners.get(b.owner, ""), (), hosted.get(b.bot_id),
+                                    _log_for(r, who, b, hosted.get(b.bot_id)))
+                     for b, c in page],
                     page[-1][0].bot_id if more else "")
 
         page, token = await self.reads.run(load)
@@ -231,6 +242,22 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         bot = await self.bots.run(run)
         connected = await self.reads.run(store_bots.is_connected, bot.bot_id)
         return bot_pb2.SetPreviousVersionResponse(bot=wire.bot_to_pb(bot, connected))
+
+    @unary
+    async def SubmitVersion(
+        self, request_iterator: AsyncIterator[bot_pb2.SubmitVersionRequest | Undecodable],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> bot_pb2.SubmitVersionResponse:
+        """Receive an author's package and keep it as a new hosted version (server.hosted)."""
+        who = caller()
+        done = await hosted.submit(request_iterator, who, self.bots, self.archived,
+                                   self.settings.versions_per_day)
+        log.info("version %s (%s) submitted: %s, %d bytes", done.bot.name, done.bot.bot_id,
+                 done.version.digest, done.version.size, extra={"bot_id": done.bot.bot_id})
+        return bot_pb2.SubmitVersionResponse(
+            bot=wire.bot_to_pb(done.bot, False, who.author.name if who.author else "",
+                               (), done.version),
+            token=done.token)
 
     async def Play(  # type: ignore[override]  # may yield wire bytes: see add_to_server
         self,
@@ -343,6 +370,15 @@ def _owned(r: redis.Redis, who: Caller, bot: str) -> store_bots.BotRecord:
                               "with no token, owner or versions")
     check_owner(who, record)
     return record
+
+
+def _log_for(r: redis.Redis, who: Caller, bot: store_bots.BotRecord,
+             version: store_hosted.HostedVersion | None) -> str:
+    """A hosted version's log tail, for its owner and the admin only ('' for anyone else:
+    a sandbox's stderr may hold what its author would not publish)."""
+    if version is None or not (who.is_admin or (who.author_id and who.author_id == bot.owner)):
+        return ""
+    return store_hosted.log_tail(r, bot.bot_id)
 
 
 def _count(r: redis.Redis, who: Caller) -> None:

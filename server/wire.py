@@ -39,6 +39,7 @@ from store import messages
 from store.arena import ArenaSpec, ArenaStatus, ArenaView
 from store.bots import BotRecord
 from store.errors import InvalidArgument
+from store.hosted import HostedVersion, VersionStatus, number_of
 from store.match_events import ActionTaken, Fault, HandEnded, MatchFinished, Sight, WatchEvent
 from store.matches import MatchRecord
 from store.messages import (
@@ -599,8 +600,10 @@ def match_status_name(status: int) -> str:
 
 
 def bot_to_pb(record: BotRecord, connected: bool, owner_name: str = "",
-              versions: Sequence[str] = ()) -> bot_pb2.Bot:
-    """A stored bot as a message (never its token hash)."""
+              versions: Sequence[str] = (), hosted: HostedVersion | None = None,
+              log_tail: str = "") -> bot_pb2.Bot:
+    """A stored bot as a message (never its token hash); `hosted` for a hosted version,
+    with its log's tail only when the caller may read it (its owner, the admin)."""
     pb = bot_pb2.Bot(bot_id=record.bot_id, name=record.name, connected=connected,
                      house=record.house, owner_id=record.owner, owner_name=owner_name,
                      previous_id=record.previous, version_ids=list(versions))
@@ -608,6 +611,27 @@ def bot_to_pb(record: BotRecord, connected: bool, owner_name: str = "",
         pb.created_at.CopyFrom(timestamp(record.created_at))
     if record.retired:
         pb.retired_at.CopyFrom(timestamp(record.retired_at))
+    if hosted is not None:
+        pb.hosted.CopyFrom(hosted_to_pb(hosted, number_of(record.name), log_tail))
+    return pb
+
+
+_VERSION_STATUS = {
+    VersionStatus.BUILDING: bot_pb2.VERSION_STATUS_BUILDING,
+    VersionStatus.VALIDATING: bot_pb2.VERSION_STATUS_VALIDATING,
+    VersionStatus.ACTIVE: bot_pb2.VERSION_STATUS_ACTIVE,
+    VersionStatus.FAILED: bot_pb2.VERSION_STATUS_FAILED,
+}
+
+
+def hosted_to_pb(v: HostedVersion, number: int, log_tail: str = "") -> bot_pb2.HostedVersion:
+    """A hosted version's record as a message."""
+    pb = bot_pb2.HostedVersion(
+        line=v.line, number=number, digest=v.digest, size=v.size, runtime=v.runtime,
+        command=list(v.command), reason=v.reason, log_tail=log_tail,
+        status=_VERSION_STATUS.get(v.status, bot_pb2.VERSION_STATUS_UNSPECIFIED))
+    if v.updated_at:
+        pb.updated_at.CopyFrom(timestamp(v.updated_at))
     return pb
 
 

@@ -21,7 +21,7 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from bots import house as house_ids
-from store import ids, keys
+from store import hosted, ids, keys
 from store import matches as store_matches
 from store.errors import (
     AlreadyExists,
@@ -39,6 +39,7 @@ __all__ = [
     "authenticate_bot",
     "bots_of",
     "check_admin",
+    "check_line",
     "connect",
     "ensure_admin_token",
     "find_bot",
@@ -50,6 +51,7 @@ __all__ = [
     "is_watch_pass",
     "list_bots",
     "register_bot",
+    "register_version",
     "resolve",
     "retire_bot",
     "rotate_token",
@@ -63,6 +65,9 @@ __all__ = [
 ]
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # used with fullmatch: "$" would let "\n" in
+# A hosted version's name, `<line>@<n>`: '@' is in no registered name, so these are the
+# versions' own (store.hosted).
+VERSION_RE = re.compile(r"([A-Za-z0-9_.-]{1,64})@([1-9][0-9]{0,8})")
 
 Redis = redis.Redis
 
@@ -144,9 +149,17 @@ def register_bot(r: Redis, name: str, owner: str = "", previous: str = ""
         if before.house or before.owner != owner:
             raise PermissionDenied(f"previous: {previous[:100]!r} is not one of your bots")
         previous = before.bot_id
+    record, token = _create(r, name, owner, previous)
+    if record is None:
+        raise AlreadyExists(f"name: a bot named {name!r} exists already (names ignore case)")
+    return record, token
+
+
+def _create(r: Redis, name: str, owner: str, previous: str) -> tuple[BotRecord | None, str]:
+    """Write a new bot of a checked name (None when the name is taken) and its token."""
     bot_id = ids.new_bot_id()
     if not r.set(keys.bot_name(name.lower()), bot_id, nx=True):
-        raise AlreadyExists(f"name: a bot named {name!r} exists already (names ignore case)")
+        return None, ""
     secret = secrets.token_urlsafe(32)
     now = time.time()
     fields: dict[FieldT, EncodableT] = {
@@ -162,6 +175,49 @@ def register_bot(r: Redis, name: str, owner: str = "", previous: str = ""
         pipe.zadd(keys.author_bots(owner), {bot_id: now})
     pipe.execute()
     return BotRecord(bot_id, name, now, owner=owner, previous=previous), f"{bot_id}.{secret}"
+
+
+def register_version(r: Redis, line: str, owner: str) -> tuple[BotRecord, str, int]:
+    """A new hosted version of the author's line `line`: a bot named `<line>@<n>` (n the
+    line's next number, from 1), owned by `owner`, the next version of the line's newest
+    (for the first, of the author's bot named `line`, if any); its record, its token
+    (shown once) and n. InvalidArgument for a line that is no bot name, PermissionDenied
+    when a bot of that name is another's."""
+    existing = check_line(r, line, owner)
+    previous = existing.bot_id if existing is not None else ""
+    while True:
+        n = int(r.incr(hosted.line_key(owner, line)))
+        for k in range(n - 1, 0, -1):  # the newest version there is (a number may be lost)
+            found = r.get(keys.bot_name(f"{line}@{k}".lower()))
+            if found is not None:
+                previous = str(found)
+                break
+        record, token = _create(r, f"{line}@{n}", owner, previous)
+        if record is not None:
+            return record, token, n
+        check_line(r, line, owner)  # taken: by another's version only if the line is theirs
+
+
+def check_line(r: Redis, line: str, owner: str) -> BotRecord | None:
+    """The author's bot named `line`, if any, once `line` is a name the author may submit
+    versions of (a bot name; a bot of that name, if any, theirs)."""
+    if not isinstance(line, str) or not NAME_RE.fullmatch(line) or house_ids.is_house(line):
+        raise InvalidArgument(f"line: {str(line)[:80]!r} is not a valid bot name: use 1 to "
+                              "64 characters of A-Z a-z 0-9 _ . -")
+    if not owner:
+        raise InvalidArgument("line: versions are an author's (submit with an author token)")
+    found = None
+    for name in (line, f"{line}@1"):  # a line is its bot's, or its first version's
+        bot_id = r.get(keys.bot_name(name.lower()))
+        if bot_id is None:
+            continue
+        bot = get_bot(r, str(bot_id))
+        if bot.owner != owner:
+            raise PermissionDenied(f"line: the bot {bot.name} belongs to "
+                                   f"{'no one' if not bot.owner else 'another author'}: "
+                                   "versions of a line are its owner's")
+        found = found or (bot if name == line else None)
+    return found
 
 
 def token_hash(token: str) -> str:
@@ -189,7 +245,7 @@ def find_bot(r: Redis, id_or_name: str) -> BotRecord:
         return house_bot(id_or_name)
     if ids.is_bot_id(id_or_name) and r.exists(keys.bot(id_or_name)):
         return get_bot(r, id_or_name)
-    if not NAME_RE.fullmatch(id_or_name):
+    if not NAME_RE.fullmatch(id_or_name) and not VERSION_RE.fullmatch(id_or_name):
         raise NotFound(f"no bot with id or name {id_or_name!r}")
     bot_id = r.get(keys.bot_name(id_or_name.lower()))
     if bot_id is None:

@@ -11,6 +11,7 @@ under its content hash; Redis keeps what is live about it:
 |                              |        | reason, updated_at, limits (JSON), line            |
 | ms:hosted:{bot}:log          | string | the tail of its sandbox's stderr (capped; owner)   |
 | ms:hosted:line:{author}:{line} | string | the line's newest version number              |
+| ms:hosted:submitted:{author}:{day} | string | versions the author submitted that UTC day |
 | ms:hosting:wanted            | zset   | bot id -> when a match last needed it absent      |
 | ms:hosting:lease:{bot}       | string | the host running the bot's sandbox (expires)       |
 | ms:hosting:validate          | zset   | versions waiting for validation, by submit time    |
@@ -36,23 +37,30 @@ from typing import Any
 import redis
 
 from store import ids, keys
-from store.errors import InvalidArgument
+from store.errors import InvalidArgument, ResourceExhausted
 
 __all__ = [
     "LEASE_MS",
     "LOG_CAP",
+    "SUBMISSIONS_PER_DAY",
     "HostedVersion",
     "Limits",
     "VersionStatus",
     "acquire_lease",
     "available",
+    "count_submission",
     "get_version",
     "host_alive",
     "issue_host_token",
     "log_tail",
+    "number_of",
+    "put_version",
     "release_lease",
     "renew_lease",
     "set_status",
+    "submission_allowed",
+    "uncount_submission",
+    "versions_of",
     "wanted",
 ]
 
@@ -142,6 +150,59 @@ def line_key(author_id: str, line: str) -> str:
     return f"{P}hosted:line:{author_id}:{line.lower()}"
 
 
+SUBMISSIONS_PER_DAY = 50  # versions one author may submit in a UTC day (the default)
+_SUBMITTED_KEPT_S = 2 * 86400
+
+
+def submitted_key(author_id: str, day: int) -> str:
+    """How many versions an author submitted on UTC day `day` (days since 1970)."""
+    return f"{P}hosted:submitted:{author_id}:{day}"
+
+
+def _day(now: float) -> int:
+    return int(now // 86400)
+
+
+def _full(author_id: str, per_day: int, day: int) -> ResourceExhausted:
+    frees = time.strftime("%Y-%m-%d 00:00 UTC", time.gmtime((day + 1) * 86400))
+    return ResourceExhausted(f"you submitted {per_day} versions today, the most an author "
+                             f"may in a day; the next is allowed at {frees}")
+
+
+def submission_allowed(r: redis.Redis, author_id: str, per_day: int) -> None:
+    """ResourceExhausted, saying when it frees, when the author has no submission left
+    today (0: no limit); counts nothing (an upload is refused before its bytes)."""
+    day = _day(time.time())
+    if per_day > 0 and int(r.get(submitted_key(author_id, day)) or 0) >= per_day:
+        raise _full(author_id, per_day, day)
+
+
+def count_submission(r: redis.Redis, author_id: str, per_day: int) -> int:
+    """Count one submission of the author today; ResourceExhausted (counting nothing) past
+    `per_day` (0: no limit). The day it was counted on, for `uncount_submission`."""
+    day = _day(time.time())
+    key = submitted_key(author_id, day)
+    pipe = r.pipeline()
+    pipe.incr(key)
+    pipe.expire(key, _SUBMITTED_KEPT_S)
+    count = int(pipe.execute()[0])
+    if 0 < per_day < count:
+        r.decr(key)
+        raise _full(author_id, per_day, day)
+    return day
+
+
+def uncount_submission(r: redis.Redis, author_id: str, day: int) -> None:
+    """Give back a submission counted on `day` that was not made after all."""
+    r.decr(submitted_key(author_id, day))
+
+
+def number_of(name: str) -> int:
+    """A version's number, from its bot's name `<line>@<n>` (0 for another name)."""
+    _, at, n = name.rpartition("@")
+    return int(n) if at and n.isdigit() else 0
+
+
 def lease_key(bot_id: str) -> str:
     """Which host runs the bot's sandbox."""
     return f"{P}hosting:lease:{bot_id}"
@@ -155,12 +216,26 @@ def get_version(r: redis.Redis, bot_id: str) -> HostedVersion | None:
     if not ids.is_bot_id(bot_id):
         return None
     d: dict[str, str] = r.hgetall(key(bot_id))  # type: ignore[assignment]
-    if not d:
-        return None
+    return _version(bot_id, d) if d else None
+
+
+def _version(bot_id: str, d: dict[str, str]) -> HostedVersion:
     return HostedVersion(bot_id, d.get("line", ""), d["digest"], int(d.get("size") or 0),
                          d.get("runtime", ""), tuple(json.loads(d.get("command") or "[]")),
                          VersionStatus(d["status"]), d.get("reason", ""),
                          float(d.get("updated_at") or 0.0), Limits.from_json(d.get("limits")))
+
+
+def versions_of(r: redis.Redis, bot_ids: Sequence[str]) -> dict[str, HostedVersion]:
+    """The hosted versions among these bots, by bot id (one round trip)."""
+    wanted = [b for b in bot_ids if ids.is_bot_id(b)]
+    if not wanted:
+        return {}
+    pipe = r.pipeline(transaction=False)
+    for b in wanted:
+        pipe.hgetall(key(b))
+    rows: list[dict[str, str]] = pipe.execute()
+    return {b: _version(b, d) for b, d in zip(wanted, rows, strict=True) if d}
 
 
 def put_version(r: redis.Redis, v: HostedVersion) -> None:

@@ -32,8 +32,8 @@ from archive.db import (
 from archive.errors import BadURL, SchemaTooNew, Unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAD = "0002"
-TABLES = {"bots", "events", "templates", "games", "rating_snapshots", "meta"}
+HEAD = "0003"
+TABLES = {"bots", "events", "templates", "games", "rating_snapshots", "meta", "packages"}
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ SCRIPT = ROOT / "scripts" / "gen_proto.py"
 # The whole product surface, defined now (issue 3); unbuilt RPCs answer UNIMPLEMENTED.
 SURFACE = {
     "BotService": ["RegisterBot", "GetBot", "ListBots", "RotateBotToken", "RetireBot",
-                   "SetPreviousVersion", "Play"],
+                   "SetPreviousVersion", "SubmitVersion", "Play"],
     "MatchService": ["CreateMatch", "GetMatch", "ListMatches", "WatchMatch"],
     "TournamentService": ["CreateTournament", "GetTournament", "ListTournaments",
                           "GetStandings", "WatchTournament"],

@@ -58,7 +58,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clients.channel import Target, diagnose, not_answered, target_of
 from clients.render import plural
-from clients.web import change_views, views
+from clients.web import author_views, change_views, views
 from clients.web.api import POOLS, PublicApi, is_gone, is_unreachable
 from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.author_views import bot_state
@@ -306,6 +306,7 @@ class Pages:
                                           "created": views.when(b.created_at,
                                                                 b.HasField("created_at"))},
                          lineage=await bot_lineage(self, b),
+                         hosted=author_views.hosted_view(b),
                          ratings=ratings, history=history, games=games, more=bool(token),
                          tally=tally, arenas=await bot_arenas(self, b.bot_id),
                          chart=views.bot_results_chart(games))

@@ -10,11 +10,13 @@ them (Jinja2 autoescape) and `breakable` escapes what it marks.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from clients.web.views import Row, when
 from proto.moon.v1 import account_pb2, bot_pb2
 
-__all__ = ["author_row", "bot_state", "owned_bot_row", "version_line", "version_lines"]
+__all__ = ["author_row", "bot_state", "hosted_view", "owned_bot_row", "version_line",
+           "version_lines"]
 
 
 def author_row(a: account_pb2.Author) -> Row:
@@ -82,3 +84,21 @@ def version_line(b: bot_pb2.Bot, names: Mapping[str, str],
         return []
     return [{"id": v, "name": names.get(v, v), "current": v == b.bot_id,
              "retired": retired.get(v, False)} for v in b.version_ids]
+
+
+_HOSTED_STATUS = {bot_pb2.VERSION_STATUS_BUILDING: "building",
+                  bot_pb2.VERSION_STATUS_VALIDATING: "validating",
+                  bot_pb2.VERSION_STATUS_ACTIVE: "active",
+                  bot_pb2.VERSION_STATUS_FAILED: "failed"}
+
+
+def hosted_view(b: bot_pb2.Bot) -> dict[str, Any] | None:
+    """What a bot's page says of its hosted version (None for a remote bot): its runtime,
+    status, reason and digest. Never its log's tail: pages are public, the log is its
+    owner's (and the web server holds no owner's token anyway)."""
+    if not b.HasField("hosted"):
+        return None
+    h = b.hosted
+    return {"line": h.line, "number": h.number, "runtime": h.runtime,
+            "command": " ".join(h.command), "status": _HOSTED_STATUS.get(h.status, "unknown"),
+            "reason": h.reason, "digest": h.digest, "size": h.size}

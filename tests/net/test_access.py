@@ -107,6 +107,10 @@ TABLE: dict[str, dict[str, tuple[Want, ...]]] = {
         "RotateBotToken":       (UNAUTH, UNAUTH, DENY,  DENY,   OK,     DENY,   OK),
         "RetireBot":            (UNAUTH, UNAUTH, DENY,  DENY,   OK,     DENY,   OK),
         "SetPreviousVersion":   (UNAUTH, UNAUTH, DENY,  DENY,   OK,     DENY,   OK),
+        # A version of the owner's line: the owner's call (this stack has no archive to
+        # keep it in: past every check of who, to FAILED_PRECONDITION); the admin owns no
+        # bots, so submits none.
+        "SubmitVersion":        (UNAUTH, UNAUTH, DENY,  DENY,   FAIL,   DENY,   DENY),
     },
     "MatchService": {
         # An organiser's (three house bots, one hand: it plays at once).
@@ -314,6 +318,9 @@ REQUESTS: dict[str, Build] = {
     "BotService/ListBots": lambda w, c, t: bot_pb2.ListBotsRequest(page_size=2),
     "BotService/ListBots mine": lambda w, c, t: bot_pb2.ListBotsRequest(mine=True),
     "BotService/Play": lambda w, c, t: iter(()),
+    "BotService/SubmitVersion": lambda w, c, t: iter([bot_pb2.SubmitVersionRequest(
+        header=bot_pb2.SubmitVersionRequest.Header(line=w.bot.name, size=1,
+                                                   sha256="0" * 64))]),
     "BotService/RotateBotToken": lambda w, c, t: bot_pb2.RotateBotTokenRequest(
         bot_id=_fresh_bot(w, "RotateBotToken", t, c, w.owner)),
     "BotService/RetireBot": lambda w, c, t: bot_pb2.RetireBotRequest(

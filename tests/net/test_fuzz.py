@@ -152,6 +152,7 @@ ASSIGN_BOT = "/moon.v1.AccountService/AssignBot"
 ROTATE_TOKEN = "/moon.v1.BotService/RotateBotToken"
 RETIRE_BOT = "/moon.v1.BotService/RetireBot"
 SET_PREVIOUS = "/moon.v1.BotService/SetPreviousVersion"
+SUBMIT_VERSION = "/moon.v1.BotService/SubmitVersion"
 # Calls that need a role only the admin token has among the fuzz's credentials (an
 # organiser's, the owner's of what they name, or the admin's own): refused before anything
 # else is looked at without the admin token.
@@ -161,6 +162,7 @@ ORGANISER = frozenset({
     CREATE_INVITATION, "/moon.v1.AccountService/SetRole", SET_LIMITS, ASSIGN_BOT,
     "/moon.v1.AccountService/ListAudit",  # an author's own, or the admin's
     ROTATE_TOKEN, RETIRE_BOT, SET_PREVIOUS,  # the owner's, or the admin's
+    SUBMIT_VERSION,  # an author's (the admin, past the gate, owns no bots: refused)
 })
 OPEN = frozenset({
     # Open registration (the stack's referee runs with the default): no token will do, but
@@ -202,6 +204,7 @@ BOT_CHANGES = frozenset({ROTATE_TOKEN, RETIRE_BOT, SET_PREVIOUS, ASSIGN_BOT})
 REFUSED_BY_SERVICER = {
     SIGN_UP: "an invitation of no one (`inv.` and garbage)",
     SET_PREVIOUS: "a previous version of another owner",
+    SUBMIT_VERSION: "the admin owns no bots: it submits no version",
 }
 
 # Answers a well-formed request may get; UNKNOWN, INTERNAL, UNAVAILABLE never.
@@ -1257,6 +1260,9 @@ def _stream_expected(rpc: Rpc, sent: Sequence[Sent], auth: Auth) -> frozenset[Co
         # Refused before a message is read; only a message past the limit can be refused
         # first, by gRPC itself.
         return refused[0] | ({Code.RESOURCE_EXHAUSTED} if too_large else set())
+    if rpc.path == SUBMIT_VERSION:  # the admin's, the one token past the gate: refused
+        return frozenset({Code.PERMISSION_DENIED}) | (  # before a message is read
+            {Code.RESOURCE_EXHAUSTED} if too_large else set())
     first_bad = next((i for i, s in enumerate(sent) if s.parsed is None), None)
     if first_bad is not None:
         # The first bad message ends the stream; gRPC may see one past the limit, still in
@@ -1293,9 +1299,11 @@ def test_hostile_streams_get_clean_answers(rpc: Rpc, world: World, admin: Admin,
             _serving(world, health)
 
         fuzz()
-    assert ledger.codes["OK"] > 0 and ledger.codes["INVALID_ARGUMENT"] > 0, ledger.codes
-    if rpc.path not in BOT_STREAMS:
+    if rpc.path not in BOT_STREAMS:  # refused to every credential the fuzz holds
+        assert ledger.codes["PERMISSION_DENIED"] > 0, ledger.codes
+        assert ledger.codes["UNAUTHENTICATED"] > 0, ledger.codes
         return
+    assert ledger.codes["OK"] > 0 and ledger.codes["INVALID_ARGUMENT"] > 0, ledger.codes
     assert ledger.codes["UNAUTHENTICATED"] > 0, ledger.codes
     # The fuzz's bot left nothing behind: no live stream, nothing pending.
     wait_until("the fuzz bot's streams to be gone", lambda: not store_bots.is_connected(

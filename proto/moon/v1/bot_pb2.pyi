@@ -21,6 +21,38 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _VersionStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VersionStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_VersionStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VERSION_STATUS_UNSPECIFIED: _VersionStatus.ValueType  # 0
+    """Never sent; the zero value proto3 requires."""
+    VERSION_STATUS_BUILDING: _VersionStatus.ValueType  # 1
+    """Received; a host unpacks and checks it before it may run."""
+    VERSION_STATUS_VALIDATING: _VersionStatus.ValueType  # 2
+    """Playing its validation games against house bots."""
+    VERSION_STATUS_ACTIVE: _VersionStatus.ValueType  # 3
+    """Plays wherever its bot id goes."""
+    VERSION_STATUS_FAILED: _VersionStatus.ValueType  # 4
+    """Refused: `reason` says why (and the log's tail, for its owner)."""
+
+class VersionStatus(_VersionStatus, metaclass=_VersionStatusEnumTypeWrapper):
+    """Where a hosted version stands."""
+
+VERSION_STATUS_UNSPECIFIED: VersionStatus.ValueType  # 0
+"""Never sent; the zero value proto3 requires."""
+VERSION_STATUS_BUILDING: VersionStatus.ValueType  # 1
+"""Received; a host unpacks and checks it before it may run."""
+VERSION_STATUS_VALIDATING: VersionStatus.ValueType  # 2
+"""Playing its validation games against house bots."""
+VERSION_STATUS_ACTIVE: VersionStatus.ValueType  # 3
+"""Plays wherever its bot id goes."""
+VERSION_STATUS_FAILED: VersionStatus.ValueType  # 4
+"""Refused: `reason` says why (and the log's tail, for its owner)."""
+Global___VersionStatus: _TypeAlias = VersionStatus  # noqa: Y015
+
 @_typing.final
 class Bot(_message.Message):
     """Public information about a registered bot."""
@@ -37,6 +69,7 @@ class Bot(_message.Message):
     PREVIOUS_ID_FIELD_NUMBER: _builtins.int
     RETIRED_AT_FIELD_NUMBER: _builtins.int
     VERSION_IDS_FIELD_NUMBER: _builtins.int
+    HOSTED_FIELD_NUMBER: _builtins.int
     bot_id: _builtins.str
     """Server-assigned id; what matches and tournaments name bots by."""
     name: _builtins.str
@@ -67,6 +100,12 @@ class Bot(_message.Message):
     def version_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Its line of versions, oldest first, itself included (GetBot only)."""
 
+    @_builtins.property
+    def hosted(self) -> Global___HostedVersion:
+        """The submitted code the stack runs as this bot (unset: a remote bot, run
+        by its author).
+        """
+
     def __init__(
         self,
         *,
@@ -80,14 +119,79 @@ class Bot(_message.Message):
         previous_id: _builtins.str = ...,
         retired_at: _timestamp_pb2.Timestamp | None = ...,
         version_ids: _abc.Iterable[_builtins.str] | None = ...,
+        hosted: Global___HostedVersion | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "retired_at", b"retired_at"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "hosted", b"hosted", "retired_at", b"retired_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "house", b"house", "name", b"name", "owner_id", b"owner_id", "owner_name", b"owner_name", "previous_id", b"previous_id", "retired_at", b"retired_at", "version_ids", b"version_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id", "connected", b"connected", "created_at", b"created_at", "hosted", b"hosted", "house", b"house", "name", b"name", "owner_id", b"owner_id", "owner_name", b"owner_name", "previous_id", b"previous_id", "retired_at", b"retired_at", "version_ids", b"version_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Bot: _TypeAlias = Bot  # noqa: Y015
+
+@_typing.final
+class HostedVersion(_message.Message):
+    """A bot's submitted code, as the stack runs it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINE_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
+    DIGEST_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    RUNTIME_FIELD_NUMBER: _builtins.int
+    COMMAND_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    LOG_TAIL_FIELD_NUMBER: _builtins.int
+    line: _builtins.str
+    """The line's name (the version's bot is `<line>@<number>`)."""
+    number: _builtins.int
+    """The version's number in its line, from 1."""
+    digest: _builtins.str
+    """SHA-256 of the package (hex): its content id."""
+    size: _builtins.int
+    """The package's size in bytes (packed)."""
+    runtime: _builtins.str
+    """The manifest's runtime: `python3.11`, `node` or `static`."""
+    status: Global___VersionStatus.ValueType
+    """Where it stands."""
+    reason: _builtins.str
+    """Why it failed (or what it is doing), for people."""
+    log_tail: _builtins.str
+    """The tail of its sandbox's stderr: only for its owner and the admin (empty
+    for anyone else).
+    """
+    @_builtins.property
+    def command(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The manifest's command."""
+
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When its status last changed."""
+
+    def __init__(
+        self,
+        *,
+        line: _builtins.str = ...,
+        number: _builtins.int = ...,
+        digest: _builtins.str = ...,
+        size: _builtins.int = ...,
+        runtime: _builtins.str = ...,
+        command: _abc.Iterable[_builtins.str] | None = ...,
+        status: Global___VersionStatus.ValueType = ...,
+        reason: _builtins.str = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+        log_tail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["command", b"command", "digest", b"digest", "line", b"line", "log_tail", b"log_tail", "number", b"number", "reason", b"reason", "runtime", b"runtime", "size", b"size", "status", b"status", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HostedVersion: _TypeAlias = HostedVersion  # noqa: Y015
 
 @_typing.final
 class RegisterBotRequest(_message.Message):
@@ -410,6 +514,96 @@ class SetPreviousVersionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SetPreviousVersionResponse: _TypeAlias = SetPreviousVersionResponse  # noqa: Y015
+
+@_typing.final
+class SubmitVersionRequest(_message.Message):
+    """Request of BotService.SubmitVersion: a header, then the package's bytes."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class Header(_message.Message):
+        """What the first message says of the package."""
+
+        DESCRIPTOR: _descriptor.Descriptor
+
+        LINE_FIELD_NUMBER: _builtins.int
+        SIZE_FIELD_NUMBER: _builtins.int
+        SHA256_FIELD_NUMBER: _builtins.int
+        line: _builtins.str
+        """The line: a bot name (1 to 64 characters of `A-Za-z0-9_.-`); if a bot
+        of that name exists it must be the caller's.
+        """
+        size: _builtins.int
+        """The package's size in bytes (at most 8 MiB)."""
+        sha256: _builtins.str
+        """The package's SHA-256, 64 lowercase hex digits."""
+        def __init__(
+            self,
+            *,
+            line: _builtins.str = ...,
+            size: _builtins.int = ...,
+            sha256: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["line", b"line", "sha256", b"sha256", "size", b"size"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    CHUNK_FIELD_NUMBER: _builtins.int
+    chunk: _builtins.bytes
+    """The next bytes of the package (at most 1 MiB a message)."""
+    @_builtins.property
+    def header(self) -> Global___SubmitVersionRequest.Header:
+        """The first message, and only the first."""
+
+    def __init__(
+        self,
+        *,
+        header: Global___SubmitVersionRequest.Header | None = ...,
+        chunk: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "header", b"header", "part", b"part"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk", b"chunk", "header", b"header", "part", b"part"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_part: _TypeAlias = _typing.Literal["header", "chunk"]  # noqa: Y015
+    _WhichOneofArgType_part: _TypeAlias = _typing.Literal["part", b"part"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_part) -> _WhichOneofReturnType_part | None: ...
+
+Global___SubmitVersionRequest: _TypeAlias = SubmitVersionRequest  # noqa: Y015
+
+@_typing.final
+class SubmitVersionResponse(_message.Message):
+    """Response of BotService.SubmitVersion."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The version's bot token, shown once (as RegisterBot's): the author may
+    connect a process of their own with it, to debug.
+    """
+    @_builtins.property
+    def bot(self) -> Global___Bot:
+        """The version's bot (`hosted` set, BUILDING)."""
+
+    def __init__(
+        self,
+        *,
+        bot: Global___Bot | None = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitVersionResponse: _TypeAlias = SubmitVersionResponse  # noqa: Y015
 
 @_typing.final
 class PlayRequest(_message.Message):

@@ -73,6 +73,11 @@ class BotServiceStub:
                 request_serializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.SerializeToString,
                 response_deserializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.FromString,
                 _registered_method=True)
+        self.SubmitVersion = channel.stream_unary(
+                '/moon.v1.BotService/SubmitVersion',
+                request_serializer=moon_dot_v1_dot_bot__pb2.SubmitVersionRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_bot__pb2.SubmitVersionResponse.FromString,
+                _registered_method=True)
         self.Play = channel.stream_stream(
                 '/moon.v1.BotService/Play',
                 request_serializer=moon_dot_v1_dot_bot__pb2.PlayRequest.SerializeToString,
@@ -148,6 +153,33 @@ class BotServiceServicer:
     def SetPreviousVersion(self, request, context):
         """Declares a bot the next version of another of the same owner's bots (or
         clears it). The owner's or the admin's call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitVersion(self, request_iterator, context):
+        """Submits a version of a bot's code for the stack to run (a hosted version).
+
+        The first message carries the header (the line's name, the package's size
+        and SHA-256), the next ones the package's bytes in chunks of at most
+        1 MiB (a client sends 256 KiB). The package is a tar.gz of regular files
+        and folders with a manifest, `moonshot.toml`, at its root (`runtime` and
+        `command`); at most 8 MiB packed, 64 MiB and 4,000 entries unpacked.
+
+        The version is a bot of its own, named `<line>@<n>` (n counts the
+        author's versions of the line from 1), owned by the caller and the next
+        version of the line's newest (for the first, of the caller's bot named
+        `<line>`, if any). It starts BUILDING: a host checks it and plays its
+        validation games, and GetBot tells how that went (`Bot.hosted`).
+
+        An author's call (the admin owns no bots: PERMISSION_DENIED, as for
+        another author's line). INVALID_ARGUMENT for a bad header, a chunk over
+        1 MiB, bytes that do not match the header's size or hash, or a package
+        that breaks a rule (the message names it); RESOURCE_EXHAUSTED for a
+        package over the size limit or past the versions an author may submit in
+        a day (saying when the next is allowed); FAILED_PRECONDITION on a stack
+        without an archive. A refused submission leaves nothing behind.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -235,6 +267,11 @@ def add_BotServiceServicer_to_server(servicer, server):
                     servicer.SetPreviousVersion,
                     request_deserializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.FromString,
                     response_serializer=moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.SerializeToString,
+            ),
+            'SubmitVersion': grpc.stream_unary_rpc_method_handler(
+                    servicer.SubmitVersion,
+                    request_deserializer=moon_dot_v1_dot_bot__pb2.SubmitVersionRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_bot__pb2.SubmitVersionResponse.SerializeToString,
             ),
             'Play': grpc.stream_stream_rpc_method_handler(
                     servicer.Play,
@@ -413,6 +450,33 @@ class BotService:
             '/moon.v1.BotService/SetPreviousVersion',
             moon_dot_v1_dot_bot__pb2.SetPreviousVersionRequest.SerializeToString,
             moon_dot_v1_dot_bot__pb2.SetPreviousVersionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitVersion(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/moon.v1.BotService/SubmitVersion',
+            moon_dot_v1_dot_bot__pb2.SubmitVersionRequest.SerializeToString,
+            moon_dot_v1_dot_bot__pb2.SubmitVersionResponse.FromString,
             options,
             channel_credentials,
             insecure,

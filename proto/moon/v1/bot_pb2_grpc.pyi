@@ -79,6 +79,29 @@ class BotServiceStub:
     """Declares a bot the next version of another of the same owner's bots (or
     clears it). The owner's or the admin's call.
     """
+    SubmitVersion: _grpc.StreamUnaryMultiCallable[_bot_pb2.SubmitVersionRequest, _bot_pb2.SubmitVersionResponse]
+    """Submits a version of a bot's code for the stack to run (a hosted version).
+
+    The first message carries the header (the line's name, the package's size
+    and SHA-256), the next ones the package's bytes in chunks of at most
+    1 MiB (a client sends 256 KiB). The package is a tar.gz of regular files
+    and folders with a manifest, `moonshot.toml`, at its root (`runtime` and
+    `command`); at most 8 MiB packed, 64 MiB and 4,000 entries unpacked.
+
+    The version is a bot of its own, named `<line>@<n>` (n counts the
+    author's versions of the line from 1), owned by the caller and the next
+    version of the line's newest (for the first, of the caller's bot named
+    `<line>`, if any). It starts BUILDING: a host checks it and plays its
+    validation games, and GetBot tells how that went (`Bot.hosted`).
+
+    An author's call (the admin owns no bots: PERMISSION_DENIED, as for
+    another author's line). INVALID_ARGUMENT for a bad header, a chunk over
+    1 MiB, bytes that do not match the header's size or hash, or a package
+    that breaks a rule (the message names it); RESOURCE_EXHAUSTED for a
+    package over the size limit or past the versions an author may submit in
+    a day (saying when the next is allowed); FAILED_PRECONDITION on a stack
+    without an archive. A refused submission leaves nothing behind.
+    """
     Play: _grpc.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]
     """The play stream: one bidirectional stream per bot connection, carrying
     every match the bot plays at once.
@@ -176,6 +199,29 @@ class BotServiceAsyncStub(BotServiceStub):
     SetPreviousVersion: _aio.UnaryUnaryMultiCallable[_bot_pb2.SetPreviousVersionRequest, _bot_pb2.SetPreviousVersionResponse]  # type: ignore[assignment]
     """Declares a bot the next version of another of the same owner's bots (or
     clears it). The owner's or the admin's call.
+    """
+    SubmitVersion: _aio.StreamUnaryMultiCallable[_bot_pb2.SubmitVersionRequest, _bot_pb2.SubmitVersionResponse]  # type: ignore[assignment]
+    """Submits a version of a bot's code for the stack to run (a hosted version).
+
+    The first message carries the header (the line's name, the package's size
+    and SHA-256), the next ones the package's bytes in chunks of at most
+    1 MiB (a client sends 256 KiB). The package is a tar.gz of regular files
+    and folders with a manifest, `moonshot.toml`, at its root (`runtime` and
+    `command`); at most 8 MiB packed, 64 MiB and 4,000 entries unpacked.
+
+    The version is a bot of its own, named `<line>@<n>` (n counts the
+    author's versions of the line from 1), owned by the caller and the next
+    version of the line's newest (for the first, of the caller's bot named
+    `<line>`, if any). It starts BUILDING: a host checks it and plays its
+    validation games, and GetBot tells how that went (`Bot.hosted`).
+
+    An author's call (the admin owns no bots: PERMISSION_DENIED, as for
+    another author's line). INVALID_ARGUMENT for a bad header, a chunk over
+    1 MiB, bytes that do not match the header's size or hash, or a package
+    that breaks a rule (the message names it); RESOURCE_EXHAUSTED for a
+    package over the size limit or past the versions an author may submit in
+    a day (saying when the next is allowed); FAILED_PRECONDITION on a stack
+    without an archive. A refused submission leaves nothing behind.
     """
     Play: _aio.StreamStreamMultiCallable[_bot_pb2.PlayRequest, _bot_pb2.PlayResponse]  # type: ignore[assignment]
     """The play stream: one bidirectional stream per bot connection, carrying
@@ -307,6 +353,35 @@ class BotServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_bot_pb2.SetPreviousVersionResponse, _abc.Awaitable[_bot_pb2.SetPreviousVersionResponse]]:
         """Declares a bot the next version of another of the same owner's bots (or
         clears it). The owner's or the admin's call.
+        """
+
+    @_abc_1.abstractmethod
+    def SubmitVersion(
+        self,
+        request_iterator: _MaybeAsyncIterator[_bot_pb2.SubmitVersionRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_bot_pb2.SubmitVersionResponse, _abc.Awaitable[_bot_pb2.SubmitVersionResponse]]:
+        """Submits a version of a bot's code for the stack to run (a hosted version).
+
+        The first message carries the header (the line's name, the package's size
+        and SHA-256), the next ones the package's bytes in chunks of at most
+        1 MiB (a client sends 256 KiB). The package is a tar.gz of regular files
+        and folders with a manifest, `moonshot.toml`, at its root (`runtime` and
+        `command`); at most 8 MiB packed, 64 MiB and 4,000 entries unpacked.
+
+        The version is a bot of its own, named `<line>@<n>` (n counts the
+        author's versions of the line from 1), owned by the caller and the next
+        version of the line's newest (for the first, of the caller's bot named
+        `<line>`, if any). It starts BUILDING: a host checks it and plays its
+        validation games, and GetBot tells how that went (`Bot.hosted`).
+
+        An author's call (the admin owns no bots: PERMISSION_DENIED, as for
+        another author's line). INVALID_ARGUMENT for a bad header, a chunk over
+        1 MiB, bytes that do not match the header's size or hash, or a package
+        that breaks a rule (the message names it); RESOURCE_EXHAUSTED for a
+        package over the size limit or past the versions an author may submit in
+        a day (saying when the next is allowed); FAILED_PRECONDITION on a stack
+        without an archive. A refused submission leaves nothing behind.
         """
 
     @_abc_1.abstractmethod
