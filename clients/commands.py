@@ -517,6 +517,40 @@ def _run_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_host(args: argparse.Namespace) -> int:
+    import signal
+    import socket
+    import threading
+
+    from archive.db import open_archive
+    from hosting.host import Host
+    from hosting.sandbox import check
+    from store import bots
+    from workers.queues import rq_connection
+
+    why = check()
+    if why is not None:
+        raise CommandError(f"moonshot host: cannot build sandboxes here: {why}")
+    check_redis(args.redis, "--redis", "moonshot host", args.redis_wait)
+    _setup_logging(args.verbose, args.log_json)
+    archive_url = stack_archive(args.archive, args.redis, "moonshot host")
+    if not archive_url:
+        raise CommandError("moonshot host: the stack keeps no archive, where hosted "
+                           "versions' packages live: start the stack with --archive URL")
+    data = Path(args.data).resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    name = args.name or f"{socket.gethostname()}-{os.getpid()}"
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    host = Host(bots.connect(args.redis), rq_connection(args.redis), open_archive(archive_url),
+                args.referee, name, data, slots=args.slots, idle_s=args.idle)
+    print(f"host {name} running hosted versions ({args.slots} slots) for the referee at "
+          f"{args.referee}", flush=True)
+    host.run(stopping)
+    return 0
+
+
 def default_archive_url(data: Path) -> str:
     """`moonshot up`'s archive: SQLite in its data folder."""
     from archive.db import default_url
@@ -641,6 +675,7 @@ def _run_up(args: argparse.Namespace) -> int:
     web_env = f" MOONSHOT_WEB={stack.web_address}" if stack.web_address else ""
     lines += [f"  redis:       {shown(stack.redis_url or '')}",
               f"  archive:     {_hide_password(archive_url)}",
+              f"  hosting:     {stack.host_note or 'bots submitted as code run here'}",
               f"  admin token: {stack.admin_token}",
               f"  data:        {Path(args.data).resolve()} (logs in logs/, token in "
               f"{token_file.name})",
@@ -975,6 +1010,28 @@ def add_all(sub: argparse._SubParsersAction[Parser],
     _archive_flag(p, "the one the stack noted in Redis; none: games stay in Redis")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(run=_run_worker)
+
+    p = sub.add_parser("host", help="run hosted versions of bots in sandboxes "
+                                    "(bubblewrap, seccomp, cgroups) when matches need them")
+    p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL",
+                   help=f"Redis URL (default $REDIS_URL, else {DEFAULT_REDIS})")
+    p.add_argument("--referee", default=os.environ.get("MOONSHOT_SERVER", DEFAULT_SERVER),
+                   metavar="HOST:PORT",
+                   help="the referee the sandboxes' bots connect to (default "
+                        f"$MOONSHOT_SERVER, else {DEFAULT_SERVER})")
+    p.add_argument("--name", default=None, help="host name (default: machine name and pid)")
+    p.add_argument("--slots", type=flags.int_in(1, 1000), default=8,
+                   help="sandboxes run at once (default 8)")
+    p.add_argument("--idle", type=flags.seconds_at_least_0, default=60.0, metavar="SECONDS",
+                   help="stop a sandbox with no game for this long (default 60)")
+    p.add_argument("--data", default="moonshot-host", metavar="DIR",
+                   help="where unpacked versions and sandboxes' work folders live "
+                        "(default ./moonshot-host)")
+    p.add_argument("--log-json", action="store_true", help="log JSON lines")
+    _redis_wait_flag(p)
+    _archive_flag(p, "the one the stack noted in Redis")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(run=_run_host)
 
     bot = sub.add_parser("bot", help="register or run a bot").add_subparsers(
         dest="bot_command", required=True, parser_class=Parser)

@@ -157,6 +157,7 @@ class LocalStack:
     redis: RedisServer | None = None
     redis_fsync: str = "everysec"  # when the Redis this starts syncs its append-only file
     archive_url: str = ""  # the database of record for finished games ('' : none)
+    host_note: str = ""  # why hosted versions do not run here ('' : they do, or no archive)
     children: list[Child] = field(default_factory=list)
     lock_fd: int | None = field(default=None, init=False, repr=False)
     restarts: dict[str, list[float]] = field(default_factory=dict, init=False, repr=False)
@@ -237,9 +238,26 @@ class LocalStack:
                                                *archive, *self._metrics_flag(i + 1)], env)
             w.wait_for(r"Listening on|moonshot-matches", timeout=60)
             self._note_metrics(w, "worker")
+        self.start_host(env)
         if self.web_listen is not None:
             self.start_web(self.web_listen)
         return self
+
+    def start_host(self, env: dict[str, str]) -> None:
+        """Start the host of hosted versions, where sandboxes can be built (else say why,
+        once: the stack plays without it, bots submitted as code wait for a host)."""
+        from hosting.sandbox import check
+
+        if not self.archive_url:
+            return
+        why = check()
+        if why is not None:
+            self.host_note = f"hosted versions will not run on this machine: {why}"
+            return
+        h = self.spawn("host", ["host", "--redis", self.redis_url or "", "--referee",
+                                self.address, "--archive", self.archive_url,
+                                "--data", str(self.data_dir / "host")], env)
+        h.wait_for(r"host \S+ running hosted versions", timeout=60)
 
     def _metrics_flag(self, offset: int) -> list[str]:
         """--metrics-listen for the part `offset` places after the referee, if asked for."""

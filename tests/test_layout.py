@@ -135,12 +135,13 @@ def _raw_redis_calls(path: Path) -> list[str]:
 
 def test_store_owns_every_read_and_write_of_the_workers_and_the_gateway() -> None:
     bad = [call for mod, path in MODULES.items()
-           if _package(mod) in ("workers", "server") and mod not in RQ_ONLY
+           if _package(mod) in ("workers", "hosting", "server") and mod not in RQ_ONLY
            for call in _raw_redis_calls(path)]
     assert not bad, bad
     # ... and they name no key: a key and what it holds are the store's business.
     naming = [mod for mod, deps in GRAPH.items()
-              if (_package(mod) == "workers" or mod == "server.hub") and "store.keys" in deps]
+              if (_package(mod) in ("workers", "hosting") or mod == "server.hub")
+              and "store.keys" in deps]
     assert not naming, naming
 
 
