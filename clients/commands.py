@@ -526,11 +526,18 @@ def _run_host(args: argparse.Namespace) -> int:
     from hosting.host import Host
     from hosting.sandbox import check
     from store import bots
+    from store.errors import InvalidArgument
+    from store.hosted import Limits
     from workers.queues import rq_connection
 
     why = check()
     if why is not None:
         raise CommandError(f"moonshot host: cannot build sandboxes here: {why}")
+    try:
+        limits = Limits(memory_mb=args.memory_mb, pids=args.pids, cpu_s=args.cpu_s,
+                        cpu_cores=args.cpu_cores, scratch_mb=args.scratch_mb)
+    except InvalidArgument as exc:
+        raise UsageError(f"moonshot host: {exc}") from None
     check_redis(args.redis, "--redis", "moonshot host", args.redis_wait)
     _setup_logging(args.verbose, args.log_json)
     archive_url = stack_archive(args.archive, args.redis, "moonshot host")
@@ -544,7 +551,7 @@ def _run_host(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
     host = Host(bots.connect(args.redis), rq_connection(args.redis), open_archive(archive_url),
-                args.referee, name, data, slots=args.slots, idle_s=args.idle)
+                args.referee, name, data, slots=args.slots, idle_s=args.idle, limits=limits)
     print(f"host {name} running hosted versions ({args.slots} slots) for the referee at "
           f"{args.referee}", flush=True)
     host.run(stopping)
@@ -1024,6 +1031,17 @@ def add_all(sub: argparse._SubParsersAction[Parser],
                    help="sandboxes run at once (default 8)")
     p.add_argument("--idle", type=flags.seconds_at_least_0, default=60.0, metavar="SECONDS",
                    help="stop a sandbox with no game for this long (default 60)")
+    p.add_argument("--memory-mb", type=int, default=512, metavar="MB",
+                   help="memory of one sandbox, its processes together (default 512)")
+    p.add_argument("--pids", type=int, default=64, metavar="N",
+                   help="processes and threads of one sandbox (default 64)")
+    p.add_argument("--cpu-s", type=int, default=3600, metavar="SECONDS",
+                   help="CPU seconds one sandbox may spend before it is stopped (it starts "
+                        "again when a game needs it; default 3600)")
+    p.add_argument("--cpu-cores", type=float, default=1.0, metavar="CORES",
+                   help="cores one sandbox may use at once (default 1)")
+    p.add_argument("--scratch-mb", type=int, default=16, metavar="MB",
+                   help="its private /tmp (default 16)")
     p.add_argument("--data", default="moonshot-host", metavar="DIR",
                    help="where unpacked versions and sandboxes' work folders live "
                         "(default ./moonshot-host)")

@@ -47,7 +47,7 @@ from store import bots as store_bots
 from store import hosted, ids
 from store import matches as store_matches
 from store.errors import NotFound
-from store.hosted import HostedVersion, VersionStatus
+from store.hosted import HostedVersion, Limits, VersionStatus
 from store.records import Clock, Faults, MatchSpec
 from workers.queues import enqueue_match
 
@@ -63,6 +63,8 @@ LOG_EVERY_S = 1.0
 CRASH_WINDOW_S = 60.0
 CRASHES_BEFORE_BACKOFF = 3
 BACKOFF_S = 10.0
+CONNECT_TIMEOUT_S = 15.0  # a sandbox that has not connected by then is stopped
+EXITS_BEFORE_FAILING = 2  # a validating version that ends this often unconnected fails
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Running:
     busy_at: float  # the last time it had a match under way or was wanted
     renewed_at: float
     logged_at: float = 0.0
+    connected: bool = False  # its bot has had a live stream since it started
 
 
 @dataclass
@@ -95,6 +98,8 @@ class Host:
     held_until: dict[str, float] = field(default_factory=dict)
     validating: dict[str, float] = field(default_factory=dict)  # bot -> lease renewed at
     heartbeat_at: float = 0.0
+    limits: Limits | None = None  # the host's limits for every sandbox (None: each version's)
+    unconnected_exits: dict[str, int] = field(default_factory=dict)  # validating bot -> count
 
     def __post_init__(self) -> None:
         (self.data_dir / "versions").mkdir(parents=True, exist_ok=True)
@@ -162,7 +167,7 @@ class Host:
         work = Path(tempfile.mkdtemp(prefix=f"{bot_id}-", dir=self.data_dir / "run"))
         spec = SandboxSpec(bot_id=bot_id, version_dir=folder, runtime=version.runtime,
                            command=version.command, env={"MOONSHOT_TOKEN": token},
-                           limits=version.limits, work_root=work)
+                           limits=self.limits or version.limits, work_root=work)
         base = hosted.log_tail(self.r, bot_id)
         try:
             sandbox = Sandbox.start(spec, self.referee)
@@ -171,6 +176,9 @@ class Host:
             hosted.release_lease(self.r, bot_id, self.name)
             hosted.set_log(self.r, bot_id, base + f"\n[host] could not start: {exc}\n")
             shutil.rmtree(work, ignore_errors=True)
+            self.held_until[bot_id] = time.monotonic() + BACKOFF_S
+            if version.status == VersionStatus.VALIDATING:
+                self._fail(bot_id, f"its sandbox could not start: {exc}")
             return
         now = time.monotonic()
         self.running[bot_id] = Running(version, sandbox, now, base, now, now)
@@ -185,6 +193,15 @@ class Host:
         if run.sandbox.poll() is not None:
             self._ended(bot_id, run)
             return
+        if not run.connected:
+            run.connected = store_bots.is_connected(self.r, bot_id)
+            if not run.connected and now - run.started > CONNECT_TIMEOUT_S:
+                self._stop(bot_id, f"it did not connect to the referee within "
+                                   f"{CONNECT_TIMEOUT_S:g} s of its start")
+                if run.version.status == VersionStatus.VALIDATING:
+                    self._fail(bot_id, f"it did not connect to the referee within "
+                                       f"{CONNECT_TIMEOUT_S:g} s of its start")
+                return
         if now - run.renewed_at >= RENEW_EVERY_S:
             if not hosted.renew_lease(self.r, bot_id, self.name):
                 self._stop(bot_id, "its lease went to another host")
@@ -209,6 +226,12 @@ class Host:
             log.info("host %s: %s ended (%s); another stream of it plays", self.name,
                      bot_id, why)
             return
+        if not run.connected and run.version.status == VersionStatus.VALIDATING:
+            n = self.unconnected_exits[bot_id] = self.unconnected_exits.get(bot_id, 0) + 1
+            if n >= EXITS_BEFORE_FAILING:  # it never gets as far as the referee
+                self._fail(bot_id, f"it ended before connecting to the referee "
+                                   f"({n} times; the last: {why})")
+                return
         times = [t for t in self.crashes.get(bot_id, []) if time.monotonic() - t < CRASH_WINDOW_S]
         times.append(time.monotonic())
         self.crashes[bot_id] = times
@@ -336,6 +359,9 @@ class Host:
         return "ok"
 
     def _fail(self, bot_id: str, why: str) -> None:
+        if bot_id in self.running:
+            self._stop(bot_id, "its version failed validation")
+        hosted.unwant(self.r, bot_id)
         tail = hosted.log_tail(self.r, bot_id, 2000)
         hosted.set_status(self.r, bot_id, VersionStatus.FAILED, why)
         log.warning("host %s: version %s failed validation: %s\n%s", self.name, bot_id, why,

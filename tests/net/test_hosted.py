@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 import redis
-from stack import Stack, env, moonshot
+from stack import Proc, Stack, env, moonshot
 from support import wait_until
 
 from clients.admin import Admin
@@ -26,6 +29,7 @@ from hosting.sandbox import check
 from proto.moon.v1 import change_pb2, change_pb2_grpc, match_pb2, match_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[2]
+NODE_BOT = REPO / "examples" / "node_bot"
 
 # A bot of the SDK, as an author writes it: where to connect and its token come from
 # the environment the host gives its sandbox.
@@ -67,7 +71,7 @@ class Author:
         return res
 
 
-def _host(st: Stack, data: Path, *extra: str):  # type: ignore[no-untyped-def]
+def _host(st: Stack, data: Path, *extra: str) -> Proc:
     p = st.start("host", moonshot("host", "--redis", st.redis_url, "--referee", st.address,
                                   "--archive", st.archive, "--data", str(data), *extra))
     p.wait_for(r"running hosted versions", timeout=60)
@@ -81,66 +85,147 @@ def _match(address: str, token: str, match_id: str) -> match_pb2.Match:
             metadata=(("authorization", f"Bearer {token}"),)).match
 
 
-@pytest.fixture
-def hosted_stack(tmp_path: Path, admin_token: str):  # type: ignore[no-untyped-def]
+@dataclass
+class Hosted:
+    """A stack of its own with a host, and one author."""
+
+    st: Stack
+    r: redis.Redis
+    host: Proc
+    alice: Author
+    tmp: Path
+
+    def submit(self, line: str, folder: Path, ok: bool = True) -> dict[str, Any]:
+        res = self.alice.run("bot", "submit", line, str(folder), "--wait", "--json", ok=ok)
+        first = json.loads(res.stdout.splitlines()[0])
+        return {**first, "exit": res.returncode}
+
+    def show(self, name: str) -> dict[str, Any]:
+        return dict(json.loads(self.alice.run("bot", "show", name, "--json").stdout))
+
+
+@pytest.fixture(scope="module")
+def hs(tmp_path_factory: pytest.TempPathFactory, admin_token: str) -> Iterator[Hosted]:
     why = check()
-    assert why is None, f"the sandbox cannot be built here: {why} (.ci/run installs it)"
-    with RedisServer(tmp_path / "redis", appendonly=False) as srv:
-        st = Stack(tmp_path, srv.url, admin_token=admin_token,
-                   archive=f"sqlite:///{tmp_path / 'archive.sqlite3'}")
+    assert why is None, f"the sandbox cannot be built here: {why} (scripts/test.sh installs it)"
+    tmp = tmp_path_factory.mktemp("hosted")
+    with RedisServer(tmp / "redis", appendonly=False) as srv:
+        st = Stack(tmp, srv.url, admin_token=admin_token,
+                   archive=f"sqlite:///{tmp / 'archive.sqlite3'}")
         try:
             st.referee()
             st.worker()
             st.worker()
-            yield st
+            host = _host(st, tmp / "host-a", "--idle", "5")
+            alice = Author(st, tmp / "alice")
+            alice.run("signup", "alice")
+            yield Hosted(st, redis.Redis.from_url(srv.url, decode_responses=True), host,
+                         alice, tmp)
         finally:
             st.stop_all()
 
 
-def test_submitted_versions_validate_play_a_test_and_survive_a_host_killed_mid_match(
-        hosted_stack: Stack, tmp_path: Path) -> None:
-    st = hosted_stack
-    host_a = _host(st, tmp_path / "host-a", "--idle", "5")
-    alice = Author(st, tmp_path / "alice")
-    alice.run("signup", "alice")
+def _done(st: Stack, match_id: str) -> match_pb2.Match:
+    return wait_until("the match to end", lambda: (
+        m if (m := _match(st.address, st.admin_token, match_id)).status
+        == match_pb2.MATCH_STATUS_FINISHED else None), timeout=180, every=0.5)
 
-    # Two versions of one line; each is validated against house bots in the sandbox.
-    v1 = _package(tmp_path / "v1", "random")
-    v2 = _package(tmp_path / "v2", "greedy")
-    out = alice.run("bot", "submit", "lark", str(v1), "--wait").stdout
-    assert "lark@1" in out and "active" in out, out
-    out = alice.run("bot", "submit", "lark", str(v2), "--wait").stdout
-    assert "lark@2" in out and "active" in out, out
-    shown = alice.run("bot", "show", "lark@2").stdout
-    assert "active" in shown and "python3.11" in shown, shown
 
-    # The newer against the one before, to a verdict, with no process of alice's.
-    out = alice.run("test", "start", "lark@2", "--elo0", "0", "--elo1", "60",
-                    "--rule", "max_hands=2", "--in-flight", "4").stdout
+def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted) -> None:
+    """Python and Node versions are validated in the sandbox; a test of lark@2 (greedy)
+    against lark@1 (random) reaches its verdict with no process of alice's running."""
+    v1 = hs.submit("lark", _package(hs.tmp / "v1", "random"))
+    assert v1["name"] == "lark@1" and v1["exit"] == 0, v1
+    v2 = hs.submit("lark", _package(hs.tmp / "v2", "greedy"))
+    assert v2["name"] == "lark@2" and v2["exit"] == 0, v2
+    shown = hs.show("lark@2")
+    assert shown["hosted"]["status"] == "active" and shown["hosted"]["runtime"] == "python3.11"
+    assert shown["previous"] == v1["bot_id"]
+    node = NODE_BOT / "node_modules" / "@grpc" / "grpc-js"
+    assert node.is_dir(), "run `npm ci --omit=dev` in examples/node_bot (scripts/test.sh does)"
+    js = hs.submit("wren", NODE_BOT)
+    assert js["exit"] == 0 and hs.show("wren@1")["hosted"]["runtime"] == "node", js
+
+    out = hs.alice.run("test", "start", "lark@2", "--elo0", "0", "--elo1", "60",
+                       "--rule", "max_hands=2", "--in-flight", "4").stdout
     test_id = re.search(r"test (c-[0-9a-z]+) started", out)
     assert test_id, out
-    with grpc.insecure_channel(st.address) as ch:
+    with grpc.insecure_channel(hs.st.address) as ch:
         tests = change_pb2_grpc.TestServiceStub(ch)
         t = wait_until("the test's verdict", lambda: (
             x if (x := tests.GetTest(change_pb2.GetTestRequest(test_id=test_id[1]),
                                      timeout=10).test).status != change_pb2.TEST_STATUS_RUNNING
             else None), timeout=600, every=1.0)
     assert t.progress.outcome == change_pb2.TEST_OUTCOME_H1, t.progress
+    assert t.spec.baseline == v1["bot_id"]
 
-    # A host killed mid-match: its sandboxes die with it, the match waits (its clock
-    # stopped, its grace running), and another host starts the bot again.
-    r = redis.Redis.from_url(st.redis_url, decode_responses=True)
-    v2_id = json.loads(alice.run("bot", "show", "lark@2", "--json").stdout)["bot_id"]
-    admin = Admin(st.address, st.admin_token)
-    made = admin.create_match(3, [v2_id, "house:greedy", "house:random"],
-                              grace_ms=45_000).match_id
-    wait_until("a game of lark@2 under way", lambda: r.scard(f"ms:bot:{v2_id}:live")
-               and r.zcard(f"ms:bot:{v2_id}:presence"), timeout=60, every=0.1)
-    host_a.popen.send_signal(signal.SIGKILL)
-    host_a.popen.wait(timeout=10)
-    _host(st, tmp_path / "host-b", "--idle", "5")
-    done = wait_until("the match to end", lambda: (
-        m if (m := _match(st.address, st.admin_token, made)).status
-        == match_pb2.MATCH_STATUS_FINISHED else None), timeout=180, every=0.5)
+
+def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
+    """A command that exits at once, and a bot that never connects: each fails validation
+    with its reason and its log; the versions before keep playing."""
+    quits = hs.tmp / "quits"
+    quits.mkdir()
+    (quits / "bot.py").write_text("import sys\nprint('no luck today', file=sys.stderr)\n"
+                                  "sys.exit(3)\n")
+    (quits / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                         'command = ["python", "bot.py"]\n')
+    got = hs.submit("quits", quits, ok=False)
+    assert got["exit"] == 1
+    h = hs.show("quits@1")["hosted"]
+    assert h["status"] == "failed" and "before connecting" in h["reason"], h
+    assert "exited with status 3" in h["reason"] and "no luck today" in h["log_tail"], h
+
+    sleeps = hs.tmp / "sleeps"
+    sleeps.mkdir()
+    (sleeps / "bot.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
+    (sleeps / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    got = hs.submit("sleeps", sleeps, ok=False)
+    assert got["exit"] == 1
+    h = hs.show("sleeps@1")["hosted"]
+    assert h["status"] == "failed" and "did not connect" in h["reason"], h
+
+
+def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted) -> None:
+    """Never both at once: the author's process (the version's token) takes the bot's
+    stream and the sandbox stops for good while it stays; when it leaves mid-match, the
+    host starts the sandbox again and the match ends without forfeit."""
+    v = hs.submit("finch", _package(hs.tmp / "finch", "greedy"))
+    assert v["exit"] == 0, v
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    first = admin.create_match(3, [v["bot_id"], "house:greedy", "house:random"]).match_id
+    _done(hs.st, first)
+    own = hs.st.bot("netbots:ThinkingBot", hs.st.address, v["token"])
+    bot = v["bot_id"]
+    wait_until("the sandbox to step aside (or to have stopped, idle)", lambda: (
+        f"{bot} ended" in hs.host.text() and "another stream of it plays" in hs.host.text())
+        or f"stopped {bot}: idle" in hs.host.text(), timeout=30)
+    slow = admin.create_match(3, [v["bot_id"], "house:greedy", "house:random"],
+                              grace_ms=60_000).match_id
+    wait_until("a game of the author's process", lambda: hs.r.scard(
+        f"ms:bot:{v['bot_id']}:live"), timeout=30, every=0.1)
+    assert hs.host.text().count(f"started {v['bot_id']}") == 1  # not while it plays
+    time.sleep(1.0)
+    own.popen.send_signal(signal.SIGKILL)  # gone without a word, mid-match
+    done = _done(hs.st, slow)
     assert not done.result.HasField("forfeit"), done.result
-    shutil.rmtree(tmp_path / "host-a", ignore_errors=True)
+    assert hs.host.text().count(f"started {v['bot_id']}") == 2
+
+
+def test_a_host_killed_mid_match_hands_its_bots_to_another(hs: Hosted) -> None:
+    """Its sandboxes die with it; the match waits (its clock stopped, its grace running)
+    and another host starts the bot once the dead host's lease lapses."""
+    v = hs.submit("heron", _package(hs.tmp / "heron", "greedy"))
+    assert v["exit"] == 0, v
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    made = admin.create_match(3, [v["bot_id"], "house:pimc", "house:greedy"],
+                              grace_ms=45_000).match_id
+    wait_until("a game of heron under way", lambda: hs.r.scard(
+        f"ms:bot:{v['bot_id']}:live") and hs.r.zcard(f"ms:bot:{v['bot_id']}:presence"),
+        timeout=60, every=0.1)
+    hs.host.popen.send_signal(signal.SIGKILL)
+    hs.host.popen.wait(timeout=10)
+    hs.host = _host(hs.st, hs.tmp / "host-b", "--idle", "5")
+    done = _done(hs.st, made)
+    assert not done.result.HasField("forfeit"), done.result
+    assert f"started {v['bot_id']}" in hs.host.text()
