@@ -6,7 +6,6 @@ which is missing."""
 from __future__ import annotations
 
 import secrets
-import shutil
 import sys
 import uuid
 from collections.abc import Iterator
@@ -18,14 +17,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "net"))
 
+from sandboxes import EXAMPLE, ROOT  # noqa: E402,F401  (the tests' helpers; see there)
 from stack import Stack  # noqa: E402
 
 from clients.admin import Admin  # noqa: E402
 from clients.redisproc import RedisServer  # noqa: E402
 from hosting.sandbox import check  # noqa: E402
-
-ROOT = HERE.parent.parent
-EXAMPLE = ROOT / "examples" / "hosted_bot"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -67,11 +64,3 @@ def admin(stack: Stack) -> Iterator[Admin]:
 def name() -> str:
     """A bot-name prefix unique to the test."""
     return "h" + uuid.uuid4().hex[:8]
-
-
-def version_of(tmp: Path, source: Path = EXAMPLE) -> Path:
-    """A copy of a version's folder, as the host would extract it (world-readable)."""
-    dest = tmp / f"version-{uuid.uuid4().hex[:6]}"
-    shutil.copytree(source, dest)
-    dest.chmod(0o755)
-    return dest

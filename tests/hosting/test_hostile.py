@@ -8,8 +8,8 @@ import socket
 import time
 from pathlib import Path
 
-from conftest import ROOT, version_of
 from hostile_suite import Context, attempts, build, keep_between_sandboxes, run
+from sandboxes import ROOT, version_of
 from stack import Stack
 from support import finished, wait_until
 

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import version_of
+from sandboxes import version_of
 from stack import Stack
 from support import finished, transcript_of, wait_until
 
