@@ -298,19 +298,22 @@ def online(r: redis.Redis, pool: str, anchors: Sequence[str]) -> list[str]:
     start them (presence expiries are on Redis's clock, read here too)."""
     members = [b for b in joined(r, pool) if ids.is_bot_id(b)]
     live = _present(r, members)
-    hosted = store_hosted.available(r, members)  # a host starts them when a game needs them
-    return [*anchors, *(b for b, here, h in zip(members, live, hosted, strict=True)
-                        if here or h)]
+    return [*anchors, *(b for b, here in zip(members, live, strict=True) if here)]
 
 
 def _present(r: redis.Redis, bot_ids: Sequence[str]) -> list[bool]:
-    """Whether each bot has a live stream now, in one round trip."""
+    """Whether each bot can play now: it has a live stream, or it is an active hosted
+    version and a host is alive to start it when a game needs it."""
     sec, usec = r.time()
     now = float(sec) + float(usec) / 1e6
     pipe = r.pipeline(transaction=False)
     for bot_id in bot_ids:
         pipe.zcount(keys.presence(bot_id), now, "+inf")
-    return [bool(int(n)) for n in pipe.execute()]
+    live = [bool(int(n)) for n in pipe.execute()]
+    hosted = store_hosted.available(r, [b for b, here in zip(bot_ids, live, strict=True)
+                                        if not here])
+    it = iter(hosted)
+    return [here or next(it) for here in live]
 
 
 def names(r: redis.Redis, bot_ids: set[str]) -> dict[str, str]:

@@ -26,7 +26,15 @@ from support import wait_until
 from clients.admin import Admin
 from clients.redisproc import RedisServer
 from hosting.sandbox import check
-from proto.moon.v1 import change_pb2, change_pb2_grpc, match_pb2, match_pb2_grpc
+from proto.moon.v1 import (
+    arena_pb2,
+    arena_pb2_grpc,
+    change_pb2,
+    change_pb2_grpc,
+    match_pb2,
+    match_pb2_grpc,
+    rating_pb2,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BOT = REPO / "examples" / "node_bot"
@@ -210,6 +218,54 @@ def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted)
     done = _done(hs.st, slow)
     assert not done.result.HasField("forfeit"), done.result
     assert hs.host.text().count(f"started {v['bot_id']}") == 2
+
+
+def _arena(address: str, token: str, call: str, req: Any) -> Any:
+    with grpc.insecure_channel(address) as ch:
+        return getattr(arena_pb2_grpc.ArenaServiceStub(ch), call)(
+            req, timeout=30, metadata=(("authorization", f"Bearer {token}"),))
+
+
+def test_an_arena_of_hosted_versions_plays_and_takes_each_new_version(hs: Hosted) -> None:
+    """Three hosted bots join the 3p arena with their version tokens and play there
+    (with three house anchors: a board is dealt to two tables) with no process of their
+    author's; a new version, once active, takes its predecessor's place and plays."""
+    pool = rating_pb2.RATING_POOL_THREE_PLAYER
+    subs = [hs.submit(line, _package(hs.tmp / line, play))
+            for line, play in (("owl", "random"), ("kite", "greedy"), ("crow", "greedy"))]
+    assert all(v["exit"] == 0 for v in subs), subs
+    _arena(hs.st.address, hs.st.admin_token, "StartArena", arena_pb2.StartArenaRequest(
+        pool=pool, settings=arena_pb2.ArenaSettings(
+            rules={"max_hands": "2"}, concurrency=2,
+            anchors=["house:greedy", "house:random", "house:pimc?samples=4"])))
+    for v in subs:
+        _arena(hs.st.address, v["token"], "JoinArena", arena_pb2.JoinArenaRequest(pool=pool))
+
+    def arena() -> arena_pb2.Arena:
+        return _arena(hs.st.address, hs.st.admin_token, "GetArena",
+                      arena_pb2.GetArenaRequest(pool=pool)).arena
+
+    mine = {v["bot_id"] for v in subs}
+    seen: list[arena_pb2.Arena] = []
+
+    def played() -> bool:
+        seen[:] = [arena()]
+        return sum(b.games for b in seen[0].bots if b.bot_id in mine) >= 9
+
+    try:
+        wait_until("arena games of the hosted bots", played, timeout=240, every=1.0)
+    except TimeoutError:
+        raise AssertionError(f"the arena as it stands: {seen}") from None
+    assert all(b.online for b in arena().bots if b.bot_id in mine)
+    assert not any(b.playing for b in arena().bots if not b.house and b.bot_id not in mine)
+
+    owl2 = hs.submit("owl", _package(hs.tmp / "owl-2", "greedy"))
+    assert owl2["name"] == "owl@2" and owl2["exit"] == 0, owl2
+    members = {b.bot_id for b in arena().bots}
+    assert owl2["bot_id"] in members and subs[0]["bot_id"] not in members, members
+    wait_until("a game of owl@2 in the arena", lambda: any(
+        b.games for b in arena().bots if b.bot_id == owl2["bot_id"]), timeout=240, every=1.0)
+    _arena(hs.st.address, hs.st.admin_token, "StopArena", arena_pb2.StopArenaRequest(pool=pool))
 
 
 def test_a_host_killed_mid_match_hands_its_bots_to_another(hs: Hosted) -> None:
