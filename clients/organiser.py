@@ -39,7 +39,7 @@ from clients.render import (
     tournament_list,
 )
 from clients.wire import POOL_CHOICES
-from proto.moon.v1 import rating_pb2, tournament_pb2
+from proto.moon.v1 import bot_pb2, rating_pb2, tournament_pb2
 from store import ids
 from store.pools import Pool
 from store.records import DUPLICATE_MODES
@@ -138,11 +138,13 @@ def _seeding_note(t: tournament_pb2.Tournament, asked: str) -> str | None:
 
 
 def _offline(admin: Admin, bots: list[str]) -> list[str]:
-    """The names of the bots (ids or names) that have no live stream now."""
+    """The names of the bots (ids or names) that have no live stream now and are no
+    active hosted version either (a host starts one when its game needs it)."""
     out = []
     for b in bots:
         bot = admin.get_bot(b)
-        if not bot.connected:
+        hosted = bot.HasField("hosted") and bot.hosted.status == bot_pb2.VERSION_STATUS_ACTIVE
+        if not bot.connected and not hosted:
             out.append(bot.name)
     return out
 
