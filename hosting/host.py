@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from hosting.package import PackageError, extract
-from hosting.sandbox import Sandbox, SandboxSpec
 
 from archive import packages
 from archive import reads as archive_reads
 from archive.db import Archive
+from hosting.package import PackageError, extract
+from hosting.sandbox import Sandbox, SandboxSpec
 from store import arena as store_arena
 from store import bots as store_bots
 from store import hosted, ids
@@ -264,7 +264,11 @@ class Host:
         try:
             extract(data, staging / "v")
             os.chmod(staging / "v", 0o555)
-            os.replace(staging / "v", folder)
+            try:
+                os.replace(staging / "v", folder)
+            except OSError:
+                if not folder.is_dir():  # else another host process here unpacked it first
+                    raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return folder
@@ -297,7 +301,9 @@ class Host:
             except (PackageError, OSError) as exc:
                 self._fail(bot_id, f"the package could not be unpacked: {exc}")
                 return
-            self._create_validation_games(version)
+            # Validating first, then the games (the next step makes them): a host that
+            # dies in between leaves a version whose games the next host makes, never two
+            # sets of games.
             hosted.set_status(self.r, bot_id, VersionStatus.VALIDATING,
                               f"playing {VALIDATION_GAMES} validation games")
             return
@@ -323,7 +329,7 @@ class Host:
     def _judge(self, version: HostedVersion) -> None:
         started = hosted.validation_started(self.r, version.bot_id)
         games = hosted.validation_games(self.r, version.bot_id)
-        if not games:  # taken over from a host that died before it made them
+        if not games:  # just validating (or taken over from a host that died before)
             self._create_validation_games(version)
             return
         outcomes = [self._outcome(m, version.bot_id) for m in games]
