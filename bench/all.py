@@ -10,6 +10,9 @@ every `name: value unit` line they printed, by benchmark:
   alone (bench/decision_latency.py);
 - hosting: matches held at once, the decision ceiling, games/s by worker count
   (bench/hosting_scale.py);
+- hosted: a hosted version's cold start, its decision round trip against a remote
+  process's, warm sandboxes and their memory (bench/hosted.py); hosted_hostile: the
+  sandbox's hostile attempts and the relay's cost (bench/hosted_hostile.py);
 - tournament: schedule build times, scheduling step time at 10/100/1000 bots
   (bench/tournament.py; its games/s are in hosting's table);
 - ratings: accuracy, interval coverage, games to separate bots, fit time
@@ -75,6 +78,8 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "deals": ("deals.py", [], ["--quick"]),
     "codec": ("codec.py", [], ["--games", "30"]),
     "archive": ("archive.py", [], ["--quick"]),
+    "hosted": ("hosted.py", [], ["--cold", "5", "--matches", "2", "--warm", "4"]),
+    "hosted_hostile": ("hosted_hostile.py", [], ["--calls", "200"]),
 }
 
 
