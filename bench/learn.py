@@ -104,7 +104,7 @@ def pettingzoo_loop(rules: Rules) -> Loop:
             env.reset(seed=game_seed)
             game_seed += 1
             while not env.terminations[env.agent_selection]:
-                legal = np.flatnonzero(env.observe(env.agent_selection)["action_mask"])
+                legal = env.observe(env.agent_selection)["action_mask"].nonzero()[0]
                 env.step(int(legal[draw(32) % len(legal)]))
                 steps += 1
         return steps, _clock() - start
@@ -121,12 +121,12 @@ def gym_loop(rules: Rules) -> Loop:
         steps, start = 0, _clock()
         game_seed = seed
         while _clock() - start < seconds:
-            _, info = env.reset(seed=game_seed)
+            obs, _ = env.reset(seed=game_seed)
             game_seed += 1
             done = False
             while not done:
-                legal = np.flatnonzero(info["action_mask"])
-                _, _, done, _, info = env.step(int(legal[draw(32) % len(legal)]))
+                legal = obs["action_mask"].nonzero()[0]
+                obs, _, done, _, _ = env.step(int(legal[draw(32) % len(legal)]))
             steps += len(env.state.actions)
         return steps, _clock() - start
     return run

@@ -29,9 +29,10 @@ from gymnasium import spaces
 
 from bots.house import parse
 from bots.player import Player
-from learn.openspiel import NUM_ACTIONS, game_returns
-from learn.spaces import dict_space, observe
+from learn.openspiel import NUM_ACTIONS, Played, game_returns
+from learn.spaces import dict_space, mask_of, observe
 from moon import GameState, Rules
+from moon.actions import ACTIONS
 
 __all__ = ["MoonSeatEnv"]
 
@@ -60,29 +61,42 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.game_seed = 0
         self.state = GameState.new(self.rules, 0)
+        self._played = Played()  # the hand's played slots, for the seat's tensor
 
-    def _advance(self) -> None:
-        """Let the house bots play until the seat is to act or the game is over."""
+    def _advance(self) -> tuple[int, ...]:
+        """Let the house bots play until the seat is to act or the game is over.
+
+        Returns the seat's legal ids (empty once the game is over).
+        """
         st = self.state
-        while not st.is_over and st.to_act != self.seat:
+        seat, players, game_seed = self.seat, self._players, self.game_seed
+        while st.phase != 4:
+            ids = st.legal_ids()
             s = st.to_act
-            st.apply(self._players[s].decide(st.observation(s), st.legal_actions(),
-                                             self.game_seed), s)
+            if s == seat:
+                return ids
+            action = players[s].decide(st.observation(s), tuple(map(ACTIONS.__getitem__, ids)),
+                                       game_seed)
+            if action.id in ids:
+                st.apply_id(action.id)
+            else:
+                st.apply(action, s)  # raises, saying what was legal
+        return ()
 
-    def _info(self, illegal: bool = False) -> dict[str, Any]:
-        mask = np.zeros(NUM_ACTIONS, np.int8)
-        if not self.state.is_over:
-            mask[list(self.state.legal_ids())] = 1
-        return {"action_mask": mask, "illegal": illegal, "game_seed": self.game_seed}
+    def _observe(self, legal: tuple[int, ...], illegal: bool = False
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The seat's observation and the step's info, both with the mask of `legal`."""
+        obs = observe(self.state, self.seat, self._played, legal)
+        return obs, {"action_mask": mask_of(legal), "illegal": illegal,
+                     "game_seed": self.game_seed}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A new game whose seed the environment's generator draws."""
         super().reset(seed=seed)
         self.game_seed = int(self.np_random.integers(0, 1 << 63))
-        self.state = GameState.new(self.rules, self.game_seed, record=True)
-        self._advance()
-        return observe(self.state, self.seat), self._info()
+        self.state = GameState.new(self.rules, self.game_seed)
+        return self._observe(self._advance())
 
     def step(self, action: np.int64 | int
              ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
@@ -95,9 +109,9 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         if illegal:
             action = legal[int(self.np_random.integers(len(legal)))]
         st.apply_id(int(action))
-        self._advance()
+        obs, info = self._observe(self._advance(), illegal)
         reward = game_returns(st)[self.seat] if st.is_over else 0.0
-        return observe(st, self.seat), reward, st.is_over, False, self._info(illegal)
+        return obs, reward, st.is_over, False, info
 
     def render(self) -> str | None:
         """The game in one line (`ansi`)."""

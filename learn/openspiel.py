@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -52,13 +54,16 @@ __all__ = [
     "TENSOR_SIZE",
     "MoonGame",
     "MoonState",
+    "Played",
     "chance_outcomes_of_seed",
     "encode",
+    "encode_state",
     "game_returns",
     "history_of_seed",
     "load",
     "resample",
     "rules_of",
+    "tensor_of",
     "wrap",
 ]
 
@@ -173,6 +178,160 @@ def encode(obs: Observation, out: np.ndarray[Any, np.dtype[np.float32]]) -> None
     out[_HAND_NO] = obs.hand_number / rules.max_hands
 
 
+# The same tensor straight from the engine's state (`encode_state`), as bytes of
+# float32 assembled from tables: no `Observation`, no per-tile loop.
+_F32 = 4
+
+
+def _onehots(width: int) -> tuple[bytes, ...]:
+    """`width` one-hot rows of float32 bytes, then the all-zero row (index -1 or width)."""
+    rows = np.vstack([np.eye(width, dtype="<f4"), np.zeros((1, width), "<f4")])
+    return tuple(r.tobytes() for r in rows)
+
+
+def _bit_rows(width: int) -> tuple[bytes, ...]:
+    """Row m: the `width` low bits of m as float32 bytes."""
+    m = np.arange(1 << width, dtype=np.uint32)[:, None]
+    bits = (m >> np.arange(width, dtype=np.uint32) & 1).astype("<f4")
+    return tuple(r.tobytes() for r in bits)
+
+
+_ONE4, _ONE5, _ONE9, _ONE28 = _onehots(4), _onehots(5), _onehots(9), _onehots(28)
+_HEAD = tuple(  # seat, to act, first bidder, phase
+    _ONE4[s] + _ONE4[a] + _ONE4[f] + _ONE5[p]
+    for s in range(4) for a in range(4) for f in range(4) for p in range(5))
+_BITS14 = _bit_rows(14)
+_MID = {  # bidder, bid, contract (each -1 when not shown)
+    (b, v, c): _ONE4[b] + _onehots(6)[_BID_SLOT.get(v, -1)] + _ONE9[c]
+    for b in range(-1, 4) for v in (-1, *_BID_SLOT) for c in range(-1, 9)}
+_CALL_ROWS = {v: _onehots(8)[k] for v, k in _CALL_SLOT.items()}
+_NOT_SPOKEN = _onehots(8)[0]
+_SILENT = _onehots(8)[-1]
+_CALLS_OF: dict[tuple[int, tuple[tuple[int, int], ...]], bytes] = {}
+_TAIL = struct.Struct("<12f")  # tricks won (4), scores (3), hand sizes (4), hand number
+_PLAYED_BYTES = (_WON - _PLAYED) * _F32
+
+
+def _calls(n: int, bids: tuple[tuple[int, int], ...]) -> bytes:
+    """The calls' slots of the auction `bids` (seat, bid) so far: 4 seats of 8."""
+    found = _CALLS_OF.get((n, bids))
+    if found is None:
+        rows = [_NOT_SPOKEN if s < n else _SILENT for s in range(4)]
+        for s, b in bids:
+            rows[s] = _CALL_ROWS[b]
+        found = _CALLS_OF[(n, bids)] = b"".join(rows)
+    return found
+
+
+def played_slots(plays: Sequence[tuple[int, int]], n: int, start: int = 0,
+                 buf: bytearray | None = None) -> bytearray:
+    """The played tiles' slots (trick, seat) of `plays` (seat, tile) from `start` on."""
+    if buf is None:
+        buf = bytearray(_PLAYED_BYTES)
+    view = memoryview(buf).cast("f")
+    for i in range(start, len(plays)):
+        s, t = plays[i]
+        base = 11 * t
+        view[base + i // n] = 1.0
+        view[base + 7 + s] = 1.0
+    return buf
+
+
+class Played:
+    """A hand's public slots that only grow: the played tiles and the calls.
+
+    Within a hand the engine only appends to its `plays` and `bids` lists (a new
+    hand, or a copy of the state, has new lists), so the cache follows them by
+    what was appended since the last call.
+    """
+
+    __slots__ = ("bids", "buf", "calls", "done", "plays", "spoken")
+
+    def __init__(self) -> None:
+        self.plays: list[tuple[int, int]] | None = None
+        self.done = 0
+        self.buf = bytearray(_PLAYED_BYTES)
+        self.bids: list[tuple[int, int]] | None = None
+        self.spoken = -1
+        self.calls = b""
+
+    def of(self, st: GameState) -> bytearray:
+        """The played slots of `st`'s hand."""
+        plays = st.plays
+        if plays is not self.plays or len(plays) < self.done:
+            self.plays, self.done = plays, 0
+            self.buf = bytearray(_PLAYED_BYTES)
+        if len(plays) > self.done:
+            played_slots(plays, st.n, self.done, self.buf)
+            self.done = len(plays)
+        return self.buf
+
+    def calls_of(self, st: GameState) -> bytes:
+        """The calls' slots of `st`'s hand."""
+        bids = st.bids
+        if bids is not self.bids or len(bids) != self.spoken:
+            self.bids, self.spoken = bids, len(bids)
+            self.calls = _calls(st.n, tuple(bids))
+        return self.calls
+
+
+_SEVENTHS = tuple(w / 7 for w in range(8))
+_EIGHTHS = tuple(k / 8 for k in range(9))
+
+
+def encode_state(st: GameState, seat: int, played: Played | None = None) -> bytes:
+    """`encode(st.observation(seat))` as float32 bytes, built from the engine's masks.
+
+    Reads only what `GameState.observation(seat)` shows: the seat's own hand, the
+    widow and the discard only for the bidder once `observation` would show them.
+    `played` (the caller's cache of the hand's public slots) saves redoing the hand.
+    """
+    phase = st.phase
+    rules = st.rules
+    bidder = st.bidder
+    shown = bidder >= 0 and phase != 0
+    hands = st.hands
+    h = hands[seat]
+    if shown and seat == bidder:
+        widow = st.widow if st.widow >= 0 and st.widow_taken else -1
+        discard = st.discard
+    else:
+        widow = discard = -1
+    goal = rules.marks_target if rules.scoring == "marks" else rules.target
+    tw = st.tricks_won
+    sc = st.scores
+    e = _EIGHTHS
+    hand_no = (st.hand_index + (phase != 4)) / rules.max_hands
+    if st.n == 3:
+        tail = _TAIL.pack(_SEVENTHS[tw[0]], _SEVENTHS[tw[1]], _SEVENTHS[tw[2]], 0.0,
+                          sc[0] / goal, sc[1] / goal, sc[2] / goal,
+                          e[hands[0].bit_count()], e[hands[1].bit_count()],
+                          e[hands[2].bit_count()], 0.0, hand_no)
+    else:
+        tail = _TAIL.pack(_SEVENTHS[tw[0]], _SEVENTHS[tw[1]], _SEVENTHS[tw[2]],
+                          _SEVENTHS[tw[3]], sc[0] / goal, sc[1] / goal, 0.0,
+                          e[hands[0].bit_count()], e[hands[1].bit_count()],
+                          e[hands[2].bit_count()], e[hands[3].bit_count()], hand_no)
+    if played is None:
+        plays: bytes | bytearray = played_slots(st.plays, st.n)
+        calls = _calls(st.n, tuple(st.bids))
+    else:
+        plays = played.of(st)
+        calls = played.calls_of(st)
+    return b"".join((
+        _HEAD[((seat * 4 + st.to_act) * 4 + st.first_bidder) * 5 + phase],
+        _BITS14[h & 0x3FFF], _BITS14[h >> 14], calls,
+        _MID[(bidder if shown else -1, st.bid if shown else -1, st.contract)],
+        _ONE28[widow], _ONE28[discard], plays, tail,
+    ))
+
+
+def tensor_of(st: GameState, seat: int, played: Played | None = None
+              ) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A new writable array of `encode_state`."""
+    return np.frombuffer(bytearray(encode_state(st, seat, played)), np.float32)
+
+
 def _text(obs: Observation) -> str:
     """The observation as one line of JSON: everything the seat sees, nothing else."""
     return json.dumps(obs.to_json(), separators=(",", ":"))
@@ -214,17 +373,30 @@ class _Core:
     cheap way.
     """
 
-    __slots__ = ("dealt", "first_pending", "st", "tiles")
+    __slots__ = ("dealt", "first_pending", "left", "st")
 
-    def __init__(self, st: GameState, first_pending: bool, dealt: list[int] | None) -> None:
+    def __init__(self, st: GameState, first_pending: bool, dealt: int | None) -> None:
         self.st = st
         self.first_pending = first_pending
         self.dealt = dealt  # tiles dealt so far this hand, None when not dealing
-        self.tiles = tile_set(st.rules)
+        # The tiles not dealt yet, ascending (all of them outside a deal).
+        self.left = list(tile_set(st.rules))
 
     def __deepcopy__(self, memo: dict[int, object]) -> _Core:
-        return _Core(self.st.copy(), self.first_pending,
-                     None if self.dealt is None else self.dealt[:])
+        c = _Core.__new__(_Core)
+        c.st = self.st.copy()
+        c.first_pending = self.first_pending
+        c.dealt = self.dealt
+        c.left = self.left[:]
+        return c
+
+
+# The uniform probability of each count of outcomes (1 to 28).
+_UNIFORM = tuple(0.0 if k == 0 else 1.0 / k for k in range(29))
+# The first bidder's chance outcomes, per player count.
+_FIRST_OUTCOMES = {n: tuple((s, 1.0 / n) for s in range(n)) for n in (3, 4)}
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
+_TERMINAL = int(pyspiel.PlayerId.TERMINAL)
 
 
 # A new game's engine state per rules, copied for each new state (cheaper than a deal).
@@ -243,13 +415,20 @@ def _fresh(rules: Rules) -> GameState:
 
 
 class MoonState(pyspiel.State):
-    """A game in progress: an engine state plus the deal being dealt, if any."""
+    """A game in progress: an engine state plus the deal being dealt, if any.
+
+    `current_player`, `is_terminal`, `is_chance_node`, `is_player_node`,
+    `legal_actions` and `chance_outcomes` answer Python callers here, from the engine,
+    without the round trip through pyspiel's C++ `State` (which calls back into
+    `current_player` and `_legal_actions`); they answer exactly what pyspiel's own
+    would. `apply_action` stays pyspiel's, which keeps the history.
+    """
 
     def __init__(self, game: MoonGame, core: _Core | None = None) -> None:
         super().__init__(game)
         if core is None:
             rules = getattr(game, "rules", None) or rules_of(game.get_parameters())
-            core = _Core(_fresh(rules), True, [])
+            core = _Core(_fresh(rules), True, 0)
         self._core = core
 
     @property
@@ -260,11 +439,40 @@ class MoonState(pyspiel.State):
     def current_player(self) -> int:
         """The seat to act, CHANCE while dealing, TERMINAL at the end."""
         core = self._core
-        if core.st.is_over:
-            return int(pyspiel.PlayerId.TERMINAL)
+        st = core.st
+        if st.phase == 4:
+            return _TERMINAL
         if core.dealt is not None:
-            return int(pyspiel.PlayerId.CHANCE)
-        return core.st.to_act
+            return _CHANCE
+        return st.to_act
+
+    def is_terminal(self) -> bool:
+        """True once the engine says the game is over."""
+        return self._core.st.phase == 4
+
+    def is_chance_node(self) -> bool:
+        """True while dealing (the first bidder, then the tiles)."""
+        core = self._core
+        return core.dealt is not None and core.st.phase != 4
+
+    def is_player_node(self) -> bool:
+        """True when a seat is to act."""
+        core = self._core
+        return core.dealt is None and core.st.phase != 4
+
+    def legal_actions(self, player: int | None = None) -> list[int]:
+        """The legal actions (chance outcomes at a chance node), as pyspiel's own."""
+        core = self._core
+        st = core.st
+        if st.phase == 4:
+            return []
+        if core.dealt is not None:  # whoever asks, as pyspiel's
+            return list(range(st.n)) if core.first_pending else core.left[:]
+        if player is not None and player != st.to_act:
+            if player < 0:
+                raise pyspiel.SpielError(f"Called LegalActions for pseudo-player {player}")
+            return []
+        return list(st.legal_ids())
 
     def _legal_actions(self, player: int) -> list[int]:
         return list(self._core.st.legal_ids())
@@ -273,11 +481,9 @@ class MoonState(pyspiel.State):
         """The first bidder's seat, or the tiles not dealt yet: uniform."""
         core = self._core
         if core.first_pending:
-            n = core.st.n
-            return [(s, 1.0 / n) for s in range(n)]
-        dealt = set(core.dealt or ())
-        left = [t for t in core.tiles if t not in dealt]
-        return [(t, 1.0 / len(left)) for t in left]
+            return list(_FIRST_OUTCOMES[core.st.n])
+        left = core.left
+        return list(zip(left, repeat(_UNIFORM[len(left)])))
 
     def _apply_action(self, action: int) -> None:
         core = self._core
@@ -285,21 +491,23 @@ class MoonState(pyspiel.State):
         if core.dealt is None:
             hand = st.hand_index
             st.apply_id(action)
-            if st.hand_index != hand and not st.is_over:  # a new hand: deal it
+            if st.hand_index != hand and st.phase != 4:  # a new hand: deal it
                 st.hands = [0] * st.n
                 st.widow = -1
                 st.dealt = ()
-                core.dealt = []
+                core.dealt = 0
+                core.left = list(tile_set(st.rules))
             return
         if core.first_pending:
             st.first_bidder = st.to_act = action
             core.first_pending = False
             return
-        dealt = core.dealt
-        self._place(action, len(dealt))
-        dealt.append(action)
-        if len(dealt) == len(core.tiles) - 1:  # the last tile goes where it must
-            self._place((set(core.tiles) - set(dealt)).pop(), len(dealt))
+        left = core.left
+        left.remove(action)
+        self._place(action, core.dealt)
+        core.dealt += 1
+        if len(left) == 1:  # the last tile goes where it must
+            self._place(left.pop(), core.dealt)
             st.dealt = tuple(st.hands)
             core.dealt = None
 
@@ -318,15 +526,11 @@ class MoonState(pyspiel.State):
                 return f"first bidder {action}"
             if not 0 <= action < 28:
                 return f"no tile {action}"
-            position = len(core.dealt or ())
+            position = core.dealt or 0
             where = f"seat {position // 7}" if position < 7 * core.st.n else "the widow"
             return f"deal {ALL_TILES[action]} to {where}"
         found = ACTIONS.get(action)
         return found.label if found is not None else f"no action {action}"
-
-    def is_terminal(self) -> bool:
-        """True once the engine says the game is over."""
-        return self._core.st.is_over
 
     def returns(self) -> list[float]:
         """Each player's return: 0 until the end, then `game_returns`."""
@@ -371,8 +575,11 @@ class MoonObserver:
         self.dict = {"observation": self.tensor}
 
     def set_from(self, state: MoonState, player: int) -> None:
-        """Fill `tensor` with what `player` sees in `state`."""
-        encode(state.observation_of(player), self.tensor)
+        """Fill `tensor` with what `player` sees in `state` (`encode_state`)."""
+        st = state.engine
+        if not 0 <= player < st.n:
+            raise ValueError(f"no player {player} in a {st.n}-player game")
+        self.tensor[:] = np.frombuffer(encode_state(st, player), np.float32)
 
     def string_from(self, state: MoonState, player: int) -> str:
         """What `player` sees in `state`, as text."""

@@ -20,7 +20,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from learn.openspiel import NUM_ACTIONS, game_returns
+from learn.openspiel import NUM_ACTIONS, Played, game_returns
 from learn.spaces import dict_space, observe
 from moon import GameState, Rules
 from moon.deal import MAX_SEED
@@ -47,6 +47,9 @@ class MoonEnv(AECEnv):
         self.observation_spaces = dict.fromkeys(self.possible_agents, space)
         self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
         self._rng = np.random.default_rng()
+        self._seat = {a: s for s, a in enumerate(self.possible_agents)}
+        self._played = Played()  # the hand's played slots, shared by every seat's tensor
+        self._legal: tuple[int, ...] | None = None  # legal_ids() of this step, once asked
         self.state = GameState.new(self.rules, 0)
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
@@ -64,7 +67,7 @@ class MoonEnv(AECEnv):
             game_seed = seed % (MAX_SEED + 1)
         else:
             game_seed = int(self._rng.integers(0, 1 << 63))
-        self.state = GameState.new(self.rules, game_seed, record=True)
+        self.state = GameState.new(self.rules, game_seed)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -72,10 +75,21 @@ class MoonEnv(AECEnv):
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self.agent_selection = self.possible_agents[self.state.to_act]
+        self._legal = None
+
+    def _legal_ids(self) -> tuple[int, ...]:
+        """The engine's legal ids of this step (asked once a step)."""
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self.state.legal_ids()
+        return legal
 
     def observe(self, agent: str) -> dict[str, Any]:
         """`agent`'s observation dict (see the module's docstring)."""
-        return observe(self.state, self.possible_agents.index(agent))
+        seat = self._seat[agent]
+        st = self.state
+        legal = self._legal_ids() if st.to_act == seat else None
+        return observe(st, seat, self._played, legal)
 
     def step(self, action: int | None) -> None:
         """Apply the selected agent's action (checked: an illegal one raises)."""
@@ -84,8 +98,13 @@ class MoonEnv(AECEnv):
             self._was_dead_step(action)
             return
         st = self.state
-        seat = self.possible_agents.index(agent)
-        st.apply(int(action) if action is not None else -1, seat)
+        seat = self._seat[agent]
+        aid = int(action) if action is not None else -1
+        if st.to_act == seat and aid in self._legal_ids():
+            st.apply_id(aid)
+        else:
+            st.apply(aid, seat)  # raises, saying what was legal
+        self._legal = None
         self._cumulative_rewards[agent] = 0.0
         if st.is_over:
             returns = game_returns(st)

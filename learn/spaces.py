@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from learn.openspiel import NUM_ACTIONS, SCORE_SLOTS, TENSOR_SIZE, encode
+from learn.openspiel import NUM_ACTIONS, SCORE_SLOTS, TENSOR_SIZE, Played, tensor_of
 from moon import GameState, Rules
 
-__all__ = ["dict_space", "observe"]
+__all__ = ["Played", "dict_space", "mask_of", "observe"]
 
 
 def dict_space(rules: Rules) -> spaces.Dict:
@@ -32,11 +32,23 @@ def dict_space(rules: Rules) -> spaces.Dict:
     })
 
 
-def observe(st: GameState, seat: int) -> dict[str, Any]:
-    """`seat`'s observation dict; its mask is empty unless `seat` is to act."""
-    tensor = np.zeros(TENSOR_SIZE, np.float32)
-    encode(st.observation(seat), tensor)
-    mask = np.zeros(NUM_ACTIONS, np.int8)
-    if not st.is_over and st.to_act == seat:
-        mask[list(st.legal_ids())] = 1
-    return {"observation": tensor, "action_mask": mask}
+def mask_of(legal: tuple[int, ...]) -> np.ndarray[Any, np.dtype[np.int8]]:
+    """A new action mask: 1 at each id of `legal`."""
+    buf = bytearray(NUM_ACTIONS)
+    for a in legal:
+        buf[a] = 1
+    return np.frombuffer(buf, np.int8)
+
+
+def observe(st: GameState, seat: int, played: Played | None = None,
+            legal: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """`seat`'s observation dict; its mask is empty unless `seat` is to act.
+
+    `played` is the caller's cache of the hand's played slots (`learn.openspiel.Played`)
+    and `legal` the engine's `legal_ids()` if the caller has them already.
+    """
+    tensor = tensor_of(st, seat, played)
+    if st.phase != 4 and st.to_act == seat:
+        return {"observation": tensor,
+                "action_mask": mask_of(st.legal_ids() if legal is None else legal)}
+    return {"observation": tensor, "action_mask": np.zeros(NUM_ACTIONS, np.int8)}

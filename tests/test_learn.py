@@ -26,7 +26,17 @@ from pettingzoo.test import api_test, seed_test
 
 from clients.builtin import load_bot
 from learn.gym import MoonSeatEnv
-from learn.openspiel import MoonState, game_returns, history_of_seed, load, wrap
+from learn.openspiel import (
+    TENSOR_SIZE,
+    MoonState,
+    Played,
+    encode,
+    encode_state,
+    game_returns,
+    history_of_seed,
+    load,
+    wrap,
+)
 from learn.pettingzoo import MoonEnv
 from learn.runner import IsmctsPlayer, SpielPlayer, ismcts_bot
 from learn.spaces import observe
@@ -124,8 +134,9 @@ def test_engine_openspiel_and_pettingzoo_agree(players: int, options: dict[str, 
     for action in engine.actions:
         env.step(action)
     zoo = env.state
-    assert (zoo.hand_log, zoo.scores, zoo.winner, zoo.end) == (
-        record["hands"], record["final"], record["winner"], record["end"])
+    assert zoo.actions == engine.actions
+    assert transcript(rules, seed, zoo.actions, [f"s{i}" for i in range(players)]) == record
+    assert (zoo.scores, zoo.winner, zoo.end) == (record["final"], record["winner"], record["end"])
     assert [env._cumulative_rewards[a] for a in env.possible_agents] == returns
     assert all(env.terminations.values())
 
@@ -264,3 +275,39 @@ def test_load_bot_runs_a_player_class() -> None:
     assert bot.act(obs, legal) in legal
     with pytest.raises(ValueError, match="decide"):
         load_bot("learn.openspiel:MoonObserver")
+
+
+@pytest.mark.parametrize(("players", "options"), VARIANTS[:4] + VARIANTS[9:11])
+def test_fast_paths_answer_what_pyspiel_and_the_observation_do(
+        players: int, options: dict[str, object]) -> None:
+    """The tensor from the engine's masks is `encode(observation)` to the bit, cached or
+    not, at every node and seat; the Python overrides of pyspiel's queries answer what
+    pyspiel's own C++ `State` answers; the environments serve the same tensor."""
+    game = load(players, {"max_hands": 2, **options})
+    base = pyspiel.State
+    for k in range(6):
+        rng = random.Random(k)
+        state = game.new_initial_state()
+        caches = [Played() for _ in range(players)]
+        while True:
+            assert state.current_player() == base.current_player(state)
+            assert state.is_chance_node() == base.is_chance_node(state)
+            assert state.is_player_node() == base.is_player_node(state)
+            assert state.is_terminal() == base.is_terminal(state)
+            assert state.legal_actions() == base.legal_actions(state)
+            for p in range(players):
+                assert state.legal_actions(p) == base.legal_actions(state, p)
+            if state.is_chance_node():
+                assert state.chance_outcomes() == base.chance_outcomes(state)
+            engine = state.engine
+            for seat in range(players):
+                ref = np.zeros(TENSOR_SIZE, np.float32)
+                encode(engine.observation(seat), ref)
+                assert encode_state(engine, seat) == ref.tobytes()
+                assert encode_state(engine, seat, caches[seat]) == ref.tobytes()
+                assert state.observation_tensor(seat) == ref.tolist()
+                if not state.is_chance_node():
+                    assert observe(engine, seat)["observation"].tobytes() == ref.tobytes()
+            if state.is_terminal():
+                break
+            state.apply_action(rng.choice(state.legal_actions()))
