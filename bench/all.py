@@ -75,6 +75,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "deals": ("deals.py", [], ["--quick"]),
     "codec": ("codec.py", [], ["--games", "30"]),
     "archive": ("archive.py", [], ["--quick"]),
+    "learn": ("learn.py", [], ["--quick"]),
 }
 
 

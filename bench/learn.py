@@ -1,19 +1,23 @@
 """Moon for learning agents: what the adapters cost, and OpenSpiel's ISMCTS against ours.
 
-Run `nice -n 15 python bench/learn.py [--quick] [--workers 2]`. It prints
+Run `nice -n 15 python bench/learn.py [--quick] [--speed-only] [--workers 2]`. It prints
 `name: value unit` lines:
 
 - `engine_random_steps_per_s`: random play through the engine's fast path
   (`legal_ids`, `apply_id`), 3p with the default rules; a step is one player action.
 - `openspiel_random_steps_per_s`, `pettingzoo_random_steps_per_s`,
-  `gym_random_steps_per_s`: the same random play through each adapter (OpenSpiel:
-  `legal_actions`, `apply_action`, the deal's chance nodes drawn from
-  `chance_outcomes` and not counted as steps; PettingZoo: the action mask and `step`,
-  observations built only for the agent to act, as an agent needs them; Gymnasium:
-  the mask and `step` for seat 0, the other seats `house:random`, every seat's action a
-  step), and `*_vs_engine`, its ratio to the engine's figure. Each is the median of
-  `--runs` runs of `--seconds` of this process's CPU time, taken in turns in this one
-  run so that the ratios compare like with like.
+  `gym_random_steps_per_s`: random play through each adapter, and `*_vs_engine`, its
+  ratio to the engine's figure. OpenSpiel: `is_terminal`, `is_chance_node`,
+  `legal_actions`, `apply_action`, the deal's chance nodes (one per tile) drawn from
+  `chance_outcomes` and applied, not counted as steps. PettingZoo: the loop an agent
+  runs, `observe` of the agent to act (its 472-float tensor and its action mask, both
+  built each step), a legal id picked from the mask (`nonzero`) and `step`.
+  Gymnasium: seat 0 picks from the mask of the observation `step` returns (tensor and
+  mask built each step), the other seats `house:random` (each of its decisions builds
+  the seat's `Observation` and a seeded generator, as a house bot does); every seat's
+  action is a step. Each is the median of `--runs` runs of `--seconds` of this
+  process's CPU time, taken in turns in this one run so that the ratios compare like
+  with like. Without the learn extra the bench says so in one line and exits 0.
 - `ismcts_{pimc,greedy}_*`: OpenSpiel's ISMCTS (`learn.runner.ismcts_bot`: its
   random rollout evaluator, UCT c = 2) in one 3p seat, the two others `house:pimc` or
   `house:greedy`, on duplicate boards (each board, a game seed, played with ISMCTS in
@@ -44,11 +48,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bots import interval, show
 from bots import parse
-from learn.gym import MoonSeatEnv
-from learn.openspiel import load
-from learn.pettingzoo import MoonEnv
-from learn.runner import SpielPlayer, ismcts_bot
 from moon import GameState, Rules
+
+try:
+    from learn.gym import MoonSeatEnv
+    from learn.openspiel import load
+    from learn.pettingzoo import MoonEnv
+    from learn.runner import SpielPlayer, ismcts_bot
+except ImportError as missing:  # the learn extra is not installed
+    print(f"learn_extra: missing (pip install -e '.[learn]'; {missing})")
+    sys.exit(0)
 
 _clock = time.process_time
 Loop = Callable[[int, float], tuple[int, float]]  # (seed, CPU seconds) -> (steps, seconds)
@@ -203,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-hands", type=int, default=3, help="hands a game (rules max_hands)")
     p.add_argument("--workers", type=int, default=2, help="processes for the games")
     p.add_argument("--quick", action="store_true", help="a smoke run")
+    p.add_argument("--speed-only", action="store_true", help="only the adapters' speed")
     args = p.parse_args(argv)
     if args.quick:
         args.seconds, args.runs, args.boards = 0.5, 1, 2
@@ -214,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         show(f"{name}_random_steps_per_s", rate, "steps/s", ".0f")
         if name != "engine":
             show(f"{name}_random_vs_engine", rate / got["engine"], "ratio")
+    if args.speed_only:
+        return 0
     # house:pimc's CPU per decision, in games of three house:pimc seats on these boards.
     timing = max(2, args.boards // 4)
     pimc = statistics.fmean(t for _, _, ts in run_jobs(
