@@ -80,6 +80,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "archive": ("archive.py", [], ["--quick"]),
     "hosted": ("hosted.py", [], ["--cold", "5", "--matches", "2", "--warm", "4"]),
     "hosted_hostile": ("hosted_hostile.py", [], ["--calls", "200"]),
+    "learn": ("learn.py", [], ["--quick"]),
 }
 
 

@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ("moon", "proto", "bots", "store", "archive", "tournaments", "ratings", "telemetry",
-         "workers", "hosting", "server", "clients")
+ORDER = ("moon", "proto", "bots", "learn", "store", "archive", "tournaments", "ratings",
+         "telemetry", "workers", "hosting", "server", "clients")
 PURE_STORE = ("errors", "ids", "keys", "lua", "match_events", "messages", "pools",
               "rating_tables", "records", "refs", "results", "status")
 # What the gateway may use of the workers: the enqueue functions, nothing that schedules.
