@@ -6,7 +6,6 @@ import secrets
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redis
 from stack import Stack
+from support import PoolBot
 
 from clients.admin import Admin
 from clients.redisproc import RedisServer
@@ -75,15 +75,6 @@ def admin(stack: Stack, admin_token: str) -> Iterator[Admin]:
     a = Admin(stack.address, admin_token)
     yield a
     a.close()
-
-
-@dataclass(frozen=True)
-class PoolBot:
-    """A registered bot whose process is running."""
-
-    bot_id: str
-    name: str
-    token: str
 
 
 @pytest.fixture(scope="session")

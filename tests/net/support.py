@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis
@@ -126,3 +127,14 @@ class SourceProxy:
         for s in self.sockets:
             with contextlib.suppress(OSError):
                 s.close()
+
+
+@dataclass(frozen=True)
+class PoolBot:
+    """A registered bot whose process is running (the session's pool, tests/net/conftest.py).
+    Here, not in the conftest: tests/hosting has a conftest too, and `from conftest import`
+    finds whichever was imported first."""
+
+    bot_id: str
+    name: str
+    token: str

@@ -8,10 +8,9 @@ from collections.abc import Callable
 import grpc
 import pytest
 import redis
-from conftest import PoolBot
 from rawbot import RawBot, first_legal
 from stack import Stack, env, moonshot
-from support import finished, match_log, pending_ids, transcript_of, wait_until
+from support import PoolBot, finished, match_log, pending_ids, transcript_of, wait_until
 
 from clients.admin import Admin
 from clients.sdk import register

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import PoolBot
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from stack import Stack, env, moonshot
-from support import finished
+from support import PoolBot, finished
 from test_web_pages import _start_web
 
 from clients.admin import Admin

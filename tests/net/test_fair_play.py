@@ -21,9 +21,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import grpc
-from conftest import PoolBot
 from rawbot import RawBot
 from stack import Stack
+from support import PoolBot
 
 from clients.admin import Admin
 from clients.sdk import register

@@ -9,9 +9,16 @@ import re
 import time
 
 import redis
-from conftest import PoolBot
 from stack import Proc, Stack
-from support import check_stored, finished, match_log, pending_ids, transcript_of, wait_until
+from support import (
+    PoolBot,
+    check_stored,
+    finished,
+    match_log,
+    pending_ids,
+    transcript_of,
+    wait_until,
+)
 
 from clients.admin import Admin
 from clients.sdk import register

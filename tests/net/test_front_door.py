@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PoolBot
 from stack import ROOT, Proc, Stack, env, moonshot
-from support import wait_until
+from support import PoolBot, wait_until
 from test_web_pages import _start_web
 
 from clients.admin import Admin

@@ -50,7 +50,6 @@ from typing import Any, Literal
 import grpc
 import pytest
 import redis
-from conftest import PoolBot
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -62,7 +61,7 @@ from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 from rawbot import RawBot, first_legal
 from stack import Proc, Stack
-from support import check_stored, finished, transcript_of, wait_until
+from support import PoolBot, check_stored, finished, transcript_of, wait_until
 
 import proto.moon.v1 as moon_v1
 from clients.admin import Admin

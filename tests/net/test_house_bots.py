@@ -11,9 +11,8 @@ from pathlib import Path
 import grpc
 import pytest
 import redis
-from conftest import PoolBot
 from stack import Stack
-from support import finished, match_log, transcript_of, wait_until
+from support import PoolBot, finished, match_log, transcript_of, wait_until
 
 from clients.admin import Admin
 from clients.redisproc import RedisServer

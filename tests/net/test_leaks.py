@@ -13,11 +13,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from conftest import PoolBot
 from google.protobuf.message import Message
 from rawbot import read_records
 from stack import BOTS_DIR, Proc, Stack
-from support import finished, state_at, transcript_of
+from support import PoolBot, finished, state_at, transcript_of
 
 from clients.admin import Admin
 from clients.wire import observation_from_pb

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from conftest import PoolBot
 from stack import Stack
+from support import PoolBot
 
 from clients.admin import Admin
 from proto.moon.v1 import bot_pb2, bot_pb2_grpc, match_pb2, rating_pb2, tournament_pb2

@@ -12,9 +12,8 @@ from pathlib import Path
 import grpc
 import psutil
 import redis
-from conftest import PoolBot
 from stack import Stack, env, moonshot
-from support import finished, wait_until
+from support import PoolBot, finished, wait_until
 
 from clients.admin import Admin
 from clients.redisproc import RedisServer

@@ -15,13 +15,20 @@ from pathlib import Path
 
 import psutil
 import redis
-from conftest import PoolBot
 from netbots import SlowGreedyBot
 from rawbot import DecisionRequest, RawBot
 from rq.job import Job
 from rq.serializers import JSONSerializer
 from stack import Stack, env, moonshot
-from support import check_stored, finished, match_log, pending_ids, transcript_of, wait_until
+from support import (
+    PoolBot,
+    check_stored,
+    finished,
+    match_log,
+    pending_ids,
+    transcript_of,
+    wait_until,
+)
 
 from clients.admin import Admin
 from clients.builtin import GreedyBot

@@ -14,12 +14,11 @@ import grpc
 import psutil
 import pytest
 import redis
-from conftest import PoolBot
 from rawbot import RawBot, first_legal
 from rq.job import Job
 from rq.serializers import JSONSerializer
 from stack import Proc, Stack, moonshot
-from support import SourceProxy, finished, wait_until
+from support import PoolBot, SourceProxy, finished, wait_until
 
 from clients.admin import Admin
 from clients.sdk import register

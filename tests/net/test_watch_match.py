@@ -6,8 +6,8 @@ import json
 
 import grpc
 import pytest
-from conftest import PoolBot
 from stack import Stack
+from support import PoolBot
 
 from clients.admin import Admin
 from moon.transcript import actions_of

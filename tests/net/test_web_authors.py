@@ -18,9 +18,8 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import PoolBot
 from stack import Stack
-from support import finished, wait_until
+from support import PoolBot, finished, wait_until
 from test_web_pages import _BROKEN, _OVERFLOW, Tab, _fits, _status, browser, web
 
 from clients.admin import Admin

@@ -25,9 +25,8 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import PoolBot
 from stack import Proc, Stack, env, moonshot
-from support import SourceProxy, finished, transcript_of, wait_until
+from support import PoolBot, SourceProxy, finished, transcript_of, wait_until
 
 from clients.admin import Admin
 from clients.redisproc import free_port

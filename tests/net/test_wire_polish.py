@@ -7,10 +7,9 @@ from __future__ import annotations
 import time
 
 import grpc
-from conftest import PoolBot
 from rawbot import RawBot, first_legal
 from stack import Stack
-from support import finished
+from support import PoolBot, finished
 
 from clients.admin import Admin
 from clients.sdk import register
