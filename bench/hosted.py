@@ -14,12 +14,16 @@ with a SQLite archive, `moonshot worker`, `moonshot host`, and the author's
    request going out (the match needs the bot; nothing of it runs) to its answer, which
    covers the host seeing the want, the lease, the sandbox, Python and the SDK starting,
    the connect through the relay, and the answer.
-2. Round trip (`decision hosted p50`, `decision remote p50`, microseconds, and
-   `decision hosted/remote p50`): `--matches` (6) matches with the hosted bot and the
-   same program run as a plain process on this machine (registered as a remote bot)
-   in two seats of each match, the third `house:random`; rules `all_pass=forced`, so
-   each match has hundreds of decisions. Both seats are measured by the match job in
-   the same games, under the same load. The goal is a ratio of at most 1.2.
+2. Round trip (`decision hosted WAY p50`, `decision remote (WAY run) p50`,
+   microseconds, and `decision hosted WAY/remote p50`): `--matches` (6) matches with
+   the hosted bot and the same program run as a plain process on this machine
+   (registered as a remote bot) in two seats of each match, the third `house:random`;
+   rules `all_pass=forced`, so each match has hundreds of decisions. Both seats are
+   measured by the match job in the same games, under the same load. WAY is how the
+   sandbox reaches the referee: `relay` (the host forwards a unix socket to the
+   referee's TCP port: any host, any machine) or `direct` (the referee's own unix
+   socket, `moonshot referee --listen-unix`, bound into the sandbox: a host on the
+   referee's machine, as `moonshot up` runs it). The goal is a ratio of at most 1.2.
 3. Warm (`warm sandboxes`, `memory per idle sandbox`, `memory per playing sandbox`, MB,
    and `warm per host estimate`): `--warm` (16) versions of the same package (one
    digest, K bots) started at once, their memory (PSS, which shares the interpreter's
@@ -94,7 +98,12 @@ class Bench:
         self.st = Stack(tmp, srv.url, admin_token=admin_token,
                         archive=f"sqlite:///{tmp / 'archive.sqlite3'}")
         self.r = redis.Redis.from_url(srv.url, decode_responses=True)
-        self.st.referee()
+        self.sock = tmp / "referee.sock"
+        ref = self.st.start("referee", moonshot(
+            "referee", "--listen", "127.0.0.1:0", "--redis", srv.url, "--archive",
+            self.st.archive, "--registrations-per-hour", "0", "--listen-unix", str(self.sock)))
+        port = ref.wait_for(r"referee listening on 127\.0\.0\.1:(\d+)").group(1)
+        self.st.address = f"127.0.0.1:{port}"
         self.st.worker("--concurrency", "200")
         self.admin = Admin(self.st.address, admin_token)
         import grpc
@@ -192,7 +201,14 @@ def cold(b: Bench, n: int) -> None:
 def trip(b: Bench, n: int) -> None:
     b.start_host("--idle", "600")
     v = b.submit("trip")
-    remote_id, token = register(b.st.address, "trip-remote", admin_token=b.st.admin_token)
+    for way, flags in (("relay", ()), ("direct", ("--referee-socket", str(b.sock)))):
+        b.start_host("--idle", "600", *flags)
+        _trip(b, v, n, way)
+
+
+def _trip(b: Bench, v: dict[str, Any], n: int, way: str) -> None:
+    remote_id, token = register(b.st.address, f"trip-remote-{way}",
+                                admin_token=b.st.admin_token)
     proc = b.st.start("remote", [sys.executable, str(b.pkg / "bot.py")],
                       MOONSHOT_REFEREE=b.st.address, MOONSHOT_TOKEN=token,
                       PYTHONPATH=str(ROOT))
@@ -215,12 +231,12 @@ def trip(b: Bench, n: int) -> None:
                     continue  # a cold start (the hosted bot's first answer), not a trip
                 us[who].append(float(e["us"]))
     h, r = statistics.median(us[v["bot_id"]]), statistics.median(us[remote_id])
-    show("decision hosted p50", h, "us")
-    show("decision remote p50", r, "us")
-    show("decision hosted p99", pct(us[v["bot_id"]], 0.99), "us")
-    show("decision remote p99", pct(us[remote_id], 0.99), "us")
-    show("decision hosted/remote p50", h / r, "")
-    show("decisions measured", min(len(x) for x in us.values()), "")
+    show(f"decision hosted {way} p50", h, "us")
+    show(f"decision remote ({way} run) p50", r, "us")
+    show(f"decision hosted {way} p99", pct(us[v["bot_id"]], 0.99), "us")
+    show(f"decision remote ({way} run) p99", pct(us[remote_id], 0.99), "us")
+    show(f"decision hosted {way}/remote p50", h / r, "")
+    show(f"decisions measured ({way} run)", min(len(x) for x in us.values()), "")
     proc.stop()
 
 

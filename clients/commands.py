@@ -463,7 +463,8 @@ def _run_referee(args: argparse.Namespace) -> int:
                             args.versions_per_day),
           replace_admin_token=args.replace_admin_token,
           auth_free_failures=args.auth_free_failures, tls=tls,
-          metrics_listen=args.metrics_listen, archive_url=archive_url)
+          metrics_listen=args.metrics_listen, archive_url=archive_url,
+          listen_unix=args.listen_unix or "")
     return 0
 
 
@@ -550,10 +551,13 @@ def _run_host(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
+    referee = f"unix:{Path(args.referee_socket).resolve()}" if args.referee_socket \
+        else args.referee
     host = Host(bots.connect(args.redis), rq_connection(args.redis), open_archive(archive_url),
-                args.referee, name, data, slots=args.slots, idle_s=args.idle, limits=limits)
+                referee, name, data, slots=args.slots, idle_s=args.idle, limits=limits,
+                direct=bool(args.referee_socket))
     print(f"host {name} running hosted versions ({args.slots} slots) for the referee at "
-          f"{args.referee}", flush=True)
+          f"{referee}", flush=True)
     host.run(stopping)
     return 0
 
@@ -942,6 +946,9 @@ def add_all(sub: argparse._SubParsersAction[Parser],
     author's `bot` subcommands: register, list, rotate, ..., `clients.accounts`)."""
     p = sub.add_parser("referee", help="run a gRPC referee")
     p.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT")
+    p.add_argument("--listen-unix", default=None, metavar="PATH",
+                   help="also listen on this unix socket, plaintext, for the hosted bots of a "
+                        "host on this machine (moonshot host --referee-socket PATH)")
     p.add_argument("--redis", default=os.environ.get("REDIS_URL", DEFAULT_REDIS), metavar="URL",
                    help=f"Redis URL (default $REDIS_URL, else {DEFAULT_REDIS})")  # no password
     p.add_argument("--admin-token", default=None,
@@ -1026,6 +1033,10 @@ def add_all(sub: argparse._SubParsersAction[Parser],
                    metavar="HOST:PORT",
                    help="the referee the sandboxes' bots connect to (default "
                         f"$MOONSHOT_SERVER, else {DEFAULT_SERVER})")
+    p.add_argument("--referee-socket", default=None, metavar="PATH",
+                   help="the unix socket of a referee on this machine (moonshot referee "
+                        "--listen-unix PATH): bound into each sandbox as its way out, one hop "
+                        "shorter than the relay to --referee")
     p.add_argument("--name", default=None, help="host name (default: machine name and pid)")
     p.add_argument("--slots", type=flags.int_in(1, 1000), default=8,
                    help="sandboxes run at once (default 8)")

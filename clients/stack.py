@@ -158,6 +158,7 @@ class LocalStack:
     redis_fsync: str = "everysec"  # when the Redis this starts syncs its append-only file
     archive_url: str = ""  # the database of record for finished games ('' : none)
     host_note: str = ""  # why hosted versions do not run here ('' : they do, or no archive)
+    referee_socket: str = ""  # the referee's unix socket for this machine's hosted bots
     children: list[Child] = field(default_factory=list)
     lock_fd: int | None = field(default=None, init=False, repr=False)
     restarts: dict[str, list[float]] = field(default_factory=dict, init=False, repr=False)
@@ -223,7 +224,12 @@ class LocalStack:
         # are not counted (a stack open to the network keeps the referee's default).
         local = self.listen.rsplit(":", 1)[0] in ("127.0.0.1", "localhost", "[::1]")
         quota = ["--registrations-per-hour", "0"] if local else []
-        ref = self.spawn("referee", ["referee", "--listen", self.listen,
+        # This machine's hosted bots reach the referee through its own unix socket (a
+        # socket's path is at most 107 bytes: a deeper data folder uses the host's relay).
+        sock = self.data_dir.resolve() / "referee.sock"
+        self.referee_socket = str(sock) if len(str(sock)) < 100 else ""
+        unix = ["--listen-unix", self.referee_socket] if self.referee_socket else []
+        ref = self.spawn("referee", ["referee", "--listen", self.listen, *unix,
                                      "--redis", self.redis_url, *replace, *archive, *quota,
                                      *self._metrics_flag(0)], env)
         port = ref.wait_for(r"referee listening on [^\s:]+:(\d+)").group(1)
@@ -254,8 +260,9 @@ class LocalStack:
         if why is not None:
             self.host_note = f"hosted versions will not run on this machine: {why}"
             return
+        way = ["--referee-socket", self.referee_socket] if self.referee_socket else []
         h = self.spawn("host", ["host", "--redis", self.redis_url or "", "--referee",
-                                self.address, "--archive", self.archive_url,
+                                self.address, *way, "--archive", self.archive_url,
                                 "--data", str(self.data_dir / "host")], env)
         h.wait_for(r"host \S+ running hosted versions", timeout=60)
 

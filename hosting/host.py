@@ -99,6 +99,7 @@ class Host:
     validating: dict[str, float] = field(default_factory=dict)  # bot -> lease renewed at
     heartbeat_at: float = 0.0
     limits: Limits | None = None  # the host's limits for every sandbox (None: each version's)
+    direct: bool = False  # `referee` is the referee's own unix socket, bound into sandboxes
     unconnected_exits: dict[str, int] = field(default_factory=dict)  # validating bot -> count
 
     def __post_init__(self) -> None:
@@ -170,7 +171,7 @@ class Host:
                            limits=self.limits or version.limits, work_root=work)
         base = hosted.log_tail(self.r, bot_id)
         try:
-            sandbox = Sandbox.start(spec, self.referee)
+            sandbox = Sandbox.start(spec, self.referee, direct=self.direct)
         except Exception as exc:  # the sandbox could not be built: say so, keep going
             log.exception("host %s: cannot start %s", self.name, bot_id)
             hosted.release_lease(self.r, bot_id, self.name)

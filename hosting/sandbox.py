@@ -236,9 +236,10 @@ class Sandbox:
 
     pid: int  # bwrap's pid on the host
 
-    def __init__(self, spec: SandboxSpec, referee: str) -> None:
+    def __init__(self, spec: SandboxSpec, referee: str, direct: bool = False) -> None:
         self.spec = spec
         self.referee = referee
+        self.direct = direct
         self._reason = ""
         self._done = False
         self._lock = threading.Lock()
@@ -255,13 +256,19 @@ class Sandbox:
     # ------------------------------------------------------------------ start
 
     @classmethod
-    def start(cls, spec: SandboxSpec, referee: str) -> Sandbox:
+    def start(cls, spec: SandboxSpec, referee: str, direct: bool = False) -> Sandbox:
         """Build the sandbox and start the spec's command in it; SandboxError when it
-        cannot be built (`check()` names what the host lacks)."""
+        cannot be built (`check()` names what the host lacks).
+
+        With `direct`, `referee` is `unix:/path`, the referee's own unix socket on this
+        machine (`moonshot referee --listen-unix`), bound into the sandbox as its way out
+        instead of a relay: one hop less a message, the same single destination."""
         why = check()
         if why:
             raise SandboxError(why)
-        sb = cls(spec, referee)
+        if direct and not referee.startswith("unix:"):
+            raise SandboxError(f"a direct referee is a unix socket, got {referee!r}")
+        sb = cls(spec, referee, direct)
         try:
             sb._start()
         except BaseException:
@@ -290,8 +297,11 @@ class Sandbox:
         # its own) binds the source, so bwrap, running as the sandbox's uid, can bind it
         # without the uid being able to walk the host path (/root/..., a private work
         # folder). The host's own mount table never changes.
-        sock = work / "referee.sock"
-        self._relay = Relay(sock, self.referee, owner=uid)
+        if self.direct:
+            sock = Path(self.referee.removeprefix("unix:").removeprefix("//"))
+        else:
+            sock = work / "referee.sock"
+            self._relay = Relay(sock, self.referee, owner=uid)
         binds: list[tuple[Path, str, bool]] = [(spec.version_dir.resolve(), "/bot", True),
                                                (sock, REFEREE_SOCKET, True)]
         binds += [(src, dest, True) for src, dest in rt.binds]

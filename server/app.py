@@ -9,6 +9,7 @@ the clocks of bots that were connected here until they reconnect elsewhere.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -96,7 +97,8 @@ class Referee:
 
 async def start(listen: str, redis_url: str, admin_token: str | None = None,
                 settings: Settings | None = None, replace_admin_token: bool = False,
-                tls: tuple[bytes, bytes] | None = None, archive_url: str = "") -> Referee:
+                tls: tuple[bytes, bytes] | None = None, archive_url: str = "",
+                listen_unix: str = "") -> Referee:
     """Start a referee on `listen` (HOST:PORT; port 0 picks a free one).
 
     `admin_token` must match the one the cluster has, if any, unless
@@ -157,11 +159,19 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
             port = server.add_insecure_port(listen)
         else:  # (private key, certificate chain), PEM
             port = server.add_secure_port(listen, grpc.ssl_server_credentials([tls]))
+        if listen_unix and port:
+            # This machine's hosted bots' way in (a host binds it into each sandbox):
+            # plaintext, local only. A socket left by a referee that died goes first.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(listen_unix)
+            if not server.add_insecure_port(f"unix:{listen_unix}"):
+                raise RuntimeError(listen_unix)
     except RuntimeError:  # grpc's way of saying the bind failed
         port = 0
     try:
         if port == 0:
-            raise OSError(f"cannot listen on {listen}: the address is in use or not valid here")
+            where = f"{listen} and unix:{listen_unix}" if listen_unix else listen
+            raise OSError(f"cannot listen on {where}: the address is in use or not valid here")
         # Only a referee that got its port may install an admin token for the whole cluster.
         generated = store_bots.ensure_admin_token(r, admin_token, replace=replace_admin_token)
     except BaseException:
@@ -174,19 +184,24 @@ async def start(listen: str, redis_url: str, admin_token: str | None = None,
         raise
     r.close()
     await server.start()
+    if listen_unix:
+        os.chmod(listen_unix, 0o777)  # sandboxes run as uids of their own
     return Referee(server, hub, port, health_servicer, generated, (bots, reads, watch))
 
 
 async def _serve(listen: str, redis_url: str, admin_token: str | None,
                  settings: Settings, replace_admin_token: bool,
                  tls: tuple[bytes, bytes] | None, metrics_listen: str | None = None,
-                 archive_url: str = "") -> None:
+                 archive_url: str = "", listen_unix: str = "") -> None:
     # Bound first: a referee that cannot serve its metrics stops before it changes anything.
     scrape = metrics.serve(metrics_listen) if metrics_listen else None
     ref = await start(listen, redis_url, admin_token, settings, replace_admin_token,
-                      tls, archive_url)
+                      tls, archive_url, listen_unix)
     host = listen.rsplit(":", 1)[0]
     print(f"referee listening on {host}:{ref.port}{' (TLS)' if tls else ''}", flush=True)
+    if listen_unix:
+        print(f"referee listening on unix:{listen_unix} (for this machine's hosted bots)",
+              flush=True)
     if scrape is not None:
         print(f"referee metrics listening on {scrape[0]}:{scrape[1]}", flush=True)
     if ref.admin_token:
@@ -205,7 +220,7 @@ def serve(listen: str, redis_url: str, admin_token: str | None = None,
           settings: Settings | None = None, replace_admin_token: bool = False,
           auth_free_failures: int = FREE_FAILURES,
           tls: tuple[bytes, bytes] | None = None, metrics_listen: str | None = None,
-          archive_url: str = "") -> None:
+          archive_url: str = "", listen_unix: str = "") -> None:
     """Run a referee until SIGTERM/SIGINT; `auth_free_failures` authentication failures of
     one peer a minute are answered at once, the next ones slowed (`server.edge`); with
     `metrics_listen` (HOST:PORT, port 0: a free one) it serves Prometheus metrics there."""
@@ -214,7 +229,7 @@ def serve(listen: str, redis_url: str, admin_token: str | None = None,
     try:
         asyncio.run(_serve(listen, redis_url, token, (settings or Settings()).check(),
                            replace_admin_token,
-                           tls, metrics_listen, archive_url))
+                           tls, metrics_listen, archive_url, listen_unix))
     except redis.ConnectionError as exc:
         raise SystemExit(f"moonshot referee: cannot reach Redis at "
                          f"{store_bots.shown(redis_url)}: {exc}") from None
