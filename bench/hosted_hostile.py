@@ -54,17 +54,15 @@ def show(name: str, value: float | str, unit: str = "", fmt: str = "") -> None:
     print(f"{name}: {text} {unit}".rstrip(), flush=True)
 
 
-def _timed_calls(target: str, n: int) -> list[float]:
-    """n health checks on one channel to `target`, each timed (microseconds)."""
-    with grpc.insecure_channel(target) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        stub.Check(health_pb2.HealthCheckRequest(), timeout=10)  # connect, warm up
-        out = []
-        for _ in range(n):
-            t = time.perf_counter_ns()
-            stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
-            out.append((time.perf_counter_ns() - t) / 1000)
-        return out
+def _timed_calls(stub: health_pb2_grpc.HealthStub, n: int) -> list[float]:
+    """n health checks on `stub`'s channel, each timed (microseconds)."""
+    stub.Check(health_pb2.HealthCheckRequest(), timeout=10)  # connected, warm
+    out = []
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+        out.append((time.perf_counter_ns() - t) / 1000)
+    return out
 
 
 def relay_overhead(referee: str, work: Path, calls: int) -> None:
@@ -73,10 +71,14 @@ def relay_overhead(referee: str, work: Path, calls: int) -> None:
     via = f"unix://{relay.path}"
     direct: list[float] = []
     relayed: list[float] = []
+    # One channel each way, as a bot keeps one: a channel per block would leave grpc's
+    # idle connections open through the relay, up to its cap of connections a sandbox.
     try:
-        for _ in range(max(1, calls // 100)):
-            direct += _timed_calls(referee, 100)
-            relayed += _timed_calls(via, 100)
+        with grpc.insecure_channel(referee) as a, grpc.insecure_channel(via) as b:
+            straight, through = health_pb2_grpc.HealthStub(a), health_pb2_grpc.HealthStub(b)
+            for _ in range(max(1, calls // 100)):
+                direct += _timed_calls(straight, 100)
+                relayed += _timed_calls(through, 100)
     finally:
         relay.close()
     for label, xs in (("direct", direct), ("relayed", relayed)):
