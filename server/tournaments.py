@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -31,6 +32,7 @@ from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import audit, events, ids, keys, messages
 from store import bots as store_bots
+from store import groups as store_groups
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -47,6 +49,7 @@ from store.rating_tables import RatingTable, StoredMethod
 from store.records import StandingsInputs, TournamentSpec
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
+from tournaments import apart
 from tournaments.spec import make_spec
 from tournaments.view import standings
 from workers.queues import create_tournament
@@ -143,8 +146,19 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         bots = await self.reads.run(store_bots.resolve, fields.pop("bot_ids"))
         ratings = await self.reads.run(store_ratings.current_ratings,
                                        Pool.of(fields["players"]))
+        keep = {g.name: list(g.bot_ids) for g in request.spec.keep_apart}
+        if len(keep) != len(request.spec.keep_apart):
+            raise InvalidArgument("keep_apart: two groups of one name")
+        named = {name: [b.bot_id for b in await self.reads.run(
+            store_bots.resolve, members, f"keep_apart.{name}")] for name, members in keep.items()}
+        declared = apart.check_declared(named, [b.bot_id for b in bots])
+        stack = await self.reads.run(store_groups.all_groups)
+        groups = apart.resolve({b.bot_id: b.owner for b in bots},
+                               {apart.stack_name(n): tuple(v) for n, v in stack.items()}
+                               | declared)
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
+        spec = dataclasses.replace(spec, apart=tuple((g.name, g.bots) for g in groups))
         await self.reads.run(create_tournament, self.rq_conn, spec)
         await self.reads.run(audit.record, who.actor, "create_tournament", spec.tournament_id,
                              spec.name, who.address, [who.author_id] if who.author_id else [])

@@ -192,3 +192,42 @@ def test_a_spec_keeps_its_groups_through_json() -> None:
     assert TournamentSpec.from_json(spec.to_json()) == spec
     plain = _spec(3, "round_robin", ("b1", "b2", "b3"), ())
     assert "\"apart\":" not in plain.to_json()
+
+
+def test_the_arenas_batches_keep_groups_apart() -> None:
+    from store.arena import ArenaInfo, ArenaSpec, ArenaStatus
+    from tournaments import arena
+    from workers.arena import ArenaPlanner
+
+    rng = random.Random(29)
+    split = 0
+    for trial in range(200):
+        n = rng.choice([6, 9, 12, 15, 24])
+        bots, owners, declared = _field(rng, n, house=rng.randrange(3))
+        groups = apart.resolve(owners, declared)
+        order = list(bots)
+        rng.shuffle(order)
+        per = len(order) // 3
+        boards = []
+        for b in range(rng.randint(1, 3)):
+            tables = [order[3 * t: 3 * t + 3] for t in range(b, per, 3)]
+            if len(tables) >= 2:
+                boards.append(arena.Board(f"arena-3p/b{5 + b}", tuple(
+                    arena.Table(tuple(t), 0.0, 0.0) for t in tables)))
+        planner = ArenaPlanner(ArenaInfo(ArenaSpec("3p", Rules.make(3), seed=trial),
+                                         ArenaStatus.RUNNING, 0.0, None))
+        st: dict[str, Any] = {"next_board": 5, "games": 0, "tables": 0,
+                              "bots": {b: {"live": [], "games": 0, "free": None,
+                                           "recent": [], "seats": []} for b in bots}}
+        games = planner._seat(st, boards, 0.0, groups)
+        assert sorted(g.bot_ids for g in games) == sorted(
+            t.seats for bd in boards for t in bd.tables)  # every table seated once
+        by_unit: dict[str, list[Game]] = defaultdict(list)
+        for g in games:
+            by_unit[g.unit].append(g)
+        for gs in by_unit.values():
+            assert not apart.conflicts([g.bot_ids for g in gs], groups)
+        assert len({g.match_id for g in games}) == len(games)
+        assert st["next_board"] == 5 + len(by_unit)
+        split += int(st.get("apart", 0))
+    assert split

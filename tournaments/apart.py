@@ -48,6 +48,7 @@ __all__ = [
     "membership",
     "resolve",
     "separate",
+    "stack_name",
 ]
 
 MAX_GROUPS = 1000  # declared groups of one event or of the stack
@@ -90,9 +91,10 @@ def check_declared(declared: Mapping[str, Sequence[str]], known: Iterable[str] |
     seen: dict[str, str] = {}
     out: dict[str, tuple[str, ...]] = {}
     for name, bots in declared.items():
-        if not _NAME.fullmatch(name) or name.startswith("author:"):
+        if not _NAME.fullmatch(name) or name.startswith(("author:", "stack:")):
             raise InvalidArgument(f"{field}: a group's name is 1 to {MAX_NAME} of "
-                                  f"A-Za-z0-9_.:@- and not author:..., got {name[:80]!r}")
+                                  f"A-Za-z0-9_.:@-, not author:... or stack:..., got "
+                                  f"{name[:80]!r}")
         members = tuple(dict.fromkeys(bots))
         if len(members) < 2:
             raise InvalidArgument(f"{field}.{name}: a group keeps two or more bots apart, "
@@ -110,6 +112,11 @@ def check_declared(declared: Mapping[str, Sequence[str]], known: Iterable[str] |
             seen[bot] = name
         out[name] = members
     return out
+
+
+def stack_name(name: str) -> str:
+    """How a group of the whole stack is named among an event's: `stack:<name>`."""
+    return f"stack:{name}"
 
 
 def resolve(owners: Mapping[str, str], declared: Mapping[str, Sequence[str]]
