@@ -6,16 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ratings.collusion import audit, holm, residuals
+from ratings.collusion import ScoreTable, audit, fit, holm, margins
 from ratings.errors import RatingError
-from ratings.table import GameTable
 
 
-def _pool(seed: int, boards: int, edge: float) -> GameTable:
-    """24 bots at boards of 4 tables of 3; bots 0 and 1 share 60 boards at two tables,
-    each playing `edge` better there."""
+def _pool(seed: int, boards: int, edge: float, skill: float = 0.0) -> ScoreTable:
+    """24 bots at boards of 4 tables of 3 (points: luck of the hand + strength + noise);
+    bots 0 and 1 share the first 60 boards at two tables, each `edge` points better
+    there (their opponents half of it worse each)."""
     rng = np.random.default_rng(seed)
-    ids, units, seats, perf = [], [], [], []
+    strength = rng.normal(0, skill, 24)
+    strength[:2] = skill  # the pair among the strongest: the fit must not mistake it
+    seats, x = [], []
     for k in range(boards):
         if k < 60:
             rest = rng.choice(np.arange(2, 24), size=10, replace=False)
@@ -23,18 +25,21 @@ def _pool(seed: int, boards: int, edge: float) -> GameTable:
         else:
             drawn = rng.choice(np.arange(2, 24), size=12, replace=False)
             if k % 2:
-                drawn[0] = k % 4 // 2  # bot 0 or 1 alone: their baseline
-        luck = rng.normal(0, 1, 3)
+                drawn[0] = k % 4 // 2  # bot 0 or 1 alone: their other boards
+        luck = rng.normal(0, 5, 3)
         for t in range(4):
             s = drawn[3 * t: 3 * t + 3]
-            x = luck + rng.normal(0, 1, 3) + edge * np.isin(s, (0, 1)) * (k < 60)
-            ids.append(f"g{k}-{t}")
-            units.append(f"b{k}")
+            pts = 10 + luck + strength[s] + rng.normal(0, 8, 3)
+            c = np.isin(s, (0, 1)) * (k < 60)
+            pts = pts + edge * c - edge / 2 * (c.sum() - c)
             seats.append(s)
-            perf.append(x)
-    p = np.array(perf)
-    place = 1 + (p[:, None, :] > p[:, :, None]).sum(axis=2)
-    return GameTable.of(ids, units, np.array(seats), place, [f"bot{i}" for i in range(24)])
+            x.append(pts)
+    n = boards * 4
+    return ScoreTable(tuple(f"g{i}" for i in range(n)),
+                      np.repeat(np.arange(boards), 4).astype(np.int64),
+                      np.array(seats, dtype=np.int64), np.array(x),
+                      tuple(f"bot{i:02d}" for i in range(24)),
+                      tuple(f"b{k}" for k in range(boards)))
 
 
 def test_holm_adjusts_as_the_step_down_says() -> None:
@@ -44,27 +49,44 @@ def test_holm_adjusts_as_the_step_down_says() -> None:
     assert holm([0.9, 0.8]).max() == 1.0
 
 
-def test_residuals_cancel_the_deal() -> None:
+def test_margins_and_the_fit_cancel_the_deal() -> None:
+    assert np.allclose(margins(np.array([[21.0, 10, 3]])), [[14.5, -2, -12.5]])
+    assert np.allclose(margins(np.array([[21.0, 5, 21, 5]])), [[16, -16, 16, -16]])
     table = _pool(1, 80, 0.0)
-    bots, units, _, r = residuals(table)
-    assert bots.size == 80 * 4 * 3
-    for u in range(5):  # every board's residuals sum to zero
-        assert abs(r[units == u].sum()) < 1e-9
+    f = fit(table)
+    assert f.game.size == 80 * 4 * 3 and f.boards == 80
+    for u in range(5):  # each hand's residuals over a board's tables sum to about zero
+        assert abs(f.residual[f.unit == u].sum()) < 1e-6
 
 
 def test_a_planted_pair_is_named_and_no_other() -> None:
-    a = audit(_pool(2, 400, 1.5), alpha=0.01)
+    a = audit(_pool(2, 400, 6.0, skill=3.0), alpha=0.01)
     named = {(s.bot_a, s.bot_b) for s in a.suspected}
-    assert named == {("bot0", "bot1")}
+    assert named == {("bot00", "bot01")}
     top = a.suspected[0]
-    assert top.shared == 60 and top.gain > 0 and top.p_adjusted <= 0.01
+    assert top.shared == 60 and top.gain > 2 and top.p_adjusted <= 0.01
     assert all(b.startswith("b") for b in top.boards)
 
 
-def test_an_honest_pool_names_no_pair() -> None:
-    a = audit(_pool(3, 400, 0.0), alpha=0.01)
-    assert a.pairs and not a.suspected
-    assert a.boards == 400 and a.games == 1600
+def test_strong_honest_bots_are_not_suspected() -> None:
+    """Strength is the fit's: a pool of very unequal bots names no pair."""
+    for seed in (3, 4):
+        a = audit(_pool(seed, 400, 0.0, skill=6.0), alpha=0.01)
+        assert a.pairs and not a.suspected
+        assert a.boards == 400 and a.games == 1600 and abs(a.rho) < 0.2
+
+
+def test_result_rows_read_as_scores() -> None:
+    rows = [{"match_id": f"m{i}", "bot_ids": ["a", "b", "c"] if i % 2 else ["c", "a", "b"],
+             "final": [21, 10, 3], "board": "B1"} for i in range(4)]
+    rows += [{"match_id": "x", "bot_ids": ["a", "b", "c"], "final": [1, 2, 3], "board": ""},
+             {"match_id": "y", "bot_ids": ["a", "b", "c", "d"], "final": [21, 4],
+              "board": "B2"}, {"match_id": "z", "bot_ids": None}]
+    t = ScoreTable.from_rows(rows)
+    assert len(t) == 4 and t.units == ("B1",) and t.bots == ("a", "b", "c")
+    t4 = ScoreTable.from_rows([{"match_id": "y", "bot_ids": ["a", "b", "c", "d"],
+                                "final": [21, 4], "board": "B2"}])
+    assert t4.points.tolist() == [[21, 4, 21, 4]]
 
 
 def test_bad_settings_are_refused() -> None:
@@ -73,3 +95,5 @@ def test_bad_settings_are_refused() -> None:
         audit(table, alpha=0.0)
     with pytest.raises(RatingError, match="at least 2"):
         audit(table, min_shared=1)
+    empty = ScoreTable.of([], [], [], [])
+    assert audit(empty).pairs == ()
