@@ -210,6 +210,13 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tournament_pb2.ListGroupsResponse:
         """The stack's groups (an organiser)."""
         found = await self.reads.run(store_groups.all_groups)
+        if request.bot_id:
+            try:
+                bot = await self.reads.run(store_bots.find_bot, request.bot_id)
+            except NotFound:
+                raise NotFound(f"bot_id: no bot with id or name {request.bot_id[:100]!r}"
+                               ) from None
+            found = {n: b for n, b in found.items() if bot.bot_id in b}
         return tournament_pb2.ListGroupsResponse(groups=[
             tournament_pb2.KeepApart(name=n, bot_ids=b) for n, b in found.items()])
 

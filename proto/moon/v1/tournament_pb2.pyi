@@ -1801,12 +1801,19 @@ class ListGroupsRequest(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.str
+    """Only the groups that hold this bot (its id or name); empty for all.
+    NOT_FOUND for a bot that is not registered.
+    """
     def __init__(
         self,
+        *,
+        bot_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,213 @@
+"""Collusion across the tables of a board, end to end on real processes (issue 29).
+
+An arena of 3p boards (games of one hand) with honest bots (greedy, random, PIMC), two
+house anchors, and two pairs of colluders that share every hand they are dealt through
+files (`netbots.SharingBot`: it writes its hand, reads its partner's of the same deal and,
+knowing it, searches on deals that hold it): one pair registered by two accounts, which
+the stack cannot tell apart, and one pair registered by one author, which it keeps apart.
+After a few minutes of play the organiser's audit names the pair of two accounts and no
+other, the pair of one author never sat at two tables of one board, and bad input over
+the wire gets one clear error each.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+from stack import Stack, moonshot
+from support import wait_until
+from test_web_pages import _start_web
+
+from clients.admin import Admin
+from clients.redisproc import RedisServer
+from clients.sdk import register
+from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
+    rating_pb2,
+    rating_pb2_grpc,
+    tournament_pb2,
+    tournament_pb2_grpc,
+)
+from store import matches as store_matches
+
+SHARED_BOARDS = 30  # the two accounts' pair at two tables of this many boards, then audit
+
+
+@pytest.fixture
+def own(tmp_path: Path, admin_token: str) -> Iterator[tuple[Stack, redis.Redis]]:
+    srv = RedisServer(tmp_path / "redis").start()
+    st = Stack(tmp_path, srv.url, admin_token=admin_token)
+    r = redis.Redis.from_url(srv.url, decode_responses=True)
+    try:
+        yield st, r
+    finally:
+        st.stop_all()
+        srv.stop()
+        r.close()
+
+
+def _signup(address: str, name: str) -> tuple[str, str]:
+    with grpc.insecure_channel(address) as ch:
+        made = account_pb2_grpc.AccountServiceStub(ch).SignUp(
+            account_pb2.SignUpRequest(name=name), timeout=30)
+    return made.author.author_id, made.token
+
+
+def _md(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def _shared(r: redis.Redis, a: str, b: str) -> tuple[int, int]:
+    """Boards where a and b sat at two different tables, and at one table, so far."""
+    by_board: dict[str, list[set[str]]] = {}
+    for row in store_matches.pool_results(r, "3p"):
+        if row.get("board"):
+            by_board.setdefault(str(row["board"]), []).append(set(row["bot_ids"]))
+    apart = together = 0
+    for tables in by_board.values():
+        with_a = [i for i, t in enumerate(tables) if a in t]
+        with_b = [i for i, t in enumerate(tables) if b in t]
+        if with_a and with_b:
+            if set(with_a) & set(with_b):
+                together += 1
+            else:
+                apart += 1
+    return apart, together
+
+
+def _code(call: object) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as info:
+        call()  # type: ignore[operator]
+    return info.value.code(), info.value.details()
+
+
+def test_colluders_are_named_and_one_authors_pair_kept_apart(
+        own: tuple[Stack, redis.Redis], admin_token: str, tmp_path: Path) -> None:
+    st, r = own
+    t0 = time.monotonic()
+    st.referee()
+    st.worker()
+    st.worker()
+    _, web = _start_web(st, st.address)  # holds no token: the organiser's browser sends one
+    admin = Admin(st.address, admin_token)
+    share = tmp_path / "share"
+    share.mkdir()
+    res = st.start("arena-start", [*moonshot(
+        "arena", "start", "3p", "--server", st.address, "--anchor", "house:greedy",
+        "--anchor", "house:random", "--rule", "max_hands=1", "--max-wait", "1s",
+        "--time-per-move", "3s", "--concurrency", "1")])
+    assert res.popen.wait(timeout=60) == 0, res.log.read_text()
+    # Two accounts of one person (the stack cannot know), and one author with two bots.
+    _, tok_a = _signup(st.address, "mallory-one")
+    _, tok_b = _signup(st.address, "mallory-two")
+    carol_id, tok_c = _signup(st.address, "carol")
+    pair = [register(st.address, "colluder-a", tok_a), register(st.address, "colluder-b", tok_b)]
+    same = [register(st.address, "carol-a", tok_c), register(st.address, "carol-b", tok_c)]
+    honest = [register(st.address, f"honest-{i}") for i in range(5)]
+    kinds = ["greedy", "random", "pimc", "greedy", "random"]
+
+    def sharing(name: str, token: str, me: str, partner: str) -> None:
+        st.start(f"bot-{name}", moonshot("bot", "run", "--bot", "netbots:SharingBot",
+                                         "--server", st.address, "--token", token,
+                                         "--arena", "3p"),
+                 MOONSHOT_SHARE_DIR=str(share), MOONSHOT_SHARE_ME=me,
+                 MOONSHOT_SHARE_PARTNER=partner)
+
+    sharing("colluder-a", pair[0][1], "a", "b")
+    sharing("colluder-b", pair[1][1], "b", "a")
+    sharing("carol-a", same[0][1], "c", "d")
+    sharing("carol-b", same[1][1], "d", "c")
+    for (_, token), kind in zip(honest, kinds, strict=True):
+        st.bot(kind, st.address, token, "--arena", "3p", wait=False)
+    wait_until(f"the pair at two tables of {SHARED_BOARDS} boards", lambda: _shared(
+        r, pair[0][0], pair[1][0])[0] >= SHARED_BOARDS or None, timeout=420, every=2.0)
+    print(f"{SHARED_BOARDS} shared boards at {time.monotonic() - t0:.0f} s")
+
+    # The audit, as the admin and as an organiser: that pair, and no other.
+    rating = rating_pb2_grpc.RatingServiceStub(admin.channel)
+    audit = admin.audit_collusion("3p")
+    named = {frozenset((p.bot_a, p.bot_b)) for p in audit.pairs if p.suspected}
+    print(f"audit: {audit.games} games, {audit.boards} boards, {audit.tested} pairs; "
+          + "; ".join(f"{p.name_a}+{p.name_b} shared {p.shared} z {p.z:.1f} "
+                      f"p_holm {p.p_adjusted:.2g}" for p in audit.pairs[:4]))
+    assert named == {frozenset((pair[0][0], pair[1][0]))}, audit
+    top = audit.pairs[0]
+    assert top.suspected and top.gain > 0 and top.shared >= SHARED_BOARDS
+    assert top.name_a.startswith("colluder-") and top.name_b.startswith("colluder-")
+    assert audit.suspected == 1 and "Holm" in audit.meaning
+    # One author's two bots: never at two tables of one board, however long they play.
+    assert _shared(r, same[0][0], same[1][0])[0] == 0
+    assert not any(frozenset((same[0][0], same[1][0])) == frozenset((p.bot_a, p.bot_b))
+                   for p in audit.pairs)
+    with grpc.insecure_channel(st.address) as ch:
+        account_pb2_grpc.AccountServiceStub(ch).SetRole(account_pb2.SetRoleRequest(
+            author=carol_id, organiser=True), metadata=_md(admin_token), timeout=30)
+    as_organiser = Admin(st.address, tok_c).audit_collusion("3p")
+    assert {frozenset((p.bot_a, p.bot_b)) for p in as_organiser.pairs if p.suspected} == named
+    out = st.start("audit-cli", [*moonshot("audit", "collusion", "--server", st.address,
+                                           "--admin-token", tok_c)])
+    assert out.popen.wait(timeout=120) == 0
+    text = out.log.read_text()
+    assert "suspected: 1" in text and "colluder-a + colluder-b" in text, text
+
+    # The organisers' page: the visitor's own token (Basic's password), else refused.
+    def page(token: str | None) -> tuple[int, str, dict[str, str]]:
+        req = urllib.request.Request(f"{web}/organiser/collusion/3p")
+        if token is not None:
+            req.add_header("Authorization", "Basic " + base64.b64encode(
+                f"organiser:{token}".encode()).decode())
+        try:
+            with urllib.request.urlopen(req, timeout=300) as resp:
+                return resp.status, resp.read().decode(), dict(resp.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode(), dict(exc.headers)
+
+    code_, html, headers = page(None)
+    assert code_ == 401 and "Basic" in headers["WWW-Authenticate"], (code_, headers)
+    assert "colluder-a" not in html
+    code_, html, _ = page(tok_a)  # an author, not an organiser
+    assert code_ == 403 and "colluder-a" not in html, code_
+    code_, html, headers = page(tok_c)
+    assert code_ == 200 and headers["Cache-Control"] == "no-store", (code_, headers)
+    assert 'data-count="1"' in html and html.count('class="suspected"') == 1, html
+    assert "colluder-a</a> + <a" in html or "colluder-b</a> + <a" in html
+
+    # Bad input: one clear error each.
+    code, text = _code(lambda: rating.AuditCollusion(rating_pb2.AuditCollusionRequest(),
+                                                     metadata=_md(tok_a), timeout=30))
+    assert code == grpc.StatusCode.PERMISSION_DENIED and "organiser" in text, text
+    code, _ = _code(lambda: rating.AuditCollusion(rating_pb2.AuditCollusionRequest(),
+                                                  timeout=30))
+    assert code == grpc.StatusCode.UNAUTHENTICATED
+    code, text = _code(lambda: rating.AuditCollusion(rating_pb2.AuditCollusionRequest(
+        alpha=2.0), metadata=admin.metadata, timeout=30))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "alpha" in text, text
+    tours = tournament_pb2_grpc.TournamentServiceStub(admin.channel)
+    code, text = _code(lambda: tours.SetGroup(tournament_pb2.SetGroupRequest(
+        group=tournament_pb2.KeepApart(name="lab", bot_ids=[honest[0][0], "no-such-bot"])),
+        metadata=admin.metadata, timeout=30))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "no-such-bot" in text, text
+    ids = [b for b, _ in honest[:4]]
+    code, text = _code(lambda: admin.create_tournament(
+        name="apart", players=3, format="round_robin", bot_ids=ids,
+        keep_apart={"x": ids[:2], "y": [ids[1], ids[2]]}))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "in two groups" in text, text
+    code, text = _code(lambda: admin.create_tournament(
+        name="apart", players=3, format="round_robin", bot_ids=ids,
+        keep_apart={"x": [ids[0], "nobody-at-all"]}))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "nobody-at-all" in text, text
+    assert not tours.ListGroups(tournament_pb2.ListGroupsRequest(), metadata=admin.metadata,
+                                timeout=30).groups  # nothing stored by the refusals
+    g = admin.set_group("lab", [honest[0][0], "honest-1"])
+    assert list(g.bot_ids) == [honest[0][0], honest[1][0]]
+    assert [x.name for x in admin.list_groups()] == ["lab"]
+    print(f"done at {time.monotonic() - t0:.0f} s")
