@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bots.pimc import PimcPlayer
 from moon.rules import Rules
 from moon.state import GameState
-from ratings.collusion import ScoreTable, audit, margins
+from ratings.collusion import CLIP, ScoreTable, audit, margins
 
 FloatArray = NDArray[np.float64]
 
@@ -175,9 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--win", type=float, default=0.483)
     ap.add_argument("--weak", type=float, default=0.40)
     ap.add_argument("--alpha", type=float, default=0.01)
-    ap.add_argument("--engine-boards", type=int, default=40)
+    ap.add_argument("--engine-boards", type=int, default=30)
     ap.add_argument("--engine-tables", type=int, default=4)
-    ap.add_argument("--engine-samples", type=int, default=4)
+    ap.add_argument("--engine-samples", type=int, default=16)
+    ap.add_argument("--clip", type=float, default=CLIP,
+                    help="the detector's clipping of standardised residuals (0: none)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -202,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         named = wrong = pairs = 0
         for _ in range(args.pools):
             a = audit(pool(rng, args.bots, args.boards, args.tables, args.skill * noise_sd,
-                           deal, noise, d, shared), alpha=args.alpha)
+                           deal, noise, d, shared), alpha=args.alpha, clip=args.clip)
             pairs += len(a.pairs)
             hit = {frozenset((s.bot_a, s.bot_b)) for s in a.suspected}
             planted = frozenset(("bot0", "bot1"))

@@ -15,7 +15,9 @@ exactly that, pair by pair, in a pool's games:
   board's hand s is worth, the luck duplicate cancels, read off every table that held
   it; `strength` is each bot's level. The residual is what neither explains: how this
   bot played this deal at this table. Each bot's residuals are standardised by their
-  own spread over all its boards (a steady bot and an erratic one weigh alike).
+  own spread over all its boards (a steady bot and an erratic one weigh alike),
+  clipped at +-`CLIP` (Huber: a game's margin has heavy tails, a moon made or lost, and
+  a few boards must not decide a pair) and standardised again.
 - **A pair's statistic.** For bots a and b that sat at different tables of n boards
   (their *shared* boards), Z = sum over those boards of (z_a + z_b), divided by
   sqrt(n (2 - n / N_a - n / N_b + 2 rho)), where N_a is every board a played (the fit
@@ -56,6 +58,7 @@ __all__ = ["ALPHA", "MIN_SHARED", "Audit", "PairEvidence", "ScoreTable", "audit"
 
 ALPHA = 0.01  # the pool-wide false-alarm rate an audit is run at by default
 MIN_SHARED = 5
+CLIP = 2.0  # standardised residuals are clipped here (Huber), then standardised again
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -222,8 +225,9 @@ class Fit:
     boards: int
 
 
-def fit(table: ScoreTable) -> Fit:
-    """The duplicate fit (module doc) over the games on boards of two or more tables."""
+def fit(table: ScoreTable, clip: float = CLIP) -> Fit:
+    """The duplicate fit (module doc) over the games on boards of two or more tables;
+    standardised residuals clipped at +-`clip` (0: not clipped)."""
     seats = table.seat_bot.shape[1] if len(table) else 3
     unit = table.unit
     on = unit >= 0
@@ -264,8 +268,16 @@ def fit(table: ScoreTable) -> Fit:
     mean = np.bincount(b, weights=r, minlength=nb) / np.maximum(n, 1)
     var = np.bincount(b, weights=(r - mean[b]) ** 2, minlength=nb) / np.maximum(n - 1, 1)
     sd = np.sqrt(var)
-    floor = float(np.median(sd[n >= 2])) * 0.1 if (n >= 2).any() else 1.0
-    z = r / np.maximum(sd[b], max(floor, 1e-9))
+    floor = max(float(np.median(sd[n >= 2])) * 0.1 if (n >= 2).any() else 1.0, 1e-9)
+    z = r / np.maximum(sd[b], floor)
+    if clip:
+        # Huber's clipping: a game's margin has heavy tails (a moon, a collapse); a few
+        # boards must not decide a pair. Clipped, each bot's scores are centred and
+        # scaled again, so that they have mean 0 and spread 1 over its boards.
+        z = np.clip(z, -clip, clip)
+        zm = np.bincount(b, weights=z, minlength=nb) / np.maximum(n, 1)
+        zv = np.bincount(b, weights=(z - zm[b]) ** 2, minlength=nb) / np.maximum(n - 1, 1)
+        z = (z - zm[b]) / np.maximum(np.sqrt(zv[b]), 1e-3)
     return Fit(g, unit[g], b, r, z, sd, nu)
 
 
@@ -292,14 +304,15 @@ def _slot_pairs(f: Fit) -> tuple[IntArray, IntArray]:
     return np.where(swap, rj, li), np.where(swap, li, rj)
 
 
-def audit(table: ScoreTable, alpha: float = ALPHA, min_shared: int = MIN_SHARED) -> Audit:
+def audit(table: ScoreTable, alpha: float = ALPHA, min_shared: int = MIN_SHARED,
+          clip: float = CLIP) -> Audit:
     """Test every pair of bots that sat at different tables of the same boards (module
     doc); RatingError for an alpha outside (0, 1) or a minimum below 2."""
     if not 0 < alpha < 1:
         raise RatingError(f"alpha: must be in (0, 1), got {alpha}")
     if min_shared < 2:
         raise RatingError(f"min_shared: at least 2, got {min_shared}")
-    f = fit(table)
+    f = fit(table, clip)
     nb = len(table.bots)
     if f.game.size == 0:
         return Audit(len(table), 0, 0, (), 0, alpha, min_shared, 0.0)
