@@ -97,3 +97,14 @@ def test_bad_settings_are_refused() -> None:
         audit(table, min_shared=1)
     empty = ScoreTable.of([], [], [], [])
     assert audit(empty).pairs == ()
+
+
+def test_the_cli_reads_keep_apart_flags() -> None:
+    from clients.organiser import _keep_apart
+    from clients.parser import UsageError
+
+    assert _keep_apart(["lab=a,b", "team=c, d ,e"]) == {"lab": ["a", "b"],
+                                                        "team": ["c", "d", "e"]}
+    for bad in (["lab=a"], ["lab"], ["=a,b"], ["x=a,b", "x=c,d"]):
+        with pytest.raises(UsageError, match="--keep-apart"):
+            _keep_apart(bad)

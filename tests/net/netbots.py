@@ -21,6 +21,7 @@ from clients.bot import Bot
 from clients.builtin import GreedyBot, RandomBot
 from moon import Action, Observation
 from moon.actions import ACTIONS
+from moon.errors import MoonError
 from moon.observation import Phase
 from moon.sampling import Sampler
 
@@ -230,7 +231,7 @@ class _KnowingPimc:
     """PIMC (`bots.pimc`) whose deals hold a known hand where it knows one."""
 
     def __init__(self, samples: int) -> None:
-        self.player = PimcPlayer(samples=samples)
+        self.player = PimcPlayer(samples=samples, solve=3)
         self.known: tuple[int, int] | None = None  # (seat, initial hand mask)
 
     def decide(self, obs: Observation, legal: Sequence[Action], seed: int) -> Action:
@@ -252,13 +253,15 @@ class _KnowingPimc:
         return legal[max(range(len(legal)), key=lambda i: values[i])]
 
 
-class SharingBot(GreedyBot):
+class SharingBot(RandomBot):
     """A colluder: writes each hand it is dealt to `$MOONSHOT_SHARE_DIR/<me>.jsonl` and
     reads its partner's (`$MOONSHOT_SHARE_PARTNER`) of the same deal, which the partner
     holds at another table of the board (the partner's hand: disjoint from its own, the
     same first bidder, dealt in the last minute). Knowing it, it searches (PIMC on deals
-    that hold that hand for the partner's seat); not knowing it, it plays as GreedyBot,
-    as the honest bots do. The audit should find exactly such a pair."""
+    that hold that hand for the partner's seat); not knowing it, it plays as RandomBot.
+    A caricature of a pair that gains from what it shares, so that a few minutes of play
+    show it (a pair that gains as much as issue 29's engine figure needs about a hundred
+    shared boards: bench/collusion.py); the audit should find exactly such a pair."""
 
     name = "sharing"
 
@@ -267,44 +270,52 @@ class SharingBot(GreedyBot):
         self.dir = Path(os.environ["MOONSHOT_SHARE_DIR"])
         self.me = os.environ["MOONSHOT_SHARE_ME"]
         self.partner = os.environ["MOONSHOT_SHARE_PARTNER"]
-        self.search = _KnowingPimc(samples=6)
+        self.search = _KnowingPimc(samples=16)
         self.hand_key: tuple[int, int, int] | None = None
         self.seed = self.rng.getrandbits(32)
 
-    def _partner_hand(self, obs: Observation, mine: int) -> tuple[int, int] | None:
+    def _partner_hand(self, obs: Observation, mine: int, at: float
+                      ) -> tuple[int, int] | None:
+        """The partner's hand of this deal: written within a second or two of this one
+        (the tables of a board start together), disjoint from it, the same first bidder."""
         path = self.dir / f"{self.partner}.jsonl"
         try:
-            lines = path.read_text().splitlines()[-50:]
+            lines = path.read_text().splitlines()[-20:]
         except OSError:
             return None
-        now = time.time()
-        for line in reversed(lines):
+        found = []
+        for line in lines:
             try:
                 e = json.loads(line)
             except ValueError:
                 continue
-            if (now - e["t"] < 60 and e["first"] == obs.first_bidder
+            if (abs(e["t"] - at) < 1.5 and e["first"] == obs.first_bidder
                     and e["number"] == obs.hand_number and e["seat"] != obs.seat
                     and not e["hand"] & mine):
-                return int(e["seat"]), int(e["hand"])
-        return None
+                found.append((abs(e["t"] - at), int(e["seat"]), int(e["hand"])))
+        return min(found)[1:] if found else None
 
     def act(self, obs: Observation, legal: Sequence[Action]) -> Action:
-        """Greedy, unless the partner's hand of this deal is known."""
+        """At random, unless the partner's hand of this deal is known."""
         mine = sum(1 << t.index for t in obs.hand)
         key = (obs.first_bidder, obs.hand_number, mine)
         if obs.phase is Phase.BID and key != self.hand_key:
             self.hand_key = key
+            at = time.time()
             with open(self.dir / f"{self.me}.jsonl", "a") as fh:
-                fh.write(json.dumps({"t": time.time(), "first": obs.first_bidder,
+                fh.write(json.dumps({"t": at, "first": obs.first_bidder,
                                      "number": obs.hand_number, "seat": obs.seat,
                                      "hand": mine}) + "\n")
             self.search.known = None
-            end = time.monotonic() + 1.5  # the partner's table is dealt at once too
+            end = time.monotonic() + 0.6  # the partner's table is dealt at once too
             while self.search.known is None and time.monotonic() < end:
-                self.search.known = self._partner_hand(obs, mine)
+                self.search.known = self._partner_hand(obs, mine, at)
                 if self.search.known is None:
                     time.sleep(0.05)
         if self.search.known is None or len(legal) == 1:
             return super().act(obs, legal)
-        return self.search.decide(obs, legal, self.seed)
+        try:
+            return self.search.decide(obs, legal, self.seed)
+        except MoonError:  # not the partner's hand after all: play on without it
+            self.search.known = None
+            return super().act(obs, legal)
