@@ -35,6 +35,7 @@ from clients.commands import (
     check_token,
     server_target,
 )
+from clients.organiser import add_collusion_flags, run_collusion_audit
 from clients.parser import CommandError, Parser, UsageError
 from proto.moon.v1 import account_pb2, account_pb2_grpc, bot_pb2, bot_pb2_grpc
 
@@ -236,6 +237,8 @@ def _run_whoami(args: argparse.Namespace) -> int:
 
 def _run_audit(args: argparse.Namespace) -> int:
     token = user_token(args)
+    if args.what == "collusion":
+        return run_collusion_audit(args, token)
     target = server_target(args)
     channel, stub = _accounts(target)
     with channel:
@@ -476,7 +479,13 @@ def add_all(sub: argparse._SubParsersAction[Parser]) -> None:
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_whoami)
-    p = sub.add_parser("audit", help="the audit log: yours (the admin's: the stack's)")
+    p = sub.add_parser("audit", help="the audit log: yours (the admin's: the stack's); "
+                                     "`audit collusion`: an organiser's collusion audit")
+    p.add_argument("what", nargs="?", choices=("log", "collusion"), default="log",
+                   help="log (default): the audit log; collusion: test every pair of bots "
+                        "that sat at different tables of the same boards (an organiser's "
+                        "token)")
+    add_collusion_flags(p)
     p.add_argument("--author", default=None, help="(admin) one author's entries")
     p.add_argument("--limit", type=int, default=50, help="entries to show, newest first")
     _server_flag(p)

@@ -118,6 +118,7 @@ class Admin:
                           seeding: str = "rating",
                           move_time_ms: int = 2000, time_bank_ms: int = 30000,
                           max_strikes: int = 3, grace_ms: int = 30000,
+                          keep_apart: Mapping[str, Sequence[str]] | None = None,
                           ) -> tournament_pb2.Tournament:
         """Create a tournament (admin); `format` is a registered format name (round_robin,
         swiss, ...), `options` the format's own (their JSON form, e.g. `{"rounds": 2}`, or
@@ -137,6 +138,8 @@ class Admin:
         )
         if seed is not None:
             spec.seed = seed
+        for group, members in (keep_apart or {}).items():
+            spec.keep_apart.add(name=group, bot_ids=list(members))
         options_to_pb(spec, format, options)
         resp = self.tournaments.CreateTournament(
             tournament_pb2.CreateTournamentRequest(spec=spec), metadata=self.metadata, timeout=60)
@@ -208,6 +211,24 @@ class Admin:
         return self.ratings.GetRatings(rating_pb2.GetRatingsRequest(pool=_pool(pool),
                                                                     method=method),
                                        timeout=60)
+
+    def audit_collusion(self, pool: str = "3p", alpha: float = 0.0, min_shared: int = 0,
+                        max_pairs: int = 0) -> rating_pb2.AuditCollusionResponse:
+        """A pool's collusion audit (an organiser's token); 0 for a default."""
+        return self.ratings.AuditCollusion(rating_pb2.AuditCollusionRequest(
+            pool=_pool(pool), alpha=alpha, min_shared=min_shared, max_pairs=max_pairs),
+            metadata=self.metadata, timeout=300)
+
+    def set_group(self, name: str, bot_ids: Sequence[str]) -> tournament_pb2.KeepApart:
+        """Declare (no bots: delete) a group of the stack kept apart on boards."""
+        return self.tournaments.SetGroup(tournament_pb2.SetGroupRequest(
+            group=tournament_pb2.KeepApart(name=name, bot_ids=list(bot_ids))),
+            metadata=self.metadata, timeout=30).group
+
+    def list_groups(self) -> list[tournament_pb2.KeepApart]:
+        """The stack's groups."""
+        return list(self.tournaments.ListGroups(tournament_pb2.ListGroupsRequest(),
+                                                metadata=self.metadata, timeout=30).groups)
 
     def rating_history(self, bot: str, pool: str = "3p",
                        max_points: int = 1000) -> rating_pb2.GetRatingHistoryResponse:

@@ -149,6 +149,22 @@ def _offline(admin: Admin, bots: list[str]) -> list[str]:
     return out
 
 
+def _keep_apart(given: list[str]) -> dict[str, list[str]]:
+    """--keep-apart NAME=BOT,BOT,... flags as groups; UsageError for a bad one."""
+    out: dict[str, list[str]] = {}
+    for text in given:
+        name, sep, bots = text.partition("=")
+        members = [b.strip() for b in bots.split(",") if b.strip()]
+        if not sep or not name.strip() or len(members) < 2:
+            raise UsageError(f"moonshot tournament create: --keep-apart {text[:80]!r}: "
+                             "expected NAME=BOT,BOT[,...] (two or more bots)")
+        if name.strip() in out:
+            raise UsageError(f"moonshot tournament create: --keep-apart: two groups named "
+                             f"{name.strip()!r}")
+        out[name.strip()] = members
+    return out
+
+
 def _run_create(args: argparse.Namespace) -> int:
     fmt = format_of(args.format)
     prog = "moonshot tournament create"
@@ -169,7 +185,7 @@ def _run_create(args: argparse.Namespace) -> int:
             duplicate="fresh" if args.no_duplicate else args.duplicate,
             seeding=args.seeding, move_time_ms=args.time_per_move,
             time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
-            grace_ms=args.disconnect_grace,
+            grace_ms=args.disconnect_grace, keep_apart=_keep_apart(args.keep_apart),
         )
         away = _offline(admin, list(t.spec.bot_ids))
     except grpc.RpcError as exc:
@@ -372,6 +388,10 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--require-online", action="store_true",
                    help="create nothing unless every bot is connected now (without it, "
                         "bots not connected are named in a warning)")
+    p.add_argument("--keep-apart", action="append", default=[], metavar="NAME=BOT,BOT",
+                   help="a group of bots never seated at tables of one board (a team, a "
+                        "lab), besides each author's bots and the stack's groups; repeat "
+                        "for several (a bot in one group of them at most)")
     p.add_argument("--watch", action="store_true", help="follow it to the end")
     p.add_argument("--quiet", action="store_true", help="with --watch: no progress bar")
     _server_flag(p)
@@ -400,6 +420,8 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
                    "released ones")
     p.set_defaults(run=_run_show)
 
+    _add_groups(sub)
+
     p = sub.add_parser("ratings", help="print the ratings of a pool")
     p.add_argument("--pool", choices=POOL_CHOICES, default=None,
                    help="3p or 2v2 (default 3p; with --bot, both)")
@@ -417,3 +439,96 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
                         "the games and time of its latest table")
     _server_flag(p)
     p.set_defaults(run=_run_ratings)
+
+
+def audit_text(resp: rating_pb2.AuditCollusionResponse, pool: str) -> str:
+    """An audit as text: what was read, the pairs listed, and what the numbers mean."""
+    lines = [f"collusion audit, {pool} pool: {plural(resp.games, 'game')}, "
+             f"{plural(resp.boards, 'board')} of two or more tables, {plural(resp.bots, 'bot')}"
+             f"; {plural(resp.tested, 'pair')} tested (>= {resp.min_shared} shared boards), "
+             f"{resp.untested} not; alpha {resp.alpha:g}",
+             f"suspected: {resp.suspected}"]
+    if resp.pairs:
+        lines.append(f"{'':1}{'pair':<40} {'shared':>6} {'gain':>12} {'z':>6} "
+                     f"{'p':>9} {'p_holm':>9}")
+        for p in resp.pairs:
+            mark = "!" if p.suspected else " "
+            pair = f"{p.name_a} + {p.name_b}"
+            lines.append(f"{mark}{pair[:40]:<40} {p.shared:>6} "
+                         f"{p.gain:>+6.2f}±{p.se:<5.2f} {p.z:>6.2f} {p.p:>9.2e} "
+                         f"{p.p_adjusted:>9.2e}")
+        for p in resp.pairs:
+            if p.suspected:
+                lines.append(f"boards of {p.name_a} + {p.name_b}: {', '.join(p.boards)}")
+    lines.append("")
+    lines.append(resp.meaning)
+    return "\n".join(lines)
+
+
+def _run_group_set(args: argparse.Namespace) -> int:
+    bots = [b.strip() for b in args.bots.split(",") if b.strip()] if args.bots else []
+    admin = Admin(server_target(args), admin_token(args))
+    try:
+        g = admin.set_group(args.name, bots)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, server_target(args)) from None
+    if g.bot_ids:
+        print(f"group {g.name}: {', '.join(g.bot_ids)} kept apart on boards of every "
+              "tournament and arena made from now on")
+    else:
+        print(f"group {args.name}: deleted")
+    return 0
+
+
+def _run_group_list(args: argparse.Namespace) -> int:
+    admin = Admin(server_target(args), admin_token(args))
+    try:
+        groups = admin.list_groups()
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, server_target(args)) from None
+    for g in groups:
+        print(f"{g.name}: {', '.join(g.bot_ids)}")
+    if not groups:
+        print("no groups of the stack (each author's bots are kept apart all the same)")
+    return 0
+
+
+def add_collusion_flags(p: Parser) -> None:
+    """The flags of `moonshot audit collusion` (its parser is `moonshot audit`'s)."""
+    p.add_argument("--pool", choices=POOL_CHOICES, default="3p",
+                   help="collusion: 3p or 2v2")
+    p.add_argument("--alpha", type=float, default=0.0,
+                   help="collusion: the pool-wide false-alarm rate (default 0.01)")
+    p.add_argument("--min-shared", type=flags.int_in(2, 100000), default=None,
+                   help="collusion: boards a pair must have shared to be tested (default 5)")
+    p.add_argument("--max-pairs", type=flags.int_in(1, 200), default=20,
+                   help="collusion: pairs to list, the suspected then the most suspect")
+
+
+def run_collusion_audit(args: argparse.Namespace, token: str | None) -> int:
+    """`moonshot audit collusion`: a pool's audit, with an organiser's token."""
+    admin = Admin(server_target(args), token)
+    try:
+        resp = admin.audit_collusion(args.pool, args.alpha, args.min_shared or 0,
+                                     args.max_pairs)
+    except grpc.RpcError as exc:
+        raise _rpc_error(exc, server_target(args)) from None
+    print(audit_text(resp, args.pool))
+    return 0
+
+
+def _add_groups(sub: argparse._SubParsersAction[Parser]) -> None:
+    """`moonshot group set|list` (an organiser's)."""
+    group = sub.add_parser("group", help="groups of the stack kept apart on boards "
+                                         "(organiser)").add_subparsers(
+        dest="group_command", required=True, parser_class=Parser)
+    p = group.add_parser("set", help="declare or replace a group (no --bots: delete it)")
+    p.add_argument("name", help="1-64 of A-Za-z0-9_.:@-")
+    p.add_argument("--bots", default="", help="comma-separated bot ids or names")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_group_set)
+    p = group.add_parser("list", help="list the stack's groups")
+    _server_flag(p)
+    _admin_flag(p)
+    p.set_defaults(run=_run_group_list)

@@ -113,8 +113,11 @@ RULES: dict[str, Rule] = {
     f"/{_S}TournamentService/ListTournaments": Rule.ANYONE,
     f"/{_S}TournamentService/GetStandings": Rule.ANYONE,
     f"/{_S}TournamentService/WatchTournament": Rule.ANYONE,
+    f"/{_S}TournamentService/SetGroup": Rule.ORGANISER,
+    f"/{_S}TournamentService/ListGroups": Rule.ORGANISER,  # who is grouped is not public
     f"/{_S}RatingService/GetRatings": Rule.ANYONE,
     f"/{_S}RatingService/GetRatingHistory": Rule.ANYONE,
+    f"/{_S}RatingService/AuditCollusion": Rule.ORGANISER,  # nothing of it is public
     # Tests of a change: an author tests their own bots (the servicer checks whose)
     f"/{_S}TestService/CreateTest": Rule.OWNER,
     f"/{_S}TestService/GetTest": Rule.ANYONE,

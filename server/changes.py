@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
@@ -35,8 +35,10 @@ from store import audit, events, ids, keys, messages
 from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
+from store import groups as store_groups
 from store import matches as store_matches
 from store import tournaments as store_t
+from store.bots import BotRecord
 from store.changes import ChangeTestSpec
 from store.errors import (
     FailedPrecondition,
@@ -50,6 +52,7 @@ from store.messages import Message, PairCounted, PairVoided, TournamentFinished,
 from store.records import check_seating
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
+from tournaments import apart
 from tournaments.change import ChangeSpec, board_games
 from workers.queues import create_test, request_step
 
@@ -96,6 +99,30 @@ def _offline(r: redis.Redis, test: ChangeTestSpec) -> list[str]:
     return [test.name_of(b) for b in store_changes.offline(r, bots)]
 
 
+def _keep_apart(r: redis.Redis, candidate: BotRecord, baseline: BotRecord,
+                opponents: Sequence[BotRecord]) -> None:
+    """A remote opponent sits at both tables of every board, so none may share an author or
+    a group of the stack with C, B or the other opponent (`tournaments.apart`). C and B
+    themselves are the author's pair by design: they hold one seat's hand at their two
+    tables, and a leak between them biases only the author's own verdict."""
+    remote = [o for o in opponents if not o.house]
+    if not remote:
+        return
+    bots = {b.bot_id: b for b in (candidate, baseline, *opponents)}
+    stack = store_groups.all_groups(r)
+    groups = apart.resolve({b: x.owner for b, x in bots.items()},
+                           {apart.stack_name(n): tuple(v) for n, v in stack.items()})
+    member = apart.membership(groups)
+    for o in remote:
+        for other in bots.values():
+            common = member.get(o.bot_id, frozenset()) & member.get(other.bot_id, frozenset())
+            if other.bot_id != o.bot_id and common:
+                shared = ", ".join(sorted(groups[g].name for g in common))
+                raise InvalidArgument(f"spec.opponents: {o.name} and {other.name} are of one "
+                                      f"group ({shared}) and would sit at tables of one "
+                                      "board; choose another opponent")
+
+
 def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, who: Caller
              ) -> ChangeTestSpec:
     """Every check of a new test, bots looked up; nothing is written (InvalidArgument
@@ -126,6 +153,7 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, wh
             raise PermissionDenied("spec.opponents: an author's test plays house opponents "
                                    f"only (house:greedy, house:pimc, ...), not {', '.join(away)}"
                                    if away else "spec.trust_opponents: the admin's option")
+    _keep_apart(r, candidate, baseline, opponents)
     try:
         rules = Rules.make(players, fields["rules"])
     except MoonError as exc:

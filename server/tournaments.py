@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,9 +11,11 @@ import grpc
 import redis
 from sqlalchemy.exc import SQLAlchemyError
 
+from archive import reads as archive_reads
 from archive.errors import ArchiveError
 from archive.reads import ArchivedEvent
 from proto.moon.v1 import rating_pb2, rating_pb2_grpc, tournament_pb2, tournament_pb2_grpc
+from ratings import collusion
 from ratings import methods as rating_methods
 from server import wire
 from server.access import caller
@@ -31,6 +34,7 @@ from server.follow import follow
 from server.lanes import Lane, WatchGate
 from store import audit, events, ids, keys, messages
 from store import bots as store_bots
+from store import groups as store_groups
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -47,6 +51,7 @@ from store.rating_tables import RatingTable, StoredMethod
 from store.records import StandingsInputs, TournamentSpec
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
+from tournaments import apart
 from tournaments.spec import make_spec
 from tournaments.view import standings
 from workers.queues import create_tournament
@@ -143,8 +148,19 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         bots = await self.reads.run(store_bots.resolve, fields.pop("bot_ids"))
         ratings = await self.reads.run(store_ratings.current_ratings,
                                        Pool.of(fields["players"]))
+        keep = {g.name: list(g.bot_ids) for g in request.spec.keep_apart}
+        if len(keep) != len(request.spec.keep_apart):
+            raise InvalidArgument("keep_apart: two groups of one name")
+        named = {name: [b.bot_id for b in await self.reads.run(
+            store_bots.resolve, members, f"keep_apart.{name}")] for name, members in keep.items()}
+        declared = apart.check_declared(named, [b.bot_id for b in bots])
+        stack = await self.reads.run(store_groups.all_groups)
+        groups = apart.resolve({b.bot_id: b.owner for b in bots},
+                               {apart.stack_name(n): tuple(v) for n, v in stack.items()}
+                               | declared)
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
+        spec = dataclasses.replace(spec, apart=tuple((g.name, g.bots) for g in groups))
         await self.reads.run(create_tournament, self.rq_conn, spec)
         await self.reads.run(audit.record, who.actor, "create_tournament", spec.tournament_id,
                              spec.name, who.address, [who.author_id] if who.author_id else [])
@@ -163,6 +179,46 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         reveal = self._reveal(await self._audience(context), info)
         return tournament_pb2.GetTournamentResponse(
             tournament=wire.tournament_to_pb(spec, info, reveal))
+
+    @unary
+    async def SetGroup(
+        self, request: tournament_pb2.SetGroupRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.SetGroupResponse:
+        """Declare, replace or (no bots) delete a group of the stack (an organiser)."""
+        name = request.group.name
+        members: list[str] = []
+        if request.group.bot_ids:
+            field = f"group.{name[:64]}"
+            members = [b.bot_id for b in await self.reads.run(
+                store_bots.resolve, list(request.group.bot_ids), field)]
+            members = list(apart.check_declared({name: members}, None, "group")[name])
+        else:
+            apart.check_declared({name: ["x", "y"]}, None, "group")  # the name alone
+        await self.reads.run(store_groups.set_group, name, members)
+        who = caller()
+        await self.reads.run(audit.record, who.actor, "set_group", name,
+                             ",".join(members) or "deleted", who.address,
+                             [who.author_id] if who.author_id else [])
+        return tournament_pb2.SetGroupResponse(
+            group=tournament_pb2.KeepApart(name=name, bot_ids=members))
+
+    @unary
+    async def ListGroups(
+        self, request: tournament_pb2.ListGroupsRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> tournament_pb2.ListGroupsResponse:
+        """The stack's groups (an organiser)."""
+        found = await self.reads.run(store_groups.all_groups)
+        if request.bot_id:
+            try:
+                bot = await self.reads.run(store_bots.find_bot, request.bot_id)
+            except NotFound:
+                raise NotFound(f"bot_id: no bot with id or name {request.bot_id[:100]!r}"
+                               ) from None
+            found = {n: b for n, b in found.items() if bot.bot_id in b}
+        return tournament_pb2.ListGroupsResponse(groups=[
+            tournament_pb2.KeepApart(name=n, bot_ids=b) for n, b in found.items()])
 
     @unary
     async def ListTournaments(
@@ -347,6 +403,49 @@ class RatingServicer(rating_pb2_grpc.RatingServiceServicer):
         points = await self.reads.run(store_ratings.history, pool, bot.bot_id, most)
         return wire.rating_history_to_pb(pool_pb, bot.bot_id, points)
 
+    @unary
+    async def AuditCollusion(
+        self, request: rating_pb2.AuditCollusionRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> rating_pb2.AuditCollusionResponse:
+        """A pool's collusion audit over its released, rated games (an organiser)."""
+        pool, pool_pb = _pool(request.pool)
+        alpha = request.alpha or collusion.ALPHA
+        if not 0 < alpha < 1:
+            raise InvalidArgument(f"alpha: must be in (0, 1), got {alpha}")
+        min_shared = request.min_shared or collusion.MIN_SHARED
+        if min_shared < 2:
+            raise InvalidArgument(f"min_shared: at least 2, got {min_shared}")
+        most = min(request.max_pairs or 20, 200)
+        # The archive's games too: an archive away answers UNAVAILABLE, never a partial
+        # audit that would read as a clean one.
+        found = await self.reads.run(lambda _r: self.archived.archive())
+        rows = {row["match_id"]: row
+                for row in await self.reads.run(store_matches.pool_results, pool)}
+        if found is not None:
+            for row in await self.reads.run(
+                    lambda _r: archive_reads.pool_rows(found, Pool.parse(pool))):
+                rows.setdefault(row["match_id"], row)
+        result = await self.reads.run(lambda _r: collusion.audit(
+            collusion.ScoreTable.from_rows(rows.values()), alpha, min_shared))
+        names = {b.bot_id: b.name for b in await self.reads.run(store_bots.list_bots)}
+        suspected = result.suspected
+        shown = list(suspected) + [p for p in result.pairs
+                                   if p.p_adjusted > alpha][:max(most - len(suspected), 0)]
+        who = caller()
+        await self.reads.run(audit.record, who.actor, "audit_collusion", pool,
+                             f"{len(suspected)} suspected of {len(result.pairs)}",
+                             who.address, [who.author_id] if who.author_id else [])
+        return rating_pb2.AuditCollusionResponse(
+            pool=pool_pb, games=result.games, boards=result.boards, bots=result.bots,
+            tested=len(result.pairs), untested=result.untested, alpha=alpha,
+            min_shared=min_shared, rho=result.rho, suspected=len(suspected),
+            meaning=_AUDIT_MEANING, pairs=[rating_pb2.CollusionPair(
+                bot_a=p.bot_a, name_a=names.get(p.bot_a, p.bot_a), bot_b=p.bot_b,
+                name_b=names.get(p.bot_b, p.bot_b), shared=p.shared, boards=p.boards[:100],
+                gain=p.gain, se=p.se, z=p.z, p=p.p, p_adjusted=p.p_adjusted,
+                suspected=p.p_adjusted <= alpha) for p in shown])
+
 
 _HISTORY = 200  # points of a rating history when max_points is unset
 
@@ -359,6 +458,17 @@ def _methods(stored: list[StoredMethod]) -> list[StoredMethod]:
     known = [have.get(name) or StoredMethod(name, rating_methods.get(name).title, 0, 0.0)
              for name in rating_methods.names()]
     return known + [m for m in stored if m.name not in set(rating_methods.names())]
+
+
+_AUDIT_MEANING = (
+    "Each pair of bots that sat at different tables of the same boards is tested: their "
+    "margins there (points over their opponents') beyond what the deal, their strength "
+    "and their opponents' explain, summed over those boards. z is about standard normal "
+    "for an honest pair; p is one-sided, p_adjusted Holm's over every pair tested in the "
+    "pool. A pair is suspected when p_adjusted <= alpha: in a pool where no pair colludes, "
+    "an audit names any pair at all at most about alpha of the time. A suspected pair is "
+    "evidence to look at (the boards, the games), not a verdict; a colluding pair that "
+    "shared few boards may go unseen (power by shared boards: docs/PERFORMANCE.md).")
 
 
 def _pool(value: int) -> tuple[str, rating_pb2.RatingPool.ValueType]:

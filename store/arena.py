@@ -327,6 +327,17 @@ def names(r: redis.Redis, bot_ids: set[str]) -> dict[str, str]:
     return out
 
 
+def owners(r: redis.Redis, bot_ids: set[str]) -> dict[str, str]:
+    """Each bot's author id ("" for none, and for a house bot)."""
+    remote = sorted(b for b in bot_ids if not ids.is_house_bot(b))
+    pipe = r.pipeline(transaction=False)
+    for bot_id in remote:
+        pipe.hget(keys.bot(bot_id), "owner")
+    out = {b: str(o or "") for b, o in zip(remote, pipe.execute(), strict=True)}
+    out.update({b: "" for b in bot_ids if ids.is_house_bot(b)})
+    return out
+
+
 # ------------------------------------------------------------ games
 
 

@@ -5,6 +5,8 @@
 | ms:admin:token              | string | SHA-256 of the admin token                          |
 | ms:admin:watch              | string | SHA-256 of the watch pass (derived from the token)  |
 | ms:bots                     | zset   | bot ids by registration time                        |
+| ms:groups                   | hash   | the stack's groups kept apart on boards: name ->    |
+|                             |        | JSON list of bot ids (store.groups)                 |
 | ms:bot:{id}                 | hash   | name, token hash, created_at; owner (author id),    |
 |                             |        | previous (bot id), retired_at, rotated_at           |
 | ms:authors                  | zset   | author ids by sign-up time                          |
@@ -133,6 +135,7 @@ DEALS_OLD = P + "deals:recent:old"  # ... and those of the window before
 DEALT_BOARDS = P + "deals:boards"  # an older stack's deal seed -> board (migrated, deleted)
 OPEN_MATCHES = P + "matches:open"
 BOTS = P + "bots"
+GROUPS = P + "groups"  # the stack's groups kept apart on boards (store.groups)
 MATCHES = P + "matches"
 RECOVERY_LOCK = P + "recovery:lock"
 NUDGE_LOCK = P + "recovery:nudge_lock"

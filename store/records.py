@@ -244,6 +244,9 @@ class TournamentSpec:
     duplicate: str = "boards"  # one of DUPLICATE_MODES (a bool means replay or fresh)
     seeding: str = "rating"
     options: Mapping[str, Any] = field(default_factory=dict)
+    # Groups kept apart on boards (`tournaments.apart`): (name, bot ids) each, resolved when
+    # the tournament was made from the bots' authors and the groups declared.
+    apart: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.bot_ids)
@@ -262,6 +265,11 @@ class TournamentSpec:
             raise InvalidArgument("bot_ids: a bot may appear only once")
         if not 0 <= self.seed <= MAX_SEED:
             raise InvalidArgument(f"seed: must be from 0 to {MAX_SEED}")
+        entered = set(self.bot_ids)
+        for name, members in self.apart:
+            if stray := [b for b in members if b not in entered]:
+                raise InvalidArgument(f"keep_apart.{name}: {stray[0][:100]!r} is not a bot of "
+                                      "this tournament")
 
     @property
     def pool(self) -> Pool:
@@ -283,6 +291,7 @@ class TournamentSpec:
             "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
             "duplicate": self.duplicate, "seeding": self.seeding,
             "options": dict(self.options),
+            **({"apart": [[n, list(b)] for n, b in self.apart]} if self.apart else {}),
         }, separators=(",", ":"))
 
     @staticmethod
@@ -297,6 +306,7 @@ class TournamentSpec:
             clock=Clock(*d["clock"]), faults=Faults(*d["faults"]),
             duplicate=_duplicate_mode(d["duplicate"]), seeding=d["seeding"],
             options=d["options"] if "options" in d else _legacy_options(d),
+            apart=tuple((str(n), tuple(b)) for n, b in d.get("apart", ())),
         )
 
 

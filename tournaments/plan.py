@@ -156,13 +156,18 @@ def board_id(tournament_id: str, unit: str) -> str:
 
 _ROUND_UNIT = re.compile(r"(?:x(\d+)-)?r(\d+)(?:-t(\d+))?")
 _SET_UNIT = re.compile(r"(.+)-([sp])(\d+)")
+_APART = re.compile(r"(.+)-a(\d+)")
 
 
 def board_label(board: str) -> str:
     """A board (`<tournament>/<unit>`, or a unit) for people: `round 3`, `round 3,
     table 2`, `round 3 (pass 2)` for a round robin's units (and `round 3` for a Swiss's
-    `r3`), `W2-1 set 1` (or `pair 1`, under replay) for a bracket's."""
+    `r3`), `W2-1 set 1` (or `pair 1`, under replay) for a bracket's; a board dealt apart
+    from one of those (`<unit>-a2`, `tournaments.apart`) `round 3, board 2`."""
     unit = board.rpartition("/")[2]
+    m = _APART.fullmatch(unit)
+    if m:
+        return f"{board_label(m.group(1))}, board {m.group(2)}"
     m = _ROUND_UNIT.fullmatch(unit)
     if m:
         text = f"round {m.group(2)}" + (f", table {m.group(3)}" if m.group(3) else "")

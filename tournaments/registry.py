@@ -21,11 +21,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from store.errors import InvalidArgument
 from store.records import DUPLICATE_MODES, TournamentSpec
+from tournaments import apart as apart_
 from tournaments.options import Options
-from tournaments.plan import ListSource, Plan, Step, Unit, UnitSource
+from tournaments.plan import ListSource, Plan, Step, Unit, UnitSource, board_label, derive_seed
 from tournaments.ranking import PlayRound, Ranking
 
-__all__ = ["REPLAY_NOTE", "Format", "get", "names", "notes", "plan", "prepare", "register"]
+__all__ = ["REPLAY_NOTE", "Format", "apart_of", "feed", "get", "groups", "names", "notes", "plan",
+           "prepare", "register", "start"]
 
 OptionsT = TypeVar("OptionsT", bound=Options)
 
@@ -87,7 +89,11 @@ class Format(ABC, Generic[OptionsT]):
 
     def notes(self, spec: TournamentSpec) -> list[str]:
         """What the organiser and the players should know about how this spec deals."""
-        return [REPLAY_NOTE] if spec.replay else []
+        out = [REPLAY_NOTE] if spec.replay else []
+        if spec.apart:
+            out.append(apart_.groups_note(groups(spec), dict(zip(spec.bot_ids, spec.names,
+                                                                 strict=True))))
+        return out
 
     def schedule(self, spec: TournamentSpec) -> list[Unit] | None:
         """The whole schedule when it is fixed in advance (stored once), else None."""
@@ -160,6 +166,47 @@ def prepare(spec: TournamentSpec) -> TournamentSpec:
     return get(spec.format).prepare(spec)
 
 
+def groups(spec: TournamentSpec) -> tuple[apart_.Group, ...]:
+    """The groups a tournament keeps apart on boards."""
+    return tuple(apart_.Group(name, bots) for name, bots in spec.apart)
+
+
+def _kept_apart(spec: TournamentSpec, step: Step) -> Step:
+    """The step with every board that would seat two bots of one group at two of its tables
+    split (`tournaments.apart.separate`), the boards dealt apart noted in the state
+    (`apart`): whatever the format, a table that cannot be kept apart gets its own deal."""
+    if not spec.apart or not step.games:
+        return step
+    games, split = apart_.separate(step.games, groups(spec),
+                                   lambda unit: derive_seed(spec.seed, unit))
+    if not split:
+        return step
+    state = {**step.state, "apart": [*step.state.get("apart", []),
+                                     *(a.to_json() for a in split)]}
+    return Step(state, games, step.finished, step.total)
+
+
+def start(spec: TournamentSpec, units: UnitSource) -> Step:
+    """The format's first step, its groups kept apart."""
+    return _kept_apart(spec, get(spec.format).start(spec, units))
+
+
+def feed(spec: TournamentSpec, state: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
+         units: UnitSource) -> Step:
+    """The format's next step, its groups kept apart."""
+    return _kept_apart(spec, get(spec.format).feed(spec, state, results, units))
+
+
+def apart_of(state: Mapping[str, Any] | None) -> list[apart_.Apart]:
+    """The boards a tournament dealt apart so far (from its stored state)."""
+    return [apart_.Apart.from_json(a) for a in (state or {}).get("apart", [])]
+
+
+def apart_notes(spec: TournamentSpec, state: Mapping[str, Any] | None) -> list[str]:
+    """A note per board dealt apart so far, naming it."""
+    return apart_.apart_notes(apart_of(state), board_label)
+
+
 def plan(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]) -> Plan:
     """Every game the tournament has or needs now, given finished results by match id.
 
@@ -167,7 +214,7 @@ def plan(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]) -> Plan
     """
     fmt = get(spec.format)
     source = ListSource(fmt.schedule(spec) or [])
-    step = fmt.start(spec, source)
+    step = start(spec, source)
     games = list(step.games)
     seen = 0
     while True:
@@ -175,7 +222,7 @@ def plan(spec: TournamentSpec, results: Mapping[str, Mapping[str, Any]]) -> Plan
         seen = len(games)
         if not batch:
             break
-        step = fmt.feed(spec, step.state, batch, source)
+        step = feed(spec, step.state, batch, source)
         games += step.games
     out = fmt.bracket(spec, step.state)
     out.state = step.state

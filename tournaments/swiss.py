@@ -223,12 +223,12 @@ class Swiss(Format[SwissOptions]):
         return SwissOptions(rounds=rounds, teams=teams, rotate_partners=options.rotate_partners)
 
     def notes(self, spec: TournamentSpec) -> list[str]:
-        """How byes score (when the field has them), and whole-bot teams."""
+        """How byes score (when the field has them), whole-bot teams, groups kept apart."""
         options = self.options(spec)
         mode = mode_of(spec, options)
         n = len(entrants(spec, options))
         per_table = {Mode.TABLES: 3, Mode.TEAMS: 2, Mode.PARTNERS: 4}[mode]
-        out = []
+        out = super().notes(spec)
         if n % per_table:
             sit = "sits" if n % per_table == 1 else "sit"
             out.append(f"{n % per_table} of the {n} entrants {sit} each round out (a bye), "

@@ -144,7 +144,7 @@ def standings(spec: TournamentSpec, inputs: StandingsInputs) -> StandingsView:
     view = build_view(spec, inputs.results, p, inputs.sequence, inputs.ratings,
                       inputs.own_ratings)
     view.boards = list(inputs.boards)
-    view.notes += redeal_notes(inputs.redealt)
+    view.notes += formats.apart_notes(spec, p.state) + redeal_notes(inputs.redealt)
     return view
 
 

@@ -42,13 +42,14 @@ import redis
 from scipy import stats
 
 from store import arena as store_arena
+from store import groups as store_groups
 from store import ratings as store_ratings
 from store import recovery as store_recovery
 from store.arena import ArenaInfo, ArenaStatus, arena_name
 from store.errors import FailedPrecondition
 from store.records import MatchSpec
 from store.refs import EventRef
-from tournaments import arena
+from tournaments import apart, arena
 from tournaments.plan import Game, derive_seed
 from workers import metrics
 from workers.planner import Planned
@@ -188,30 +189,43 @@ class ArenaPlanner:
             elif b.get("free") is None:
                 b["free"] = now
         self.names = store_arena.names(r, seated)
-        games = self._seat(st, boards, now)
+        stack = store_groups.all_groups(r)
+        groups = apart.resolve(store_arena.owners(r, seated),
+                               {apart.stack_name(n): v for n, v in stack.items()})
+        games = self._seat(st, boards, now, groups)
         self.figures = {"online": len(online), "free": len(free), "waiting": len(waiting),
                         "seated": len(seated), "holding": holding}
         return games, retry_at
 
-    def _seat(self, st: dict[str, Any], boards: Sequence[arena.Board], now: float
-              ) -> list[Game]:
-        """The games of the boards formed, each noted under way for its bots."""
+    def _seat(self, st: dict[str, Any], boards: Sequence[arena.Board], now: float,
+              groups: Sequence[apart.Group] = ()) -> list[Game]:
+        """The games of the boards formed, each noted under way for its bots. A board
+        that would seat two bots of one author or group at two of its tables is split
+        (`tournaments.apart.classes`): the tables that cannot share its deal get boards of
+        their own, numbered on from the step's."""
         spec = self.info.spec
         pool, k = spec.pool, spec.players
         games = []
+        number = int(st["next_board"])
         for board in boards:
-            number = int(board.board_id.rpartition("/b")[2])
-            planned = derive_seed(spec.seed, board.board_id)
-            for i, table in enumerate(board.tables):
-                mid = game_id(pool, number, i)
-                games.append(Game(mid, f"b{number}", table.seats, planned))
-                st["games"] += 1
-                for seat, bot_id in enumerate(table.seats):
-                    _seated(st["bots"][bot_id], mid, seat, table.seats, k, spec.concurrency,
-                            now)
-            st["tables"] += len(board.tables)
-            self.tables += len(board.tables)
-            st["next_board"] = max(int(st["next_board"]), number + 1)
+            tables = [t.seats for t in board.tables]
+            for cls in apart.classes(tables, groups):
+                number = max(number, int(st["next_board"]))
+                board_name = board_of(pool, number)
+                planned = derive_seed(spec.seed, board_name)
+                for i, t in enumerate(cls):
+                    seats = tables[t]
+                    mid = game_id(pool, number, i)
+                    games.append(Game(mid, f"b{number}", seats, planned))
+                    st["games"] += 1
+                    for seat, bot_id in enumerate(seats):
+                        _seated(st["bots"][bot_id], mid, seat, seats, k, spec.concurrency,
+                                now)
+                st["tables"] += len(cls)
+                self.tables += len(cls)
+                if len(cls) < len(tables):
+                    st["apart"] = int(st.get("apart", 0)) + 1
+                st["next_board"] = number + 1
         return games
 
 

@@ -51,7 +51,8 @@ from store.records import MatchSpec, TournamentSpec
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from tournaments import formats
-from tournaments.plan import Game, Step, Unit, board_id
+from tournaments.apart import APART_UNIT
+from tournaments.plan import Game, Step, Unit, board_id, board_label
 from workers import failpoints, metrics
 from workers.arena import ArenaPlanner
 from workers.changes import ChangePlanner
@@ -123,14 +124,14 @@ class FormatPlanner:
         if schedule is not None:
             store_t.write_schedule(r, spec.tournament_id, (u.to_json(spec) for u in schedule),
                                    sum(len(u.games) for u in schedule))
-        return self._planned(fmt.start(spec, RedisSource(r, spec)))
+        return self._planned(formats.start(spec, RedisSource(r, spec)))
 
     def feed(self, r: redis.Redis, state: dict[str, Any], rows: Sequence[dict[str, Any]],
              failed: Mapping[str, str]) -> Planned:
         """The format folds the new results in; a game no run can host fails the
         tournament (its standings would not mean what they say)."""
-        fmt = formats.get(self.spec.format)
-        planned = self._planned(fmt.feed(self.spec, state, list(rows), RedisSource(r, self.spec)))
+        planned = self._planned(formats.feed(self.spec, state, list(rows),
+                                             RedisSource(r, self.spec)))
         if failed:
             mid = min(failed)
             return Planned(planned.state, [], planned.total, planned.finished,
@@ -155,7 +156,7 @@ class FormatPlanner:
             faults=spec.faults, event=self.ref,
             meta={"unit": game.unit, "bracket_match": game.bracket_match,
                   "board": self.board_of(game.unit), "duplicate": spec.duplicate,
-                  "notes": formats.notes(spec)},
+                  "notes": formats.notes(spec) + _apart_note(game.unit)},
         )
 
     def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
@@ -179,6 +180,16 @@ class FormatPlanner:
 
     def bookkeep(self, r: redis.Redis, planned: Planned) -> None:
         """Nothing of its own: the format's state is all a tournament keeps."""
+
+
+def _apart_note(unit: str) -> list[str]:
+    """A game of a board dealt apart says so (`tournaments.apart`)."""
+    m = APART_UNIT.fullmatch(unit)
+    if m is None:
+        return []
+    return [f"this board ({board_label(unit)}) was dealt apart from {board_label(m.group(1))}:"
+            " its tables would otherwise have seated two bots of one group at tables of one"
+            " board"]
 
 
 # The planner of each kind of event: a new kind is one planner and one entry here.

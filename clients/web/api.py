@@ -203,6 +203,14 @@ class PublicApi:
             rating_pb2.GetRatingsRequest(pool=POOLS[pool], method=method),
             timeout=CALL_TIMEOUT_S)
 
+    async def audit_collusion(self, pool: str, token: str
+                              ) -> rating_pb2.AuditCollusionResponse:
+        """A pool's collusion audit with the token the organiser's browser sent (the one
+        call of these that carries a token: the web server holds none of its own)."""
+        return await self.ratings.AuditCollusion(
+            rating_pb2.AuditCollusionRequest(pool=POOLS[pool], max_pairs=50),
+            metadata=(("authorization", f"Bearer {token}"),), timeout=300)
+
     async def rating_history(self, pool: str, bot_id: str
                              ) -> rating_pb2.GetRatingHistoryResponse:
         """A bot's rating after each fit with new games of it, oldest first."""

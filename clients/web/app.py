@@ -15,6 +15,10 @@ Pages (see README, "Web pages"):
     /t/<id>              standings, crosstable, bracket, games; live (SSE /t/<id>/events)
     /ratings/3p, /2v2    ratings table and chart with intervals (?method=NAME: that rating
                          method's table; the page offers each)
+    /organiser/collusion/3p, /2v2
+                         the collusion audit, for organisers only: the visitor's own
+                         organiser token as HTTP Basic's password (or Bearer), sent on
+                         to the referee, which decides; never cached
     /arena/3p, /2v2      an arena: live leaderboard, who is online and playing, its games
                          as released (SSE /arena/<pool>/events)
     /bots, /bot/<id>     bots (each with its owner); one bot's games, results and current
@@ -35,6 +39,7 @@ Pages (see README, "Web pages"):
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
 import ipaddress
@@ -267,6 +272,45 @@ class Pages:
                 raise HTTPException(404, f"no such rating method: {exc.details()}") from None
             raise
         return self.page("ratings.html", pool=pool, method=method, r=views.ratings_view(resp))
+
+    async def collusion(self, request: Request) -> Response:
+        """The organisers' collusion audit of a pool (`/organiser/collusion/<pool>`).
+
+        The web server holds no token: the visitor's own organiser (or admin) token
+        comes with the request, as HTTP Basic's password (a browser asks for it; any
+        user name) or a Bearer token, is sent on to the referee, which decides, and is
+        kept nowhere. Without one: 401, asking for it; a token that is not an
+        organiser's: 403. The page is never cached, and is not linked from public pages."""
+        pool = str(request.path_params["pool"])
+        if pool not in POOLS:
+            raise HTTPException(404, "there are two rating pools: 3p and 2v2")
+        token = _sent_token(request.headers.get("authorization", ""))
+        private = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex"}
+        if not token:
+            resp = self.error_page(401, "Organisers only",
+                                   "This page needs an organiser's token: give it as the "
+                                   "password (any user name) when your browser asks.")
+            resp.headers.update(private)
+            resp.headers["WWW-Authenticate"] = \
+                'Basic realm="moonshot organisers", charset="UTF-8"'
+            return resp
+        try:
+            audit = await self.client.audit_collusion(pool, token)
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code()
+            if code not in (grpc.StatusCode.UNAUTHENTICATED,
+                            grpc.StatusCode.PERMISSION_DENIED):
+                raise
+            status = 401 if code == grpc.StatusCode.UNAUTHENTICATED else 403
+            resp = self.error_page(status, "Organisers only", exc.details() or "refused")
+            resp.headers.update(private)
+            if status == 401:
+                resp.headers["WWW-Authenticate"] = \
+                    'Basic realm="moonshot organisers", charset="UTF-8"'
+            return resp
+        resp = self.page("collusion.html", pool=pool, a=audit)
+        resp.headers.update(private)
+        return resp
 
     async def bots(self, request: Request) -> Response:
         """Every bot, oldest first, a page at a time."""
@@ -601,6 +645,21 @@ def client_keys(host: str) -> tuple[str, str]:
     return f"addr:{ip}", f"net:{ipaddress.ip_network(f'{ip}/{prefix}', strict=False)}"
 
 
+def _sent_token(header: str) -> str:
+    """The token of an Authorization header: Bearer's, or Basic's password ('' if none)."""
+    kind, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if kind.lower() == "bearer":
+        return value
+    if kind.lower() == "basic":
+        try:
+            decoded = base64.b64decode(value, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return ""
+        return decoded.partition(":")[2].strip()
+    return ""
+
+
 class SecurityHeaders:
     """Adds the Content-Security-Policy (everything from this server only) and friends."""
 
@@ -640,6 +699,7 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
         Route("/test/{test_id}/board/{board}", p.test_board),
         Route("/test/{test_id}/board/{board}/{role}", p.test_board_game),
         Route("/ratings/{pool}", p.ratings),
+        Route("/organiser/collusion/{pool}", p.collusion),
         Route("/bots", p.bots),
         Route("/bot/{bot_id}", p.bot),
         Route("/authors", authors.authors),

@@ -126,10 +126,16 @@ TABLE: dict[str, dict[str, tuple[Want, ...]]] = {
         "ListTournaments":      (OK,    OK,     OK,     OK,     OK,     OK,     OK),
         "GetStandings":         (MISS,  MISS,   MISS,   MISS,   MISS,   MISS,   MISS),
         "WatchTournament":      (MISS,  MISS,   MISS,   MISS,   MISS,   MISS,   MISS),
+        # Groups of the stack (deleting one that is not there): an organiser's; who is
+        # grouped with whom is not public.
+        "SetGroup":             (UNAUTH, UNAUTH, DENY,  DENY,   DENY,   OK,     OK),
+        "ListGroups":           (UNAUTH, UNAUTH, DENY,  DENY,   DENY,   OK,     OK),
     },
     "RatingService": {
         "GetRatings":           (OK,    OK,     OK,     OK,     OK,     OK,     OK),
         "GetRatingHistory":     (OK,    OK,     OK,     OK,     OK,     OK,     OK),
+        # Nothing of a collusion audit is public: an organiser's.
+        "AuditCollusion":       (UNAUTH, UNAUTH, DENY,  DENY,   DENY,   OK,     OK),
     },
     "TestService": {
         # The owner's two versions, `require_online` (they are offline): the owner and the
@@ -349,6 +355,11 @@ REQUESTS: dict[str, Build] = {
         pool=rating_pb2.RATING_POOL_THREE_PLAYER),
     "RatingService/GetRatingHistory": lambda w, c, t: rating_pb2.GetRatingHistoryRequest(
         bot_id=w.v1.bot_id, max_points=1),
+    "RatingService/AuditCollusion": lambda w, c, t: rating_pb2.AuditCollusionRequest(
+        pool=rating_pb2.RATING_POOL_THREE_PLAYER),
+    "TournamentService/SetGroup": lambda w, c, t: tournament_pb2.SetGroupRequest(
+        group=tournament_pb2.KeepApart(name="no-such-group")),
+    "TournamentService/ListGroups": lambda w, c, t: tournament_pb2.ListGroupsRequest(),
     "TestService/CreateTest": lambda w, c, t: change_pb2.CreateTestRequest(
         spec=change_pb2.TestSpec(candidate=w.v2.bot_id, baseline=w.v1.bot_id, fixed_games=2),
         require_online=True),

@@ -162,6 +162,8 @@ ORGANISER = frozenset({
     "/moon.v1.AccountService/ListAudit",  # an author's own, or the admin's
     ROTATE_TOKEN, RETIRE_BOT, SET_PREVIOUS,  # the owner's, or the admin's
     SUBMIT_VERSION,  # an author's (the admin, past the gate, owns no bots: refused)
+    "/moon.v1.TournamentService/SetGroup", "/moon.v1.TournamentService/ListGroups",
+    "/moon.v1.RatingService/AuditCollusion",  # nothing of it public
 })
 OPEN = frozenset({
     # Open registration (the stack's referee runs with the default): no token will do, but
@@ -323,6 +325,15 @@ class World:
                 tournament_pb2.WatchTournamentRequest(tournament_id=self.tournament_id),
             "/moon.v1.RatingService/GetRatings": rating_pb2.GetRatingsRequest(
                 pool=rating_pb2.RATING_POOL_THREE_PLAYER, los_matrix=True),
+            "/moon.v1.RatingService/AuditCollusion": rating_pb2.AuditCollusionRequest(
+                pool=rating_pb2.RATING_POOL_THREE_PLAYER, alpha=0.05, min_shared=2,
+                max_pairs=3),
+            # A group of no bots: deletes one (of a name the fuzz varies), never keeps the
+            # fuzz's own bots apart.
+            "/moon.v1.TournamentService/SetGroup": tournament_pb2.SetGroupRequest(
+                group=tournament_pb2.KeepApart(name="fuzz-group")),
+            "/moon.v1.TournamentService/ListGroups": tournament_pb2.ListGroupsRequest(
+                bot_id=self.players[0].name),
             CREATE_TEST: change_pb2.CreateTestRequest(spec=change_pb2.TestSpec(
                 candidate=ids[0], baseline=ids[1], fixed_games=2, rules={"max_hands": "1"})),
             STOP_TEST: change_pb2.StopTestRequest(test_id=self.test_id),

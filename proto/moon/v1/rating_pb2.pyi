@@ -406,3 +406,181 @@ class GetRatingHistoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetRatingHistoryResponse: _TypeAlias = GetRatingHistoryResponse  # noqa: Y015
+
+@_typing.final
+class AuditCollusionRequest(_message.Message):
+    """Asks for a pool's collusion audit."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    ALPHA_FIELD_NUMBER: _builtins.int
+    MIN_SHARED_FIELD_NUMBER: _builtins.int
+    MAX_PAIRS_FIELD_NUMBER: _builtins.int
+    pool: Global___RatingPool.ValueType
+    """The pool (3p or 2v2)."""
+    alpha: _builtins.float
+    """The pool-wide false-alarm rate (0 for the default, 0.01): the chance that
+    an audit of a pool where no pair colludes names any pair at all.
+    """
+    min_shared: _builtins.int
+    """Boards a pair must have shared to be tested (0 for the default, 5)."""
+    max_pairs: _builtins.int
+    """Pairs to list: the suspected ones, then the most suspect others (0 for 20;
+    at most 200).
+    """
+    def __init__(
+        self,
+        *,
+        pool: Global___RatingPool.ValueType = ...,
+        alpha: _builtins.float = ...,
+        min_shared: _builtins.int = ...,
+        max_pairs: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "max_pairs", b"max_pairs", "min_shared", b"min_shared", "pool", b"pool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditCollusionRequest: _TypeAlias = AuditCollusionRequest  # noqa: Y015
+
+@_typing.final
+class CollusionPair(_message.Message):
+    """One pair of bots that sat at different tables of the same boards, tested."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_A_FIELD_NUMBER: _builtins.int
+    NAME_A_FIELD_NUMBER: _builtins.int
+    BOT_B_FIELD_NUMBER: _builtins.int
+    NAME_B_FIELD_NUMBER: _builtins.int
+    SHARED_FIELD_NUMBER: _builtins.int
+    BOARDS_FIELD_NUMBER: _builtins.int
+    GAIN_FIELD_NUMBER: _builtins.int
+    SE_FIELD_NUMBER: _builtins.int
+    Z_FIELD_NUMBER: _builtins.int
+    P_FIELD_NUMBER: _builtins.int
+    P_ADJUSTED_FIELD_NUMBER: _builtins.int
+    SUSPECTED_FIELD_NUMBER: _builtins.int
+    bot_a: _builtins.str
+    """The first bot, by id."""
+    name_a: _builtins.str
+    """Its name."""
+    bot_b: _builtins.str
+    """The second bot, by id."""
+    name_b: _builtins.str
+    """Its name."""
+    shared: _builtins.int
+    """The boards they shared (each at a different table)."""
+    gain: _builtins.float
+    """What each scored on them beyond the fit (deal, strength, opponents), in
+    game points (its margin over its opponents) a bot a board.
+    """
+    se: _builtins.float
+    """The gain's standard error under honesty."""
+    z: _builtins.float
+    """The pair's statistic: about standard normal for an honest pair."""
+    p: _builtins.float
+    """Its one-sided p-value, this pair alone."""
+    p_adjusted: _builtins.float
+    """The p-value with Holm's correction over every pair tested in the pool."""
+    suspected: _builtins.bool
+    """p_adjusted <= alpha."""
+    @_builtins.property
+    def boards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Those boards (at most 100 listed)."""
+
+    def __init__(
+        self,
+        *,
+        bot_a: _builtins.str = ...,
+        name_a: _builtins.str = ...,
+        bot_b: _builtins.str = ...,
+        name_b: _builtins.str = ...,
+        shared: _builtins.int = ...,
+        boards: _abc.Iterable[_builtins.str] | None = ...,
+        gain: _builtins.float = ...,
+        se: _builtins.float = ...,
+        z: _builtins.float = ...,
+        p: _builtins.float = ...,
+        p_adjusted: _builtins.float = ...,
+        suspected: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["boards", b"boards", "bot_a", b"bot_a", "bot_b", b"bot_b", "gain", b"gain", "name_a", b"name_a", "name_b", b"name_b", "p", b"p", "p_adjusted", b"p_adjusted", "se", b"se", "shared", b"shared", "suspected", b"suspected", "z", b"z"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CollusionPair: _TypeAlias = CollusionPair  # noqa: Y015
+
+@_typing.final
+class AuditCollusionResponse(_message.Message):
+    """A pool's collusion audit."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    BOARDS_FIELD_NUMBER: _builtins.int
+    BOTS_FIELD_NUMBER: _builtins.int
+    TESTED_FIELD_NUMBER: _builtins.int
+    UNTESTED_FIELD_NUMBER: _builtins.int
+    ALPHA_FIELD_NUMBER: _builtins.int
+    MIN_SHARED_FIELD_NUMBER: _builtins.int
+    RHO_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    SUSPECTED_FIELD_NUMBER: _builtins.int
+    MEANING_FIELD_NUMBER: _builtins.int
+    pool: Global___RatingPool.ValueType
+    """The pool audited."""
+    games: _builtins.int
+    """Released, rated games read (archived or not)."""
+    boards: _builtins.int
+    """Boards of two or more tables among them."""
+    bots: _builtins.int
+    """Bots that played on those boards."""
+    tested: _builtins.int
+    """Pairs tested."""
+    untested: _builtins.int
+    """Pairs that shared fewer than min_shared boards, not tested."""
+    alpha: _builtins.float
+    """The pool-wide false-alarm rate the audit ran at."""
+    min_shared: _builtins.int
+    """Boards a pair needed to share to be tested."""
+    rho: _builtins.float
+    """The pool's correlation of two bots' residuals at different tables of a
+    board (what the statistic's spread allows for).
+    """
+    suspected: _builtins.int
+    """Pairs suspected."""
+    meaning: _builtins.str
+    """What the numbers mean, in a few sentences."""
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___CollusionPair]:
+        """The suspected pairs, then the most suspect others, most suspect first."""
+
+    def __init__(
+        self,
+        *,
+        pool: Global___RatingPool.ValueType = ...,
+        games: _builtins.int = ...,
+        boards: _builtins.int = ...,
+        bots: _builtins.int = ...,
+        tested: _builtins.int = ...,
+        untested: _builtins.int = ...,
+        alpha: _builtins.float = ...,
+        min_shared: _builtins.int = ...,
+        rho: _builtins.float = ...,
+        pairs: _abc.Iterable[Global___CollusionPair] | None = ...,
+        suspected: _builtins.int = ...,
+        meaning: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "boards", b"boards", "bots", b"bots", "games", b"games", "meaning", b"meaning", "min_shared", b"min_shared", "pairs", b"pairs", "pool", b"pool", "rho", b"rho", "suspected", b"suspected", "tested", b"tested", "untested", b"untested"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditCollusionResponse: _TypeAlias = AuditCollusionResponse  # noqa: Y015

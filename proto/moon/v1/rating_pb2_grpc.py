@@ -62,6 +62,11 @@ class RatingServiceStub:
                 request_serializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.SerializeToString,
                 response_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.FromString,
                 _registered_method=True)
+        self.AuditCollusion = channel.unary_unary(
+                '/moon.v1.RatingService/AuditCollusion',
+                request_serializer=moon_dot_v1_dot_rating__pb2.AuditCollusionRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_rating__pb2.AuditCollusionResponse.FromString,
+                _registered_method=True)
 
 
 class RatingServiceServicer:
@@ -102,6 +107,18 @@ class RatingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AuditCollusion(self, request, context):
+        """The collusion audit of a pool (an organiser's, or the admin's; nothing of
+        it is public): every pair of bots that sat at different tables of the same
+        boards, their scores there tested against what the deal, their strength
+        and their opponents' explain, with Holm's correction over every pair of
+        the pool (docs/architecture.md, "Collusion across tables").
+        INVALID_ARGUMENT for an alpha outside (0, 1) or a min_shared of 1.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RatingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -114,6 +131,11 @@ def add_RatingServiceServicer_to_server(servicer, server):
                     servicer.GetRatingHistory,
                     request_deserializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.FromString,
                     response_serializer=moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.SerializeToString,
+            ),
+            'AuditCollusion': grpc.unary_unary_rpc_method_handler(
+                    servicer.AuditCollusion,
+                    request_deserializer=moon_dot_v1_dot_rating__pb2.AuditCollusionRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_rating__pb2.AuditCollusionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -188,6 +210,33 @@ class RatingService:
             '/moon.v1.RatingService/GetRatingHistory',
             moon_dot_v1_dot_rating__pb2.GetRatingHistoryRequest.SerializeToString,
             moon_dot_v1_dot_rating__pb2.GetRatingHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AuditCollusion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.RatingService/AuditCollusion',
+            moon_dot_v1_dot_rating__pb2.AuditCollusionRequest.SerializeToString,
+            moon_dot_v1_dot_rating__pb2.AuditCollusionResponse.FromString,
             options,
             channel_credentials,
             insecure,

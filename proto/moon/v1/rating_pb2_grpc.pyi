@@ -60,6 +60,14 @@ class RatingServiceStub:
     it left it, oldest first: its rating history. Provisional figures are not
     kept. A bot that has played no rated game in the pool has no points.
     """
+    AuditCollusion: _grpc.UnaryUnaryMultiCallable[_rating_pb2.AuditCollusionRequest, _rating_pb2.AuditCollusionResponse]
+    """The collusion audit of a pool (an organiser's, or the admin's; nothing of
+    it is public): every pair of bots that sat at different tables of the same
+    boards, their scores there tested against what the deal, their strength
+    and their opponents' explain, with Holm's correction over every pair of
+    the pool (docs/architecture.md, "Collusion across tables").
+    INVALID_ARGUMENT for an alpha outside (0, 1) or a min_shared of 1.
+    """
 
 @_typing.type_check_only
 class RatingServiceAsyncStub(RatingServiceStub):
@@ -92,6 +100,14 @@ class RatingServiceAsyncStub(RatingServiceStub):
     """Returns one bot's official rating as each fit that counted new games of
     it left it, oldest first: its rating history. Provisional figures are not
     kept. A bot that has played no rated game in the pool has no points.
+    """
+    AuditCollusion: _aio.UnaryUnaryMultiCallable[_rating_pb2.AuditCollusionRequest, _rating_pb2.AuditCollusionResponse]  # type: ignore[assignment]
+    """The collusion audit of a pool (an organiser's, or the admin's; nothing of
+    it is public): every pair of bots that sat at different tables of the same
+    boards, their scores there tested against what the deal, their strength
+    and their opponents' explain, with Holm's correction over every pair of
+    the pool (docs/architecture.md, "Collusion across tables").
+    INVALID_ARGUMENT for an alpha outside (0, 1) or a min_shared of 1.
     """
 
 class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -134,6 +150,20 @@ class RatingServiceServicer(metaclass=_abc_1.ABCMeta):
         """Returns one bot's official rating as each fit that counted new games of
         it left it, oldest first: its rating history. Provisional figures are not
         kept. A bot that has played no rated game in the pool has no points.
+        """
+
+    @_abc_1.abstractmethod
+    def AuditCollusion(
+        self,
+        request: _rating_pb2.AuditCollusionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rating_pb2.AuditCollusionResponse, _abc.Awaitable[_rating_pb2.AuditCollusionResponse]]:
+        """The collusion audit of a pool (an organiser's, or the admin's; nothing of
+        it is public): every pair of bots that sat at different tables of the same
+        boards, their scores there tested against what the deal, their strength
+        and their opponents' explain, with Holm's correction over every pair of
+        the pool (docs/architecture.md, "Collusion across tables").
+        INVALID_ARGUMENT for an alpha outside (0, 1) or a min_shared of 1.
         """
 
 def add_RatingServiceServicer_to_server(servicer: RatingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -276,6 +276,7 @@ class TournamentSpec(_message.Message):
     SINGLE_ELIMINATION_FIELD_NUMBER: _builtins.int
     DOUBLE_ELIMINATION_FIELD_NUMBER: _builtins.int
     SWISS_FIELD_NUMBER: _builtins.int
+    KEEP_APART_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people."""
     players: _builtins.int
@@ -374,6 +375,14 @@ class TournamentSpec(_message.Message):
     def swiss(self) -> Global___SwissOptions:
         """Options of TOURNAMENT_FORMAT_SWISS."""
 
+    @_builtins.property
+    def keep_apart(self) -> _containers.RepeatedCompositeFieldContainer[Global___KeepApart]:
+        """Groups of this tournament's bots to keep apart on boards (a team, a lab),
+        beside each author's bots and the stack's groups: no two bots of one group
+        sit at tables of one board; a table that would is dealt a board of its own.
+        A bot belongs to at most one of these; house bots to none.
+        """
+
     def __init__(
         self,
         *,
@@ -396,10 +405,11 @@ class TournamentSpec(_message.Message):
         single_elimination: Global___BracketOptions | None = ...,
         double_elimination: Global___BracketOptions | None = ...,
         swiss: Global___SwissOptions | None = ...,
+        keep_apart: _abc.Iterable[Global___KeepApart] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "seed", b"seed", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "keep_apart", b"keep_apart", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__duplicate_deals: _TypeAlias = _typing.Literal["duplicate_deals"]  # noqa: Y015
     _WhichOneofArgType__duplicate_deals: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals"]  # noqa: Y015
@@ -415,6 +425,34 @@ class TournamentSpec(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_format_options) -> _WhichOneofReturnType_format_options | None: ...
 
 Global___TournamentSpec: _TypeAlias = TournamentSpec  # noqa: Y015
+
+@_typing.final
+class KeepApart(_message.Message):
+    """Bots kept apart on boards: no two of them at tables of one board."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    BOT_IDS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The group's name: 1-64 of A-Za-z0-9_.:@- (not author:...)."""
+    @_builtins.property
+    def bot_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its bots, by id or name: two or more."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        bot_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_ids", b"bot_ids", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KeepApart: _TypeAlias = KeepApart  # noqa: Y015
 
 @_typing.final
 class RoundRobinOptions(_message.Message):
@@ -1708,3 +1746,99 @@ class WatchTournamentResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___WatchTournamentResponse: _TypeAlias = WatchTournamentResponse  # noqa: Y015
+
+@_typing.final
+class SetGroupRequest(_message.Message):
+    """Declares a group of the stack."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def group(self) -> Global___KeepApart:
+        """Its name and bots (by id or name); no bots deletes the group."""
+
+    def __init__(
+        self,
+        *,
+        group: Global___KeepApart | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["group", b"group"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group", b"group"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetGroupRequest: _TypeAlias = SetGroupRequest  # noqa: Y015
+
+@_typing.final
+class SetGroupResponse(_message.Message):
+    """The group as stored (bots by id), or empty bots when deleted."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def group(self) -> Global___KeepApart:
+        """The group."""
+
+    def __init__(
+        self,
+        *,
+        group: Global___KeepApart | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["group", b"group"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group", b"group"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetGroupResponse: _TypeAlias = SetGroupResponse  # noqa: Y015
+
+@_typing.final
+class ListGroupsRequest(_message.Message):
+    """Asks for the stack's groups."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_ID_FIELD_NUMBER: _builtins.int
+    bot_id: _builtins.str
+    """Only the groups that hold this bot (its id or name); empty for all.
+    NOT_FOUND for a bot that is not registered.
+    """
+    def __init__(
+        self,
+        *,
+        bot_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_id", b"bot_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListGroupsRequest: _TypeAlias = ListGroupsRequest  # noqa: Y015
+
+@_typing.final
+class ListGroupsResponse(_message.Message):
+    """The stack's groups, by name."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUPS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___KeepApart]:
+        """Every group, by name."""
+
+    def __init__(
+        self,
+        *,
+        groups: _abc.Iterable[Global___KeepApart] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListGroupsResponse: _TypeAlias = ListGroupsResponse  # noqa: Y015

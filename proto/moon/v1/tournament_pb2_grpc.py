@@ -71,6 +71,16 @@ class TournamentServiceStub:
                 request_serializer=moon_dot_v1_dot_tournament__pb2.WatchTournamentRequest.SerializeToString,
                 response_deserializer=moon_dot_v1_dot_tournament__pb2.WatchTournamentResponse.FromString,
                 _registered_method=True)
+        self.SetGroup = channel.unary_unary(
+                '/moon.v1.TournamentService/SetGroup',
+                request_serializer=moon_dot_v1_dot_tournament__pb2.SetGroupRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_tournament__pb2.SetGroupResponse.FromString,
+                _registered_method=True)
+        self.ListGroups = channel.unary_unary(
+                '/moon.v1.TournamentService/ListGroups',
+                request_serializer=moon_dot_v1_dot_tournament__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=moon_dot_v1_dot_tournament__pb2.ListGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class TournamentServiceServicer:
@@ -135,6 +145,25 @@ class TournamentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetGroup(self, request, context):
+        """Declares (or replaces) a group of the whole stack kept apart on boards (a
+        team, a lab, one person's accounts): every tournament and arena made
+        afterwards never seats two of its bots at tables of one board. No bots
+        deletes it. An organiser's or the admin's. INVALID_ARGUMENT for a bad name,
+        fewer than two bots, an unknown bot or a house bot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """The stack's groups (an organiser's or the admin's: who is grouped with
+        whom is not public).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TournamentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -162,6 +191,16 @@ def add_TournamentServiceServicer_to_server(servicer, server):
                     servicer.WatchTournament,
                     request_deserializer=moon_dot_v1_dot_tournament__pb2.WatchTournamentRequest.FromString,
                     response_serializer=moon_dot_v1_dot_tournament__pb2.WatchTournamentResponse.SerializeToString,
+            ),
+            'SetGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetGroup,
+                    request_deserializer=moon_dot_v1_dot_tournament__pb2.SetGroupRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_tournament__pb2.SetGroupResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=moon_dot_v1_dot_tournament__pb2.ListGroupsRequest.FromString,
+                    response_serializer=moon_dot_v1_dot_tournament__pb2.ListGroupsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +350,60 @@ class TournamentService:
             '/moon.v1.TournamentService/WatchTournament',
             moon_dot_v1_dot_tournament__pb2.WatchTournamentRequest.SerializeToString,
             moon_dot_v1_dot_tournament__pb2.WatchTournamentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.TournamentService/SetGroup',
+            moon_dot_v1_dot_tournament__pb2.SetGroupRequest.SerializeToString,
+            moon_dot_v1_dot_tournament__pb2.SetGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/moon.v1.TournamentService/ListGroups',
+            moon_dot_v1_dot_tournament__pb2.ListGroupsRequest.SerializeToString,
+            moon_dot_v1_dot_tournament__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

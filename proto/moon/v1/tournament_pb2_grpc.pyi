@@ -71,6 +71,17 @@ class TournamentServiceStub:
     nothing is missed or repeated. To start from the present instead, call
     GetStandings and pass its `sequence`.
     """
+    SetGroup: _grpc.UnaryUnaryMultiCallable[_tournament_pb2.SetGroupRequest, _tournament_pb2.SetGroupResponse]
+    """Declares (or replaces) a group of the whole stack kept apart on boards (a
+    team, a lab, one person's accounts): every tournament and arena made
+    afterwards never seats two of its bots at tables of one board. No bots
+    deletes it. An organiser's or the admin's. INVALID_ARGUMENT for a bad name,
+    fewer than two bots, an unknown bot or a house bot.
+    """
+    ListGroups: _grpc.UnaryUnaryMultiCallable[_tournament_pb2.ListGroupsRequest, _tournament_pb2.ListGroupsResponse]
+    """The stack's groups (an organiser's or the admin's: who is grouped with
+    whom is not public).
+    """
 
 @_typing.type_check_only
 class TournamentServiceAsyncStub(TournamentServiceStub):
@@ -112,6 +123,17 @@ class TournamentServiceAsyncStub(TournamentServiceStub):
     resume after a disconnect, call again with the last sequence received:
     nothing is missed or repeated. To start from the present instead, call
     GetStandings and pass its `sequence`.
+    """
+    SetGroup: _aio.UnaryUnaryMultiCallable[_tournament_pb2.SetGroupRequest, _tournament_pb2.SetGroupResponse]  # type: ignore[assignment]
+    """Declares (or replaces) a group of the whole stack kept apart on boards (a
+    team, a lab, one person's accounts): every tournament and arena made
+    afterwards never seats two of its bots at tables of one board. No bots
+    deletes it. An organiser's or the admin's. INVALID_ARGUMENT for a bad name,
+    fewer than two bots, an unknown bot or a house bot.
+    """
+    ListGroups: _aio.UnaryUnaryMultiCallable[_tournament_pb2.ListGroupsRequest, _tournament_pb2.ListGroupsResponse]  # type: ignore[assignment]
+    """The stack's groups (an organiser's or the admin's: who is grouped with
+    whom is not public).
     """
 
 class TournamentServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -181,6 +203,29 @@ class TournamentServiceServicer(metaclass=_abc_1.ABCMeta):
         resume after a disconnect, call again with the last sequence received:
         nothing is missed or repeated. To start from the present instead, call
         GetStandings and pass its `sequence`.
+        """
+
+    @_abc_1.abstractmethod
+    def SetGroup(
+        self,
+        request: _tournament_pb2.SetGroupRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tournament_pb2.SetGroupResponse, _abc.Awaitable[_tournament_pb2.SetGroupResponse]]:
+        """Declares (or replaces) a group of the whole stack kept apart on boards (a
+        team, a lab, one person's accounts): every tournament and arena made
+        afterwards never seats two of its bots at tables of one board. No bots
+        deletes it. An organiser's or the admin's. INVALID_ARGUMENT for a bad name,
+        fewer than two bots, an unknown bot or a house bot.
+        """
+
+    @_abc_1.abstractmethod
+    def ListGroups(
+        self,
+        request: _tournament_pb2.ListGroupsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_tournament_pb2.ListGroupsResponse, _abc.Awaitable[_tournament_pb2.ListGroupsResponse]]:
+        """The stack's groups (an organiser's or the admin's: who is grouped with
+        whom is not public).
         """
 
 def add_TournamentServiceServicer_to_server(servicer: TournamentServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

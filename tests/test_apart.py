@@ -1,0 +1,233 @@
+"""Groups kept apart on boards (`tournaments.apart`): in every format on boards, over many
+random fields, no two bots of one author or declared group sit at tables of one board;
+each board dealt apart is named in the notes; house bots are exempt; bad groups are
+refused with one clear error."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from moon import Rules
+from store.errors import InvalidArgument
+from store.records import TournamentSpec
+from tournaments import apart
+from tournaments.apart import Group
+from tournaments.formats import apart_notes, notes, plan
+from tournaments.plan import Game
+from tournaments.view import build_view
+
+
+def _spec(players: int, fmt: str, bots: tuple[str, ...], groups: tuple[Group, ...],
+          seed: int = 7, **options: Any) -> TournamentSpec:
+    return TournamentSpec(tournament_id="t-apart", name="apart", players=players, format=fmt,
+                          bot_ids=bots, names=bots, rules=Rules.make(players), seed=seed,
+                          options=options, apart=tuple((g.name, g.bots) for g in groups))
+
+
+def _result(game: Game, players: int, rng: random.Random) -> dict[str, Any]:
+    sides = 3 if players == 3 else 2
+    winner = rng.randrange(sides)
+    final = [40 if s == winner else rng.randrange(30) for s in range(sides)]
+    if players == 3:
+        order = sorted(range(3), key=lambda s: -final[s])
+        placement = [order.index(s) + 1 for s in range(3)]
+    else:
+        placement = [1 if s % 2 == winner else 2 for s in range(4)]
+    return {"match_id": game.match_id, "bot_ids": list(game.bot_ids), "players": players,
+            "final": final, "winner": winner, "placement": placement, "end": "normal"}
+
+
+def _play(spec: TournamentSpec, seed: int) -> tuple[list[Game], dict[str, Any]]:
+    rng = random.Random(seed)
+    results: dict[str, dict[str, Any]] = {}
+    while not (p := plan(spec, results)).finished:
+        new = [g for g in p.games if g.match_id not in results]
+        assert new, "a plan that waits for nothing"
+        for g in new:
+            results[g.match_id] = _result(g, spec.players, rng)
+    return p.games, p.state or {}
+
+
+def _field(rng: random.Random, n: int, house: int = 0) -> tuple[tuple[str, ...], dict[str, str],
+                                                                dict[str, list[str]]]:
+    """`n` bots of a few authors (some with none), `house` house bots, a declared group or
+    two of bots of different authors."""
+    bots = [f"b{i}" for i in range(n)]
+    owners = {b: (f"a{rng.randrange(max(2, n // 3))}" if rng.random() < 0.8 else "")
+              for b in bots}
+    declared: dict[str, list[str]] = {}
+    free = bots[:]
+    rng.shuffle(free)
+    for k in range(rng.randrange(3)):
+        size = rng.randint(2, 3)
+        if len(free) >= size:
+            declared[f"lab{k}"] = [free.pop() for _ in range(size)]
+    houses = [f"house:greedy?seed={k}" for k in range(house)]
+    return tuple(bots + houses), owners | dict.fromkeys(houses, ""), declared
+
+
+def _check(games: list[Game], groups: tuple[Group, ...], state: dict[str, Any]) -> None:
+    """No board seats two bots of one group at two tables; every split board is noted."""
+    by_unit: dict[str, list[Game]] = defaultdict(list)
+    for g in games:
+        by_unit[g.unit].append(g)
+    for unit, gs in by_unit.items():
+        assert not apart.conflicts([g.bot_ids for g in gs], groups), unit
+    dealt: dict[str, set[str]] = defaultdict(set)
+    for g in games:
+        for b in set(g.bot_ids):
+            assert g.unit not in dealt[b] or all(
+                set(x.bot_ids) == set(g.bot_ids) for x in by_unit[g.unit]), (b, g.unit)
+            dealt[b].add(g.unit)
+    noted = {a["unit"] for a in state.get("apart", [])}
+    split = {u for u in by_unit if apart.APART_UNIT.fullmatch(u)}
+    assert noted == split
+    seeds = {gs[0].seed for gs in by_unit.values()}
+    assert len(seeds) == len(by_unit)  # a board dealt apart has a deal of its own
+
+
+CASES = [(3, "round_robin", {}), (4, "round_robin", {}), (4, "round_robin",
+                                                         {"rotate_partners": True}),
+         (3, "swiss", {}), (4, "swiss", {"rotate_partners": True}), (4, "swiss", {})]
+
+
+@pytest.mark.parametrize(("players", "fmt", "options"), CASES)
+def test_no_board_seats_two_bots_of_one_group_at_two_tables(
+        players: int, fmt: str, options: dict[str, Any]) -> None:
+    rng = random.Random(f"{players}{fmt}{options}")
+    split_seen = 0
+    for trial in range(25):
+        least = 4 if options.get("rotate_partners") else 3
+        n = rng.randint(least + 3, 14)
+        bots, owners, declared = _field(rng, n, house=rng.randrange(2))
+        groups = apart.resolve(owners, declared)
+        spec = _spec(players, fmt, bots, groups, seed=trial, **options)
+        games, state = _play(spec, trial)
+        _check(games, groups, state)
+        split_seen += len(state.get("apart", []))
+        if state.get("apart"):
+            text = apart_notes(spec, state)
+            assert len(text) == len(state["apart"])
+            assert all("dealt apart" in t and "board" in t for t in text)
+            assert any("kept apart on boards" in t for t in notes(spec))
+    assert split_seen  # the fields were hard enough to need boards dealt apart
+
+
+def test_one_authors_five_bots_round_robin_deals_every_table_its_own_board() -> None:
+    bots = tuple(f"b{i}" for i in range(6))
+    owners = dict.fromkeys(bots, "alice")
+    groups = apart.resolve(owners, {})
+    spec = _spec(3, "round_robin", bots, groups)
+    games, state = _play(spec, 1)
+    _check(games, groups, state)
+    by_unit: dict[str, int] = defaultdict(int)
+    for g in games:
+        by_unit[g.unit] += 1
+    assert set(by_unit.values()) == {1}  # every table a board of its own
+    view = build_view(spec, {}, plan(spec, {}), 0)
+    assert any("one author's bots" in n for n in view.notes)
+    assert all(f"round {r}, board 2" in " ".join(apart_notes(spec, state))
+               for r in range(1, 3))
+
+
+def test_groups_kept_apart_change_nothing_when_the_plan_keeps_them_apart() -> None:
+    bots = tuple(f"b{i}" for i in range(9))
+    plain = _play(_spec(3, "round_robin", bots, ()), 3)[0]
+    # Two bots of one author that a 9-bot round robin on boards never seats on one board
+    # apart cannot exist (every round seats everyone), so group a bot with a house bot:
+    # exempt, nothing changes.
+    groups = apart.resolve({"b0": "alice", "house:greedy": "alice"} | dict.fromkeys(bots[1:], ""),
+                           {})
+    assert groups == ()
+    assert _play(_spec(3, "round_robin", bots, groups), 3)[0] == plain
+
+
+def test_house_bots_sit_at_every_table() -> None:
+    tables = [("house:greedy", "b1", "b2"), ("house:greedy", "b3", "b4")]
+    groups = apart.resolve({"b1": "a", "b3": "a", "house:greedy": "a"}, {})
+    assert [g.name for g in groups] == ["author:a"]
+    assert "house:greedy" not in groups[0].bots
+    assert apart.classes(tables, groups) == [[0], [1]]
+    assert apart.classes(tables, ()) == [[0, 1]]
+
+
+def test_replay_seatings_of_one_table_are_one_table() -> None:
+    tables = [("b1", "b2", "b3"), ("b2", "b3", "b1"), ("b3", "b1", "b2")]
+    groups = (Group("author:a", ("b1", "b2")),)
+    assert apart.classes(tables, groups) == [[0, 1, 2]]
+
+
+def test_separate_keeps_ids_and_names_the_groups() -> None:
+    games = [Game(f"t-x-r1-t{t}-g1", "r1", seats, 5) for t, seats in enumerate(
+        [("a", "b", "c"), ("d", "e", "f"), ("g", "h", "i")], 1)]
+    groups = (Group("lab", ("a", "e")), Group("author:z", ("b", "i")))
+    out, split = apart.separate(games, groups, lambda u: hash(u) & 0xFFFF)
+    assert [g.match_id for g in out] == [g.match_id for g in games]
+    assert [g.unit for g in out] == ["r1", "r1-a2", "r1-a2"]
+    assert split == [apart.Apart("r1-a2", "r1", ("author:z", "lab"),
+                                 ("t-x-r1-t2-g1", "t-x-r1-t3-g1"))]
+
+
+def test_bad_groups_are_refused_with_one_clear_error() -> None:
+    with pytest.raises(InvalidArgument, match=r"keep_apart\.lab: 'zz' is not a bot of this event"):
+        apart.check_declared({"lab": ["b1", "zz"]}, ["b1", "b2"])
+    with pytest.raises(InvalidArgument, match="b2 is in two groups, lab and team"):
+        apart.check_declared({"lab": ["b1", "b2"], "team": ["b2", "b3"]}, ["b1", "b2", "b3"])
+    with pytest.raises(InvalidArgument, match="two or more bots"):
+        apart.check_declared({"lab": ["b1", "b1"]}, ["b1"])
+    with pytest.raises(InvalidArgument, match="house bot"):
+        apart.check_declared({"lab": ["b1", "house:greedy"]}, None)
+    with pytest.raises(InvalidArgument, match="name"):
+        apart.check_declared({"author:x": ["b1", "b2"]}, None)
+    with pytest.raises(InvalidArgument, match=r"keep_apart\.lab: 'zz' is not a bot"):
+        _spec(3, "round_robin", ("b1", "b2", "b3"), (Group("lab", ("b1", "zz")),))
+
+
+def test_a_spec_keeps_its_groups_through_json() -> None:
+    spec = _spec(3, "round_robin", ("b1", "b2", "b3"), (Group("lab", ("b1", "b2")),))
+    assert TournamentSpec.from_json(spec.to_json()) == spec
+    plain = _spec(3, "round_robin", ("b1", "b2", "b3"), ())
+    assert "\"apart\":" not in plain.to_json()
+
+
+def test_the_arenas_batches_keep_groups_apart() -> None:
+    from store.arena import ArenaInfo, ArenaSpec, ArenaStatus
+    from tournaments import arena
+    from workers.arena import ArenaPlanner
+
+    rng = random.Random(29)
+    split = 0
+    for trial in range(200):
+        n = rng.choice([6, 9, 12, 15, 24])
+        bots, owners, declared = _field(rng, n, house=rng.randrange(3))
+        groups = apart.resolve(owners, declared)
+        order = list(bots)
+        rng.shuffle(order)
+        per = len(order) // 3
+        boards = []
+        for b in range(rng.randint(1, 3)):
+            tables = [order[3 * t: 3 * t + 3] for t in range(b, per, 3)]
+            if len(tables) >= 2:
+                boards.append(arena.Board(f"arena-3p/b{5 + b}", tuple(
+                    arena.Table(tuple(t), 0.0, 0.0) for t in tables)))
+        planner = ArenaPlanner(ArenaInfo(ArenaSpec("3p", Rules.make(3), seed=trial),
+                                         ArenaStatus.RUNNING, 0.0, None))
+        st: dict[str, Any] = {"next_board": 5, "games": 0, "tables": 0,
+                              "bots": {b: {"live": [], "games": 0, "free": None,
+                                           "recent": [], "seats": []} for b in bots}}
+        games = planner._seat(st, boards, 0.0, groups)
+        assert sorted(g.bot_ids for g in games) == sorted(
+            t.seats for bd in boards for t in bd.tables)  # every table seated once
+        by_unit: dict[str, list[Game]] = defaultdict(list)
+        for g in games:
+            by_unit[g.unit].append(g)
+        for gs in by_unit.values():
+            assert not apart.conflicts([g.bot_ids for g in gs], groups)
+        assert len({g.match_id for g in games}) == len(games)
+        assert st["next_board"] == 5 + len(by_unit)
+        split += int(st.get("apart", 0))
+    assert split
