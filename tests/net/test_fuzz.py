@@ -233,6 +233,12 @@ def _settings(rpc: Rpc, examples: int) -> Callable[[Callable[..., None]],
     return apply
 
 
+# Calls for organisers whose answer reads the whole stack (the collusion audit, groups):
+# a bot token is refused at the gate, so the admin's is favoured alone, and enough of the
+# calls reach the servicer whatever the auth throttle earlier tests left behind.
+ADMIN_FAVOURED = frozenset({"/moon.v1.RatingService/AuditCollusion",
+                            "/moon.v1.TournamentService/SetGroup",
+                            "/moon.v1.TournamentService/ListGroups"})
 CALL_EXAMPLES = 80
 STREAM_EXAMPLES = 80
 
@@ -1140,7 +1146,8 @@ def test_hostile_requests_get_clean_answers(rpc: Rpc, world: World, admin: Admin
 
         @_settings(rpc, CALL_EXAMPLES)
         @given(body=_bodies(rpc, world), auth=_auths(
-            world, favoured=("bot",) if rpc.path in BOT_CALLS else ("admin", "bot")))
+            world, favoured=("bot",) if rpc.path in BOT_CALLS
+            else ("admin",) if rpc.path in ADMIN_FAVOURED else ("admin", "bot")))
         def fuzz(body: bytes, auth: Auth) -> None:
             _check_call(world, ch, rpc, body, auth, ledger)
             _serving(world, health)
