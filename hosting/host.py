@@ -118,6 +118,9 @@ class Host:
                 except redis.RedisError as exc:
                     log.warning("host %s: Redis: %s (trying again)", self.name, exc)
                     stopping.wait(1.0)
+                except Exception:  # the archive away, a bug: the sandboxes keep running
+                    log.exception("host %s: a step failed (trying again)", self.name)
+                    stopping.wait(1.0)
                 stopping.wait(every_s)
         finally:
             self.stop_all("the host stops")
