@@ -275,10 +275,11 @@ def pool_rows(archive: Archive, pool: Pool, since: float | None = None
 
 @dataclass(frozen=True, slots=True)
 class PoolColumns:
-    """A pool's rated games as columns, row by row: what `ratings.GameTable.of` takes."""
+    """A pool's rated games as columns, row by row: what `ratings.GameTable` takes."""
 
     ids: Any  # (games,) str
-    boards: list[str]  # a game's board, "" for none
+    unit: Any  # (games,) int: a game's board, a code into `units`; -1 for none
+    units: tuple[str, ...]  # the boards, in the order first met
     seat_bot: Any  # (games, seats) int: codes into `bots`
     place: Any  # (games, seats) int
     bots: tuple[str, ...]
@@ -288,7 +289,12 @@ class PoolColumns:
 def pool_columns(archive: Archive, pool: Pool) -> PoolColumns:
     """A pool's rated games as columns (what the fit reads), in one pass over the games
     table (no join, no blob), straight from the driver's cursor into arrays: the same
-    games as `pool_rows`, without a dict or an object per game."""
+    games as `pool_rows`, without a dict or an object per game.
+
+    What a million rows cost is the driver's tuples and one pass of Python over them:
+    each column becomes an array in one call (`np.fromiter`, `np.array`; None is NaN in
+    a float array), the boards are coded with a dict as they come (no sort of a million
+    strings), the bots by their small archive keys (a bincount, no sort)."""
     seats = [_G.c[f"seat{s}"] for s in range(pool.players)]
     q = (sa.select(_G.c.match_id, _G.c.board, _G.c.places, _G.c.released_at, *seats)
          .where(_G.c.players == pool.players, _G.c.rated.is_(True)))
@@ -303,17 +309,24 @@ def pool_columns(archive: Archive, pool: Pool) -> PoolColumns:
     n = len(found)
     if not n:
         empty = np.zeros((0, pool.players), dtype=np.int64)
-        return PoolColumns(np.zeros(0, dtype=str), [], empty, empty, (),
-                           np.zeros(0, dtype=np.float64))
+        return PoolColumns(np.zeros(0, dtype=str), np.zeros(0, dtype=np.int64), (), empty,
+                           empty, (), np.zeros(0, dtype=np.float64))
     ids, boards, packed, released, *by_seat = zip(*found, strict=True)
+    del found
+    board_code: dict[str, int] = {"": -1}
+    unit = np.fromiter((board_code.setdefault(b or "", len(board_code) - 1) for b in boards),
+                       dtype=np.int64, count=n)
+    del board_code[""]
     seat = np.column_stack([np.fromiter(col, dtype=np.int64, count=n) for col in by_seat])
-    code, inverse = np.unique(seat, return_inverse=True)
+    present = np.bincount(seat.ravel()) > 0
+    code = np.flatnonzero(present)
+    rank = np.cumsum(present) - 1
     places = np.fromiter(packed, dtype=np.int64, count=n)
     return PoolColumns(
-        np.array(ids, dtype=str), [b or "" for b in boards], inverse.reshape(seat.shape),
+        np.array(ids, dtype=str), unit, tuple(board_code), rank[seat],
         np.column_stack([(places >> (4 * s)) & 0xF for s in range(pool.players)]),
-        tuple(names[int(c)] for c in code),
-        np.array([np.nan if t is None else t for t in released], dtype=np.float64))
+        tuple(names[int(c)] for c in code.tolist()),
+        np.array(released, dtype=np.float64))
 
 
 def archived_of(archive: Archive, match_ids: Sequence[str]) -> set[str]:

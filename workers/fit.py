@@ -78,8 +78,8 @@ def pool_table(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None 
     if archive is not None:
         a = archive()
         cols = reads.pool_columns(a, Pool.parse(pool))
-        tables.append(GameTable.of(cols.ids, cols.boards, cols.seat_bot, cols.place,
-                                   cols.bots, cols.released_at))
+        tables.append(GameTable(cols.ids, cols.unit, cols.seat_bot, cols.place, cols.bots,
+                                cols.units, cols.released_at))
         held = reads.archived_of(a, [str(row["match_id"]) for row in rows])
         rows = [row for row in rows if row["match_id"] not in held]
     tables.append(GameTable.from_games(_games(rows, pool)))
