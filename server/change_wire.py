@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from proto.moon.v1 import change_pb2, rating_pb2
 from ratings.sprt import Sprt, estimate, pentanomial, shared
 from server import wire
@@ -47,11 +45,6 @@ _OUTCOME = {"H0": change_pb2.TEST_OUTCOME_H0, "H1": change_pb2.TEST_OUTCOME_H1,
 _SIDE = {"candidate": change_pb2.TEST_SIDE_CANDIDATE, "baseline": change_pb2.TEST_SIDE_BASELINE,
          "opponent": change_pb2.TEST_SIDE_OPPONENT, "stack": change_pb2.TEST_SIDE_STACK}
 _POOL = {"3p": rating_pb2.RATING_POOL_THREE_PLAYER, "2v2": rating_pb2.RATING_POOL_TWO_VS_TWO}
-
-
-def _timestamp(unix_s: float) -> Timestamp:
-    seconds = int(unix_s // 1)
-    return Timestamp(seconds=seconds, nanos=int((unix_s - seconds) * 1e9))
 
 
 def judge_of(spec: ChangeSpec) -> Sprt:
@@ -158,9 +151,9 @@ def test_to_pb(test: ChangeTestSpec, info: TournamentInfo, state: Mapping[str, A
         notes=change.notes(spec), boards_redealt=info.redealt, waiting_for=waiting,
         stop_asked=stop_asked, held=held)
     if info.created_at is not None:
-        pb.created_at.CopyFrom(_timestamp(info.created_at))
+        pb.created_at.CopyFrom(wire.timestamp(info.created_at))
     if info.finished_at is not None:
-        pb.finished_at.CopyFrom(_timestamp(info.finished_at))
+        pb.finished_at.CopyFrom(wire.timestamp(info.finished_at))
     return pb
 
 
@@ -192,7 +185,7 @@ def test_event_to_pb(sequence: int, event: Message, test: change_pb2.Test | None
     pb = change_pb2.WatchTestResponse(sequence=sequence)
     when = getattr(event, "time", 0.0)
     if when:
-        pb.time.CopyFrom(_timestamp(float(when)))
+        pb.time.CopyFrom(wire.timestamp(float(when)))
     W = change_pb2.WatchTestResponse
     if isinstance(event, messages.TournamentMatchStarted):
         pb.game_started.CopyFrom(W.GameStarted(

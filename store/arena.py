@@ -24,8 +24,8 @@ import redis
 from bots.house import HouseBotError, is_house, parse
 from moon import MoonError, Rules
 from moon.deal import MAX_SEED
+from store import clock, ids, keys, steps
 from store import hosted as store_hosted
-from store import ids, keys, steps
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
 from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults
@@ -304,8 +304,7 @@ def online(r: redis.Redis, pool: str, anchors: Sequence[str]) -> list[str]:
 def _present(r: redis.Redis, bot_ids: Sequence[str]) -> list[bool]:
     """Whether each bot can play now: it has a live stream, or it is an active hosted
     version and a host is alive to start it when a game needs it."""
-    sec, usec = r.time()
-    now = float(sec) + float(usec) / 1e6
+    now = clock.now(r)
     pipe = r.pipeline(transaction=False)
     for bot_id in bot_ids:
         pipe.zcount(keys.presence(bot_id), now, "+inf")

@@ -36,7 +36,7 @@ from typing import Any
 
 import redis
 
-from store import ids, keys
+from store import clock, ids, keys
 from store.errors import InvalidArgument, ResourceExhausted
 
 __all__ = [
@@ -315,14 +315,9 @@ def issue_host_token(r: redis.Redis, bot_id: str) -> str:
 # ------------------------------------------------------------------ hosts
 
 
-def _now(r: redis.Redis) -> float:
-    sec, usec = r.time()
-    return float(sec) + float(usec) / 1e6
-
-
 def heartbeat(r: redis.Redis, host: str) -> None:
     """The host is alive for `HOST_TTL_S` more seconds."""
-    now = _now(r)
+    now = clock.now(r)
     pipe = r.pipeline()
     pipe.zadd(HOSTS, {host: now + HOST_TTL_S})
     pipe.zremrangebyscore(HOSTS, "-inf", now)
@@ -336,17 +331,17 @@ def leave(r: redis.Redis, host: str) -> None:
 
 def host_alive(r: redis.Redis) -> bool:
     """True while at least one host is alive (Redis's clock)."""
-    return bool(r.zcount(HOSTS, _now(r), "+inf"))
+    return bool(r.zcount(HOSTS, clock.now(r), "+inf"))
 
 
 def want(r: redis.Redis, bot_id: str) -> None:
     """A match needs the bot and no process of it is connected (a host starts it)."""
-    r.zadd(WANTED, {bot_id: _now(r)})
+    r.zadd(WANTED, {bot_id: clock.now(r)})
 
 
 def wanted(r: redis.Redis, within_s: float = 10.0) -> list[str]:
     """Bots a match needed in the last `within_s` seconds, newest first; older wants go."""
-    now = _now(r)
+    now = clock.now(r)
     pipe = r.pipeline()
     pipe.zremrangebyscore(WANTED, "-inf", now - 60)
     pipe.zrevrangebyscore(WANTED, "+inf", now - within_s)

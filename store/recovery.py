@@ -18,7 +18,7 @@ from store.pools import Pool
 from store.refs import EventRef
 from store.status import TournamentStatus
 
-__all__ = ["clear", "is_alive", "keep_alive", "list_live_once", "now", "nudge_lock",
+__all__ = ["clear", "is_alive", "keep_alive", "list_live_once", "nudge_lock",
            "pass_lock", "suspected_since", "suspects"]
 
 
@@ -43,12 +43,6 @@ def keep_alive(r: redis.Redis, instance: str, ttl_ms: int) -> None:
 def is_alive(r: redis.Redis, instance: str) -> bool:
     """True while worker process `instance` keeps its liveness key fresh."""
     return bool(r.exists(keys.worker_alive(instance)))
-
-
-def now(r: redis.Redis) -> float:
-    """Redis's clock (Unix seconds): the workers' own clocks may disagree."""
-    sec, usec = r.time()
-    return float(sec) + float(usec) / 1e6
 
 
 def suspects(r: redis.Redis) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import redis
 
-from store import keys
+from store import clock, keys
 from store.errors import InvalidArgument
 from store.locks import Lock
 
@@ -64,20 +64,14 @@ def note_worker(r: redis.Redis, instance: str, slots: int, ttl_ms: int) -> None:
     if ttl_ms <= 0 or slots <= 0:
         r.hdel(keys.SHARE_WORKERS, instance)
         return
-    until = _redis_now(r) + ttl_ms / 1000
+    until = clock.now(r) + ttl_ms / 1000
     r.hset(keys.SHARE_WORKERS, instance, f"{int(slots)} {until:.3f}")
-
-
-def _redis_now(r: redis.Redis) -> float:
-    """Redis's clock: the workers' own clocks may disagree."""
-    sec, usec = r.time()
-    return float(sec) + float(usec) / 1e6
 
 
 def worker_slots(r: redis.Redis) -> int:
     """The games the live workers host at once (the notes not expired); expired notes go.
     Expiry is on Redis's clock."""
-    now = _redis_now(r)
+    now = clock.now(r)
     notes: dict[str, str] = r.hgetall(keys.SHARE_WORKERS)  # type: ignore[assignment]
     total, gone = 0, []
     for instance, text in notes.items():

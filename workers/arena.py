@@ -42,9 +42,9 @@ import redis
 from scipy import stats
 
 from store import arena as store_arena
+from store import clock
 from store import groups as store_groups
 from store import ratings as store_ratings
-from store import recovery as store_recovery
 from store.arena import ArenaInfo, ArenaStatus, arena_name
 from store.errors import FailedPrecondition
 from store.records import MatchSpec
@@ -114,7 +114,7 @@ class ArenaPlanner:
         """Fold the recorded games in; while the arena runs, seat its free bots."""
         st = copy.deepcopy(state)
         spec = self.info.spec
-        now = store_recovery.now(r)  # Redis's clock: the one every worker shares
+        now = clock.now(r)  # Redis's clock: the one every worker shares
         _fold(st, [str(row["match_id"]) for row in rows], set(failed), spec.concurrency, now)
         running = self.info.status == ArenaStatus.RUNNING
         games: list[Game] = []

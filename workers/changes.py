@@ -46,9 +46,8 @@ import redis
 from ratings.sprt import Sprt
 from store import authors as store_authors
 from store import changes as store_changes
-from store import events, ids, messages, steps
+from store import clock, events, ids, messages, steps
 from store import matches as store_matches
-from store import recovery as store_recovery
 from store import share as store_share
 from store.errors import NotFound
 from store.locks import Lock
@@ -184,7 +183,7 @@ class ChangePlanner:
         if lock is not None and not _take(r, lock):
             log.warning("test %s: its author's share lock is busy; no pair starts this step",
                         self.event_id)
-            self.wake_at = store_recovery.now(r) + 1.0
+            self.wake_at = clock.now(r) + 1.0
             return plan(0, created, away, str((state or {}).get("held", "")), None)
         try:
             allowed = self._allowance(r, wants)
@@ -198,7 +197,7 @@ class ChangePlanner:
 
     def _allowance(self, r: redis.Redis, wants: int) -> Allowance:
         """What the author's limits and share of the stack allow this test now."""
-        now = store_recovery.now(r)
+        now = clock.now(r)
         self._claims = store_share.claims(r)
         others = [Claim(c.test_id, c.author, c.wants, c.flying)
                   for c in self._claims if c.test_id != self.event_id]

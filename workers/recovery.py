@@ -35,7 +35,7 @@ from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
 from store import archiving as store_archiving
-from store import deals, ids, steps
+from store import clock, deals, ids, steps
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import recovery as store_recovery
@@ -154,7 +154,7 @@ def recover_matches(r: redis.Redis, rq_conn: redis.Redis) -> dict[str, Any]:
     requeued: list[str] = []
     failed: list[str] = []
     open_ids = store_matches.open_ids(r)
-    now = store_recovery.now(r)
+    now = clock.now(r)
     live = set(open_ids)
     cleared = [mid for mid in store_recovery.suspects(r) if mid not in live]
     queues = _Queues(rq_conn)

@@ -6,6 +6,7 @@ Everything here is the real thing, started the way a user starts it (the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -170,3 +171,31 @@ class Stack:
         """Stop every process still running (bots first, then workers, then referees)."""
         for p in reversed(self.procs):
             p.stop()
+
+
+class Author:
+    """One user of a stack through the CLI: their own credentials file, no admin token in
+    reach (`moonshot signup` fills the file; every later command reads it)."""
+
+    def __init__(self, stack: Stack, home: Path) -> None:
+        self.stack = stack
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        self.env = env(MOONSHOT_CONFIG=str(home / "config" / "credentials.json"),
+                       MOONSHOT_DATA=str(home / "no-data"), MOONSHOT_SERVER=stack.address)
+        for var in ("MOONSHOT_ADMIN_TOKEN", "MOONSHOT_TOKEN"):
+            self.env.pop(var, None)
+
+    def run(self, *args: str, ok: bool = True, timeout: float = 300
+            ) -> subprocess.CompletedProcess[str]:
+        """`moonshot ARGS` as this user; asserts it succeeded unless `ok` is False."""
+        res = subprocess.run(moonshot(*args), env=self.env, cwd=self.home,
+                             capture_output=True, text=True, timeout=timeout, check=False)
+        if ok:
+            assert res.returncode == 0, (args, res.stdout, res.stderr)
+        return res
+
+    def token(self) -> str:
+        """The token their credentials file holds for this stack."""
+        data = json.loads((self.home / "config" / "credentials.json").read_text())
+        return str(data["servers"][self.stack.address]["token"])

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import stat
-import subprocess
 from pathlib import Path
 
 import grpc
 import pytest
-from stack import Stack, env, moonshot
+from stack import Author, Stack
 from support import wait_until
 
 from proto.moon.v1 import (
@@ -27,30 +26,6 @@ from proto.moon.v1 import (
     match_pb2,
     match_pb2_grpc,
 )
-
-
-class Author:
-    """One user: their own config file, no admin token anywhere in reach."""
-
-    def __init__(self, stack: Stack, home: Path) -> None:
-        self.stack = stack
-        self.home = home
-        home.mkdir(parents=True, exist_ok=True)
-        self.env = env(MOONSHOT_CONFIG=str(home / "config" / "credentials.json"),
-                       MOONSHOT_DATA=str(home / "no-data"), MOONSHOT_SERVER=stack.address)
-        for var in ("MOONSHOT_ADMIN_TOKEN", "MOONSHOT_TOKEN"):
-            self.env.pop(var, None)
-
-    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        res = subprocess.run(moonshot(*args), env=self.env, cwd=self.home,
-                             capture_output=True, text=True, timeout=120, check=False)
-        if ok:
-            assert res.returncode == 0, (args, res.stdout, res.stderr)
-        return res
-
-    def token(self) -> str:
-        data = json.loads((self.home / "config" / "credentials.json").read_text())
-        return str(data["servers"][self.stack.address]["token"])
 
 
 def _test(address: str, test_id: str) -> change_pb2.Test:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 import redis
-from stack import Proc, Stack, env, moonshot
+from stack import Author, Proc, Stack, moonshot
 from support import wait_until
 
 from clients.admin import Admin
@@ -57,26 +56,6 @@ def _package(folder: Path, play: str) -> Path:
     (folder / "moonshot.toml").write_text(
         f'runtime = "python3.11"\ncommand = ["python", "bot.py", "{play}"]\n')
     return folder
-
-
-class Author:
-    """One user: their own credentials file, no admin token in reach."""
-
-    def __init__(self, stack: Stack, home: Path) -> None:
-        self.home = home
-        home.mkdir(parents=True, exist_ok=True)
-        self.env = env(MOONSHOT_CONFIG=str(home / "config" / "credentials.json"),
-                       MOONSHOT_DATA=str(home / "no-data"), MOONSHOT_SERVER=stack.address)
-        for var in ("MOONSHOT_ADMIN_TOKEN", "MOONSHOT_TOKEN"):
-            self.env.pop(var, None)
-
-    def run(self, *args: str, ok: bool = True, timeout: float = 300
-            ) -> subprocess.CompletedProcess[str]:
-        res = subprocess.run(moonshot(*args), env=self.env, cwd=self.home,
-                             capture_output=True, text=True, timeout=timeout, check=False)
-        if ok:
-            assert res.returncode == 0, (args, res.stdout, res.stderr)
-        return res
 
 
 def _host(st: Stack, data: Path, *extra: str) -> Proc:
