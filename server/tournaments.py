@@ -107,7 +107,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     def _archived_inputs(self, r: redis.Redis, spec: TournamentSpec, e: ArchivedEvent
                          ) -> StandingsInputs:
         """What the standings of an archived tournament are made from: its games' rows
-        from the archive, its last state, its own rating; the pool's ratings now."""
+        from the archive, its last state, its own rating; the ratings of its start."""
         rows = self.archived.event_rows(e.ref)
         order = [m for m in e.summary.get("released", []) if m in rows]
         raw_rating = e.summary.get("rating")
@@ -116,7 +116,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         return StandingsInputs(
             results={m: rows[m] for m in order} | rows, state=e.state,
             sequence=int(stream[-1][0]) if stream else 0,
-            ratings=store_ratings.current_ratings(r, spec.pool),
+            ratings=store_t.standing_ratings(r, spec),
             own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
             boards=[], redealt=int(e.summary.get("redealt") or 0))
 

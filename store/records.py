@@ -247,6 +247,11 @@ class TournamentSpec:
     # Groups kept apart on boards (`tournaments.apart`): (name, bot ids) each, resolved when
     # the tournament was made from the bots' authors and the groups declared.
     apart: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # The pool ratings of its bots when it was made (a bot without one: none): the standings'
+    # rating column and the ranking's last tiebreak, fixed for the event as a rating list
+    # at an event's start is, so that a finished event's order never moves with later fits.
+    # None: a spec stored before (its standings read the pool's ratings now).
+    ratings: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.bot_ids)
@@ -266,6 +271,8 @@ class TournamentSpec:
         if not 0 <= self.seed <= MAX_SEED:
             raise InvalidArgument(f"seed: must be from 0 to {MAX_SEED}")
         entered = set(self.bot_ids)
+        if self.ratings is not None and (stray := [b for b in self.ratings if b not in entered]):
+            raise InvalidArgument(f"ratings: {stray[0][:100]!r} is not a bot of this tournament")
         for name, members in self.apart:
             if stray := [b for b in members if b not in entered]:
                 raise InvalidArgument(f"keep_apart.{name}: {stray[0][:100]!r} is not a bot of "
@@ -292,6 +299,7 @@ class TournamentSpec:
             "duplicate": self.duplicate, "seeding": self.seeding,
             "options": dict(self.options),
             **({"apart": [[n, list(b)] for n, b in self.apart]} if self.apart else {}),
+            **({"ratings": dict(self.ratings)} if self.ratings is not None else {}),
         }, separators=(",", ":"))
 
     @staticmethod
@@ -307,6 +315,8 @@ class TournamentSpec:
             duplicate=_duplicate_mode(d["duplicate"]), seeding=d["seeding"],
             options=d["options"] if "options" in d else _legacy_options(d),
             apart=tuple((str(n), tuple(b)) for n, b in d.get("apart", ())),
+            ratings=({str(b): float(v) for b, v in d["ratings"].items()}
+                     if "ratings" in d else None),
         )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "read_schedule",
     "results",
     "schedule_size",
+    "standing_ratings",
     "standings_inputs",
     "state",
     "write_schedule",
@@ -163,6 +164,14 @@ def state(r: redis.Redis, tournament_id: str) -> dict[str, Any] | None:
 # ------------------------------------------------------------ standings
 
 
+def standing_ratings(r: redis.Redis, spec: TournamentSpec) -> dict[str, float]:
+    """The ratings a tournament's standings show and break their last tie with: those of
+    its start, kept in its spec; the pool's now for a spec stored before it kept them."""
+    if spec.ratings is not None:
+        return dict(spec.ratings)
+    return store_ratings.current_ratings(r, spec.pool)
+
+
 def standings_inputs(r: redis.Redis, spec: TournamentSpec,
                      audience: str = events.ORGANISER) -> StandingsInputs:
     """Everything a standings view of the tournament reads, for an audience: organisers
@@ -184,7 +193,7 @@ def standings_inputs(r: redis.Redis, spec: TournamentSpec,
         results=results(r, tid, released_only=audience != events.ORGANISER),
         state=stored,
         sequence=events.newest_seq(r, tid, audience),
-        ratings=store_ratings.current_ratings(r, spec.pool),
+        ratings=standing_ratings(r, spec),
         own_ratings=None if own is None else {x.bot_id: x.rating for x in own.rows},
         boards=[(unit, int(b[0]), int(b[1]), running[unit]) for unit, b in opened.items()],
         redealt=int(r.scard(keys.tournament_redealt(tid))),

@@ -319,3 +319,37 @@ def test_a_fit_job_that_lost_its_lock_writes_no_tournament_rating(
     assert not r.exists(keys.tournament_rating("t-one"))  # A wrote nothing
     assert store_ratings.owes_tournament(r, "3p", "t-one")  # still B's to fit
     assert r.get(keys.ratings_lock("3p")) == "job-b"  # and A left B's lock alone
+
+
+def test_a_tournaments_standings_keep_the_ratings_of_its_start(r: redis.Redis) -> None:
+    """The standings' rating column and last tiebreak are the pool ratings when the event
+    was made: later fits of the pool never reorder a finished event (a spec stored before
+    the spec kept them reads the pool's ratings now)."""
+    from store import tournaments as store_t
+    from store.errors import InvalidArgument
+    from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, TournamentSpec
+    from tournaments.spec import make_spec
+
+    def table(values: dict[str, float]) -> RatingTable:
+        return RatingTable(method="batch", as_of=time.time(), games=30, boards=10,
+                           provisional=False, level=0.95,
+                           rows=tuple(RatingRow(b, v, 10) for b, v in values.items()))
+
+    store_ratings.save(r, "3p", "batch", table({"a": 40.0, "b": -10.0, "x": 5.0}))
+    spec = make_spec(tournament_id="t-frozen", name="t", players=3, format="round_robin",
+                     bots=[("a", "A"), ("b", "B"), ("c", "C")], rules={},
+                     clock=DEFAULT_CLOCK, faults=DEFAULT_FAULTS, seed=1, duplicate="boards",
+                     seeding="given", ratings=store_ratings.current_ratings(r, "3p"))
+    assert spec.ratings == {"a": 40.0, "b": -10.0}  # its bots' only; c has none yet
+    again = TournamentSpec.from_json(spec.to_json())
+    assert again.ratings == spec.ratings
+    store_ratings.save(r, "3p", "batch", table({"a": -30.0, "b": 70.0, "c": 1.0}))
+    assert store_t.standing_ratings(r, again) == {"a": 40.0, "b": -10.0}
+    legacy = json.loads(spec.to_json())
+    del legacy["ratings"]
+    old = TournamentSpec.from_json(json.dumps(legacy))
+    assert old.ratings is None
+    assert store_t.standing_ratings(r, old) == {"a": -30.0, "b": 70.0, "c": 1.0}
+    stray = {**json.loads(spec.to_json()), "ratings": {"zz": 1.0}}
+    with pytest.raises(InvalidArgument, match="ratings: 'zz' is not a bot"):
+        TournamentSpec.from_json(json.dumps(stray))

@@ -32,7 +32,8 @@ def make_spec(
 ) -> TournamentSpec:
     """A checked spec: `bots` are (bot id, name) as given, `options` the format's own
     (their JSON form), `ratings` (pool ratings now) order the bots when the format seeds
-    by rating; errors are InvalidArgument naming the field.
+    by rating and stay in the spec for its standings (`TournamentSpec.ratings`); errors
+    are InvalidArgument naming the field.
 
     `rounds`, `series_length`, `rotate_partners` and `all_triples` are the flat options
     of the spec from before formats owned theirs (deprecated, for older callers): when
@@ -73,6 +74,7 @@ def make_spec(
         bot_ids=tuple(ids), names=tuple(names[b] for b in ids), rules=parsed,
         seed=secrets.randbits(63) if seed is None else seed, clock=clock, faults=faults,
         duplicate=duplicate, seeding=seeding, options=opts.to_json(),
+        ratings={b: float(v) for b, v in (ratings or {}).items() if b in names},
     )
     return fmt.prepare(spec)
 
