@@ -19,7 +19,8 @@ Order (`TIEBREAKS`, best first):
    what the same side of the same board made at the round's other tables (0 when it
    was played at one table), summed: how much more it made of the cards it held than
    the others who held them.
-4. rating: the pool rating (the mean of a team's bots'); then the seed.
+4. rating: the pool rating when the event was made (the mean of a team's bots'); then
+   the seed.
 
 Only finished games count; a game of a round under way counts once its result is in.
 """
@@ -50,7 +51,8 @@ TIEBREAKS: tuple[tuple[str, str], ...] = (
                  "an average one of the entrant's rounds): the strength of the opposition"),
     ("duplicate", "points made minus the mean that the same seats of the same board made at "
                   "the round's other tables: how much more was made of the same cards"),
-    ("rating", "the pool rating (a team's: its bots' mean), then the seed"),
+    ("rating", "the pool rating when the event was made (a team's: its bots' mean), "
+               "then the seed"),
 )
 
 
