@@ -34,8 +34,7 @@ import json
 import random
 import struct
 from collections.abc import Callable, Sequence
-from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyspiel
@@ -52,6 +51,7 @@ __all__ = [
     "NUM_ACTIONS",
     "SCORE_SLOTS",
     "TENSOR_SIZE",
+    "ChanceDealt",
     "MoonGame",
     "MoonState",
     "Played",
@@ -276,6 +276,7 @@ class Played:
 
 
 _SEVENTHS = tuple(w / 7 for w in range(8))
+_FLOAT32 = np.dtype(np.float32)
 _EIGHTHS = tuple(k / 8 for k in range(9))
 
 
@@ -329,7 +330,7 @@ def encode_state(st: GameState, seat: int, played: Played | None = None) -> byte
 def tensor_of(st: GameState, seat: int, played: Played | None = None
               ) -> np.ndarray[Any, np.dtype[np.float32]]:
     """A new writable array of `encode_state`."""
-    return np.frombuffer(bytearray(encode_state(st, seat, played)), np.float32)
+    return np.frombuffer(bytearray(encode_state(st, seat, played)), _FLOAT32)
 
 
 def _text(obs: Observation) -> str:
@@ -393,24 +394,61 @@ class _Core:
 
 # The uniform probability of each count of outcomes (1 to 28).
 _UNIFORM = tuple(0.0 if k == 0 else 1.0 / k for k in range(29))
+# A tile's chance outcome when k tiles are left: _OUTCOME[k][t] is (t, 1/k).
+_OUTCOME = tuple(tuple((t, _UNIFORM[k]) for t in range(28)) for k in range(29))
 # The first bidder's chance outcomes, per player count.
 _FIRST_OUTCOMES = {n: tuple((s, 1.0 / n) for s in range(n)) for n in (3, 4)}
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 _TERMINAL = int(pyspiel.PlayerId.TERMINAL)
 
 
+class ChanceDealt(GameState):
+    """The engine's state in the OpenSpiel game, whose deals chance makes.
+
+    The engine deals a new hand from the game's seed as the last one ends (`_deal`);
+    here the chance nodes that follow deal it, so the new hand starts with no tiles
+    (no hands, no widow) and the seed's shuffle is not drawn for nothing. Everything
+    else a new hand starts with is the engine's (`GameState._deal`, which a test
+    compares slot by slot). Its copies are of this class too.
+    """
+
+    __slots__ = ()
+
+    def _deal(self, first: int) -> None:
+        n = self.n
+        self.hands = [0] * n
+        self.widow = -1
+        self.dealt = ()
+        self.first_bidder = first
+        self.to_act = first
+        self.phase = 0
+        self.bids = []
+        self.high = 0
+        self.bidder = -1
+        self.bid = 0
+        self.contract = -1
+        self.discard = -1
+        self.plays = []
+        self.winners = []
+        self.in_trick = 0
+        self.tricks_won = [0] * n
+
+    def copy(self) -> ChanceDealt:
+        """An independent copy (`GameState.copy`), of this class."""
+        c = GameState.copy(self)
+        c.__class__ = ChanceDealt
+        return cast(ChanceDealt, c)
+
+
 # A new game's engine state per rules, copied for each new state (cheaper than a deal).
-_FRESH: dict[Rules, GameState] = {}
+_FRESH: dict[Rules, ChanceDealt] = {}
 
 
-def _fresh(rules: Rules) -> GameState:
+def _fresh(rules: Rules) -> ChanceDealt:
     st = _FRESH.get(rules)
     if st is None:
-        st = _FRESH[rules] = GameState.new(rules, 0, record=True)
+        st = _FRESH[rules] = cast(ChanceDealt, ChanceDealt.new(rules, 0))
         st.first_bidder = st.to_act = 0  # until chance names the first bidder
-        st.hands = [0] * st.n
-        st.widow = -1
-        st.dealt = ()
     return st.copy()
 
 
@@ -433,7 +471,11 @@ class MoonState(pyspiel.State):
 
     @property
     def engine(self) -> GameState:
-        """The engine's state (not a copy)."""
+        """The engine's state (not a copy; a `ChanceDealt` from a new state).
+
+        It keeps no transcript of its hands (`record` off, as the referee's fast path);
+        set `state.engine.record = True` on a new state to have them in `hand_log`.
+        """
         return self._core.st
 
     def current_player(self) -> int:
@@ -483,12 +525,13 @@ class MoonState(pyspiel.State):
         if core.first_pending:
             return list(_FIRST_OUTCOMES[core.st.n])
         left = core.left
-        return list(zip(left, repeat(_UNIFORM[len(left)])))
+        return list(map(_OUTCOME[len(left)].__getitem__, left))
 
     def _apply_action(self, action: int) -> None:
         core = self._core
         st = core.st
-        if core.dealt is None:
+        dealt = core.dealt
+        if dealt is None:
             hand = st.hand_index
             st.apply_id(action)
             if st.hand_index != hand and st.phase != 4:  # a new hand: deal it
@@ -502,22 +545,25 @@ class MoonState(pyspiel.State):
             st.first_bidder = st.to_act = action
             core.first_pending = False
             return
+        # Seat s holds positions 7s..7s+6 of the shuffle, the widow the next one.
         left = core.left
         left.remove(action)
-        self._place(action, core.dealt)
-        core.dealt += 1
-        if len(left) == 1:  # the last tile goes where it must
-            self._place(left.pop(), core.dealt)
-            st.dealt = tuple(st.hands)
-            core.dealt = None
-
-    def _place(self, tile: int, position: int) -> None:
-        """Seat s holds positions 7s..7s+6 of the shuffle, the widow the next one."""
-        st = self._core.st
-        if position < 7 * st.n:
-            st.hands[position // 7] |= 1 << tile
+        hands = st.hands
+        if dealt < 7 * st.n:
+            hands[dealt // 7] |= 1 << action
         else:
-            st.widow = tile
+            st.widow = action
+        dealt += 1
+        if len(left) == 1:  # the last tile goes where it must
+            last = left.pop()
+            if dealt < 7 * st.n:
+                hands[dealt // 7] |= 1 << last
+            else:
+                st.widow = last
+            st.dealt = tuple(hands)
+            core.dealt = None
+        else:
+            core.dealt = dealt
 
     def _action_to_string(self, player: int, action: int) -> str:
         core = self._core
@@ -563,7 +609,12 @@ def resample(game: MoonGame, obs: Observation, rng: random.Random) -> MoonState:
 
 
 def wrap(game: MoonGame, st: GameState) -> MoonState:
-    """A state of `game` at the engine's state `st` (a decision, not a deal), which it owns."""
+    """A state of `game` at the engine's state `st` (a decision, not a deal), which it owns.
+
+    A plain `GameState` becomes a `ChanceDealt`: its next hands are dealt by chance.
+    """
+    if type(st) is GameState:
+        st.__class__ = ChanceDealt
     return MoonState(game, _Core(st, False, None))
 
 
