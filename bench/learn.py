@@ -7,15 +7,20 @@ Run `nice -n 15 python bench/learn.py [--quick] [--speed-only] [--workers 2]`. I
   (`legal_ids`, `apply_id`), 3p with the default rules; a step is one player action.
 - `openspiel_random_steps_per_s`, `pettingzoo_random_steps_per_s`,
   `gym_random_steps_per_s`: random play through each adapter, and `*_vs_engine`, its
-  ratio to the engine's figure. OpenSpiel: `is_terminal`, `is_chance_node`,
-  `legal_actions`, `apply_action`, the deal's chance nodes (one per tile) drawn from
-  `chance_outcomes` and applied, not counted as steps. PettingZoo: the loop an agent
-  runs, `observe` of the agent to act (its 472-float tensor and its action mask, both
-  built each step), a legal id picked from the mask (`nonzero`) and `step`.
+  ratio to the engine's figure. A step is one player action on every side: the
+  engine deals inside its apply and the adapters' deals are not counted either, so
+  the ratio is also that of whole games a second (random play gives games of the
+  same length on both sides). OpenSpiel: `is_terminal`, `is_chance_node`,
+  `legal_actions`, `apply_action` (pyspiel's, keeping the history), the deal's chance
+  nodes (one per tile of every seat but the last, and the widow's: 15 a 3p hand)
+  drawn from `chance_outcomes` and applied. PettingZoo: the loop an agent runs,
+  `observe` of the agent to act (its 472-float tensor and its action mask, both new
+  arrays each step), a legal id picked from the mask (`nonzero`) and `step`.
   Gymnasium: seat 0 picks from the mask of the observation `step` returns (tensor and
-  mask built each step), the other seats `house:random` (each of its decisions builds
-  the seat's `Observation` and a seeded generator, as a house bot does); every seat's
-  action is a step. Each is the median of `--runs` runs of `--seconds` of this
+  masks new each step), the other seats `house:random` (each decision seeds the
+  generator the house bot seeds, from its decision key, and picks what it picks;
+  the environment computes both from the engine's state); every seat's action is a
+  step. Each is the median of `--runs` runs of `--seconds` of this
   process's CPU time, taken in turns in this one run so that the ratios compare like
   with like. Without the learn extra the bench says so in one line and exits 0.
 - `ismcts_{pimc,greedy}_*`: OpenSpiel's ISMCTS (`learn.runner.ismcts_bot`: its

@@ -52,24 +52,28 @@ class DecisionKeys:
     the decisions of one game (an environment that runs house players in-process).
 
     The key mixes the seed, the seat, the hand number, the phase, the calls so far and
-    the tiles played so far, in that order; all but the last change only between
-    phases, so their part of the mix is kept (a few entries per hand of the game).
+    the tiles played so far, in that order. All but the last two change only between
+    phases, and the calls only in the auction, so both prefixes of the mix are kept (a
+    few entries per hand of the game).
     """
 
-    __slots__ = ("_prefix", "_start")
+    __slots__ = ("_calls", "_phase", "_start")
 
     def __init__(self, seed: int) -> None:
         self._start = mix64((seed ^ _STREAM) & _M)
-        self._prefix: dict[tuple[int, int, int, int], int] = {}
+        self._phase: dict[tuple[int, int, int], int] = {}
+        self._calls: dict[tuple[int, int, int, int], int] = {}
 
     def key(self, st: GameState, seat: int) -> int:
         """The key of `seat`'s decision now (`st` not over)."""
         where = (seat, st.hand_index, st.phase, len(st.bids))
-        h = self._prefix.get(where)
+        h = self._calls.get(where)
         if h is None:
-            h = self._start
-            # The observation's hand number is hand_index + 1 while the game runs.
-            for part in (seat, st.hand_index + 1, st.phase, len(st.bids)):
-                h = mix64(h ^ part)
-            self._prefix[where] = h
+            at = where[:3]
+            p = self._phase.get(at)
+            if p is None:
+                # The observation's hand number is hand_index + 1 while the game runs.
+                p = mix64(mix64(mix64(self._start ^ seat) ^ (st.hand_index + 1)) ^ st.phase)
+                self._phase[at] = p
+            h = self._calls[where] = mix64(p ^ len(st.bids))
         return mix64(h ^ len(st.plays))

@@ -66,6 +66,7 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         self.game_seed = 0
         self.state = GameState.new(self.rules, 0)
         self._keys = DecisionKeys(0)
+        self._rng = Random()  # reseeded for each house:random decision
         self._legal: tuple[int, ...] = ()  # the seat's legal ids now
         self._played = Played()  # the hand's played slots, for the seat's tensor
 
@@ -79,14 +80,15 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         """
         st = self.state
         seat, players, game_seed = self.seat, self._players, self.game_seed
-        fast, keys = self._fast, self._keys
+        fast, keys, rng = self._fast, self._keys, self._rng
         while st.phase != 4:
             ids = st.legal_ids()
             s = st.to_act
             if s == seat:
                 return ids
-            if s in fast:
-                st.apply_id(random_id(ids, Random(keys.key(st, s))))
+            if s in fast:  # seed(x) is what Random(x) does
+                rng.seed(keys.key(st, s))
+                st.apply_id(random_id(ids, rng))
                 continue
             action = players[s].decide(st.observation(s), tuple(map(ACTIONS.__getitem__, ids)),
                                        game_seed)

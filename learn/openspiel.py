@@ -6,11 +6,14 @@ name, with the same defaults. The engine plays the game: this module only adds
 what OpenSpiel needs around it.
 
 - **Chance.** The first bidder of the game is one chance node (a seat), then each
-  hand's deal is one chance node per tile position of a shuffle (the tile at that
-  position; the last is forced and placed without a node). Seat `s` gets positions
-  7s..7s+6 and the widow the next, exactly as `moon.deal` lays out a seed's shuffle,
-  so `chance_outcomes_of_seed` turns an engine seed into the chance outcomes that
-  deal the same tiles (the equivalence tests use it).
+  hand's deal is one chance node per tile of every seat but the last (the tile at
+  that position of a shuffle, uniform over the tiles not dealt yet), then, if there
+  is a widow, one node for it (uniform over the 8 tiles left); the last seat holds
+  what is left, a set no order of which matters, so it takes no node: 15 nodes a
+  3p deal, 21 a 2v2 one. Seat `s` gets positions 7s..7s+6 and the widow the one
+  after the last seat's, exactly as `moon.deal` lays out a seed's shuffle, so
+  `chance_outcomes_of_seed` turns an engine seed into the chance outcomes that deal
+  the same tiles (the equivalence tests use it).
 - **Actions.** A player action's id is the engine's (`moon.actions`): 98 ids, the
   unused ones never legal.
 - **Information.** A seat's information state and observation are built from
@@ -72,8 +75,8 @@ NUM_ACTIONS = 98  # engine ids 0..97 (moon.actions)
 _DEFAULTS = Rules()
 _PARAMETERS: dict[str, object] = {"players": 3, **_DEFAULTS.options()}
 # A hand's player moves at most: 4 calls, a discard, trumps and 28 plays; its chance
-# nodes at most 27 tile positions (the 28th is forced), and the game's first bidder.
-_MOVES_PER_HAND = 4 + 2 + 28 + 27
+# nodes at most 21 tiles (2v2: the first three seats'), and the game's first bidder.
+_MOVES_PER_HAND = 4 + 2 + 28 + 21
 
 _GAME_TYPE = pyspiel.GameType(
     short_name=GAME_NAME,
@@ -103,10 +106,13 @@ def chance_outcomes_of_seed(rules: Rules, seed: int, hand: int) -> list[int]:
     """The chance outcomes that deal hand `hand` of the engine's game `seed`.
 
     Hand 0 starts with the first bidder's seat. Then come the tiles at the shuffle's
-    positions but the last, which the game places itself.
+    positions of every seat but the last, then the widow's if there is one: the last
+    seat holds the rest.
     """
-    tiles = deal_order(seed, hand, tile_set(rules))[:-1]
-    return [first_bidder(seed, rules.players), *tiles] if hand == 0 else tiles
+    n = rules.players
+    order = deal_order(seed, hand, tile_set(rules))
+    tiles = order[:7 * (n - 1)] + order[7 * n:]
+    return [first_bidder(seed, n), *tiles] if hand == 0 else tiles
 
 
 def game_returns(st: GameState) -> list[float]:
@@ -241,38 +247,19 @@ class Played:
     """A hand's public slots that only grow: the played tiles and the calls.
 
     Within a hand the engine only appends to its `plays` and `bids` lists (a new
-    hand, or a copy of the state, has new lists), so the cache follows them by
-    what was appended since the last call.
+    hand, or a copy of the state, has new lists), so `encode_state` follows them by
+    what was appended since its last call with this cache.
     """
 
     __slots__ = ("bids", "buf", "calls", "done", "plays", "spoken")
 
     def __init__(self) -> None:
         self.plays: list[tuple[int, int]] | None = None
-        self.done = 0
+        self.done = 0  # plays written into buf
         self.buf = bytearray(_PLAYED_BYTES)
         self.bids: list[tuple[int, int]] | None = None
-        self.spoken = -1
+        self.spoken = -1  # calls in `calls`
         self.calls = b""
-
-    def of(self, st: GameState) -> bytearray:
-        """The played slots of `st`'s hand."""
-        plays = st.plays
-        if plays is not self.plays or len(plays) < self.done:
-            self.plays, self.done = plays, 0
-            self.buf = bytearray(_PLAYED_BYTES)
-        if len(plays) > self.done:
-            played_slots(plays, st.n, self.done, self.buf)
-            self.done = len(plays)
-        return self.buf
-
-    def calls_of(self, st: GameState) -> bytes:
-        """The calls' slots of `st`'s hand."""
-        bids = st.bids
-        if bids is not self.bids or len(bids) != self.spoken:
-            self.bids, self.spoken = bids, len(bids)
-            self.calls = _calls(st.n, tuple(bids))
-        return self.calls
 
 
 _SEVENTHS = tuple(w / 7 for w in range(8))
@@ -314,16 +301,25 @@ def encode_state(st: GameState, seat: int, played: Played | None = None) -> byte
                           e[hands[0].bit_count()], e[hands[1].bit_count()],
                           e[hands[2].bit_count()], e[hands[3].bit_count()], hand_no)
     if played is None:
-        plays: bytes | bytearray = played_slots(st.plays, st.n)
-        calls = _calls(st.n, tuple(st.bids))
-    else:
-        plays = played.of(st)
-        calls = played.calls_of(st)
+        played = Played()
+    plays = st.plays
+    done = played.done
+    if plays is not played.plays or len(plays) < done:
+        played.plays = plays
+        played.buf = bytearray(_PLAYED_BYTES)
+        done = 0
+    if len(plays) > done:
+        played_slots(plays, st.n, done, played.buf)
+        played.done = len(plays)
+    bids = st.bids
+    if bids is not played.bids or len(bids) != played.spoken:
+        played.bids, played.spoken = bids, len(bids)
+        played.calls = _calls(st.n, tuple(bids))
     return b"".join((
         _HEAD[((seat * 4 + st.to_act) * 4 + st.first_bidder) * 5 + phase],
-        _BITS14[h & 0x3FFF], _BITS14[h >> 14], calls,
+        _BITS14[h & 0x3FFF], _BITS14[h >> 14], played.calls,
         _MID[(bidder if shown else -1, st.bid if shown else -1, st.contract)],
-        _ONE28[widow], _ONE28[discard], plays, tail,
+        _ONE28[widow], _ONE28[discard], played.buf, tail,
     ))
 
 
@@ -545,25 +541,27 @@ class MoonState(pyspiel.State):
             st.first_bidder = st.to_act = action
             core.first_pending = False
             return
-        # Seat s holds positions 7s..7s+6 of the shuffle, the widow the next one.
+        # Seat s < n-1 holds positions 7s..7s+6 of the shuffle, a node each; then
+        # the widow (if any), a node of its own; the last seat holds what is left.
         left = core.left
         left.remove(action)
         hands = st.hands
-        if dealt < 7 * st.n:
+        last = 7 * (st.n - 1)
+        if dealt < last:
             hands[dealt // 7] |= 1 << action
+            dealt += 1
+            if dealt < last or len(left) != 7:
+                core.dealt = dealt
+                return
         else:
             st.widow = action
-        dealt += 1
-        if len(left) == 1:  # the last tile goes where it must
-            last = left.pop()
-            if dealt < 7 * st.n:
-                hands[dealt // 7] |= 1 << last
-            else:
-                st.widow = last
-            st.dealt = tuple(hands)
-            core.dealt = None
-        else:
-            core.dealt = dealt
+        rest = 0
+        for t in left:
+            rest |= 1 << t
+        hands[-1] = rest
+        left.clear()
+        st.dealt = tuple(hands)
+        core.dealt = None
 
     def _action_to_string(self, player: int, action: int) -> str:
         core = self._core
@@ -573,7 +571,7 @@ class MoonState(pyspiel.State):
             if not 0 <= action < 28:
                 return f"no tile {action}"
             position = core.dealt or 0
-            where = f"seat {position // 7}" if position < 7 * core.st.n else "the widow"
+            where = f"seat {position // 7}" if position < 7 * (core.st.n - 1) else "the widow"
             return f"deal {ALL_TILES[action]} to {where}"
         found = ACTIONS.get(action)
         return found.label if found is not None else f"no action {action}"

@@ -32,31 +32,20 @@ def dict_space(rules: Rules) -> spaces.Dict:
     })
 
 
-# Each legal set's mask bytes, built once: a step's mask is a copy of them. Legal sets
-# recur (the auction's, a hand's follows), but plays make many, so the cache is emptied
-# when it reaches its bound.
-_MASKS: dict[tuple[int, ...], bytes] = {}
-_MASKS_BOUND = 1 << 16
 _INT8 = np.dtype(np.int8)
-_NO_MASK = bytes(NUM_ACTIONS)
 
 
 def mask_of(legal: tuple[int, ...]) -> np.ndarray[Any, np.dtype[np.int8]]:
     """A new action mask: 1 at each id of `legal`."""
-    found = _MASKS.get(legal)
-    if found is None:
-        buf = bytearray(NUM_ACTIONS)
-        for a in legal:
-            buf[a] = 1
-        if len(_MASKS) >= _MASKS_BOUND:
-            _MASKS.clear()
-        found = _MASKS[legal] = bytes(buf)
-    return np.frombuffer(bytearray(found), _INT8)
+    buf = bytearray(NUM_ACTIONS)
+    for a in legal:
+        buf[a] = 1
+    return np.frombuffer(buf, _INT8)
 
 
 def no_mask() -> np.ndarray[Any, np.dtype[np.int8]]:
     """A new action mask with no legal action (a seat not to act)."""
-    return np.frombuffer(bytearray(_NO_MASK), _INT8)
+    return np.zeros(NUM_ACTIONS, _INT8)
 
 
 def observe(st: GameState, seat: int, played: Played | None = None,
