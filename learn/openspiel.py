@@ -229,17 +229,24 @@ def _calls(n: int, bids: tuple[tuple[int, int], ...]) -> bytes:
     return found
 
 
+# A played tile's 11 slots (its trick's one-hot, then its seat's) as float32 bytes, by
+# trick * 4 + seat: a tile is played once a hand, so its slots are written in one go.
+_PLAY_BLOCK = tuple(_onehots(7)[k] + _ONE4[s] for k in range(7) for s in range(4))
+_BLOCK = 11 * _F32
+
+
 def played_slots(plays: Sequence[tuple[int, int]], n: int, start: int = 0,
                  buf: bytearray | None = None) -> bytearray:
-    """The played tiles' slots (trick, seat) of `plays` (seat, tile) from `start` on."""
+    """The played tiles' slots (trick, seat) of `plays` (seat, tile) from `start` on.
+
+    `buf` (the slots of `plays[:start]`, all zero but theirs) is written in place.
+    """
     if buf is None:
         buf = bytearray(_PLAYED_BYTES)
-    view = memoryview(buf).cast("f")
     for i in range(start, len(plays)):
         s, t = plays[i]
-        base = 11 * t
-        view[base + i // n] = 1.0
-        view[base + 7 + s] = 1.0
+        o = _BLOCK * t
+        buf[o:o + _BLOCK] = _PLAY_BLOCK[i // n * 4 + s]
     return buf
 
 
@@ -264,16 +271,13 @@ class Played:
 
 _SEVENTHS = tuple(w / 7 for w in range(8))
 _FLOAT32 = np.dtype(np.float32)
+_JOIN = bytearray().join  # a new bytearray of the parts (the empty separator unchanged)
 _EIGHTHS = tuple(k / 8 for k in range(9))
 
 
-def encode_state(st: GameState, seat: int, played: Played | None = None) -> bytes:
-    """`encode(st.observation(seat))` as float32 bytes, built from the engine's masks.
-
-    Reads only what `GameState.observation(seat)` shows: the seat's own hand, the
-    widow and the discard only for the bidder once `observation` would show them.
-    `played` (the caller's cache of the hand's public slots) saves redoing the hand.
-    """
+def _parts(st: GameState, seat: int, played: Played | None
+           ) -> tuple[bytes | bytearray, ...]:
+    """`encode_state`'s float32 bytes in the tensor's order, not joined yet."""
     phase = st.phase
     rules = st.rules
     bidder = st.bidder
@@ -308,25 +312,41 @@ def encode_state(st: GameState, seat: int, played: Played | None = None) -> byte
         played.plays = plays
         played.buf = bytearray(_PLAYED_BYTES)
         done = 0
-    if len(plays) > done:
-        played_slots(plays, st.n, done, played.buf)
-        played.done = len(plays)
+    k = len(plays)
+    if k > done:
+        if k == done + 1:  # one play since the last call, as a step makes
+            s, t = plays[done]
+            o = _BLOCK * t
+            played.buf[o:o + _BLOCK] = _PLAY_BLOCK[done // st.n * 4 + s]
+        else:
+            played_slots(plays, st.n, done, played.buf)
+        played.done = k
     bids = st.bids
     if bids is not played.bids or len(bids) != played.spoken:
         played.bids, played.spoken = bids, len(bids)
         played.calls = _calls(st.n, tuple(bids))
-    return b"".join((
+    return (
         _HEAD[((seat * 4 + st.to_act) * 4 + st.first_bidder) * 5 + phase],
         _BITS14[h & 0x3FFF], _BITS14[h >> 14], played.calls,
         _MID[(bidder if shown else -1, st.bid if shown else -1, st.contract)],
         _ONE28[widow], _ONE28[discard], played.buf, tail,
-    ))
+    )
+
+
+def encode_state(st: GameState, seat: int, played: Played | None = None) -> bytes:
+    """`encode(st.observation(seat))` as float32 bytes, built from the engine's masks.
+
+    Reads only what `GameState.observation(seat)` shows: the seat's own hand, the
+    widow and the discard only for the bidder once `observation` would show them.
+    `played` (the caller's cache of the hand's public slots) saves redoing the hand.
+    """
+    return b"".join(_parts(st, seat, played))
 
 
 def tensor_of(st: GameState, seat: int, played: Played | None = None
               ) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A new writable array of `encode_state`."""
-    return np.frombuffer(bytearray(encode_state(st, seat, played)), _FLOAT32)
+    """A new writable array of `encode_state` (joined straight into its own buffer)."""
+    return np.frombuffer(_JOIN(_parts(st, seat, played)), _FLOAT32)
 
 
 def _text(obs: Observation) -> str:
