@@ -32,7 +32,7 @@ from bots.house import parse
 from bots.player import DecisionKeys, Player
 from bots.random_play import RandomPlayer, random_id
 from learn.openspiel import NUM_ACTIONS, Played, game_returns
-from learn.spaces import dict_space, mask_of, observe
+from learn.spaces import dict_space, observe
 from moon import GameState, Rules
 from moon.actions import ACTIONS
 
@@ -103,7 +103,7 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         """The seat's observation and the step's info, each with its own mask of `legal`."""
         self._legal = legal
         obs = observe(self.state, self.seat, self._played, legal)
-        return obs, {"action_mask": mask_of(legal), "illegal": illegal,
+        return obs, {"action_mask": obs["action_mask"].copy(), "illegal": illegal,
                      "game_seed": self.game_seed}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
