@@ -629,10 +629,9 @@ def resample(game: MoonGame, obs: Observation, rng: random.Random) -> MoonState:
 def wrap(game: MoonGame, st: GameState) -> MoonState:
     """A state of `game` at the engine's state `st` (a decision, not a deal), which it owns.
 
-    A plain `GameState` becomes a `ChanceDealt`: its next hands are dealt by chance.
+    Its next hands are dealt by chance nodes: a plain `GameState` deals them from its
+    seed first, which `_apply_action` then clears (a `ChanceDealt` skips that).
     """
-    if type(st) is GameState:
-        st.__class__ = ChanceDealt
     return MoonState(game, _Core(st, False, None))
 
 

@@ -44,6 +44,7 @@ from learn.pettingzoo import MoonEnv
 from learn.runner import IsmctsPlayer, SpielPlayer, ismcts_bot
 from learn.spaces import observe
 from moon import GameState, Rules
+from moon.state import tile_set
 from moon.transcript import transcript
 
 SHORT = {"max_hands": 2}
@@ -452,3 +453,39 @@ def test_environment_observations_are_the_observation_encoded(
                     want[list(st.legal_ids())] = 1
                 assert got["action_mask"].tobytes() == want.tobytes()
             env.step(rng.choice(st.legal_ids()))
+
+
+@pytest.mark.parametrize(("players", "options"), [(3, {}), (3, {"double_blank": False}), (4, {})])
+def test_a_plain_engine_state_and_a_chance_dealt_one_play_the_same_game(
+        players: int, options: dict[str, object]) -> None:
+    """`wrap` of a plain `GameState` (the engine deals its next hands from the seed, then
+    chance deals over them) and of a `ChanceDealt` (no seed deal) fed the same actions
+    hold the same slots at every node; each deal is a partition of the tile set."""
+    game = load(players, {"max_hands": 3, **options})
+    rules = game.rules
+    for seed in range(3):
+        plain = GameState.new(rules, seed)
+        rng = random.Random(seed)
+        for _ in range(rng.randrange(1, 20)):
+            plain.apply_id(rng.choice(plain.legal_ids()))
+        dealt = plain.copy()
+        dealt.__class__ = ChanceDealt
+        a, b = wrap(game, plain), wrap(game, dealt)
+        while not a.is_terminal():
+            if a.is_chance_node() and len(a.legal_actions()) == len(tile_set(rules)):
+                assert a.engine.hands == [0] * players
+            moves = a.legal_actions()
+            assert moves == b.legal_actions()
+            action = rng.choice(moves)
+            dealing = a.is_chance_node()
+            a.apply_action(action)
+            b.apply_action(action)
+            if dealing and not a.is_chance_node():  # the deal is complete
+                hands = a.engine.hands
+                widow = [a.engine.widow] if a.engine.widow >= 0 else []
+                tiles = [t for h in hands for t in range(28) if h >> t & 1] + widow
+                assert sorted(tiles) == list(tile_set(rules))
+                assert [h.bit_count() for h in hands] == [7] * players
+            for slot in GameState.__slots__:
+                assert getattr(a.engine, slot) == getattr(b.engine, slot), slot
+        assert type(b.engine) is ChanceDealt
