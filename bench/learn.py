@@ -7,17 +7,28 @@ Run `nice -n 15 python bench/learn.py [--quick] [--speed-only] [--workers 2]`. I
   (`legal_ids`, `apply_id`), 3p with the default rules; a step is one player action.
 - `openspiel_random_steps_per_s`, `pettingzoo_random_steps_per_s`,
   `gym_random_steps_per_s`: random play through each adapter, and `*_vs_engine`, its
-  ratio to the engine's figure. OpenSpiel: `is_terminal`, `is_chance_node`,
-  `legal_actions`, `apply_action`, the deal's chance nodes (one per tile) drawn from
-  `chance_outcomes` and applied, not counted as steps. PettingZoo: the loop an agent
-  runs, `observe` of the agent to act (its 472-float tensor and its action mask, both
-  built each step), a legal id picked from the mask (`nonzero`) and `step`.
+  ratio to the engine's figure. A step is one player action on every side: the
+  engine deals inside its apply and the adapters' deals are not counted either, so
+  the ratio is also that of whole games a second (random play gives games of the
+  same length on both sides). OpenSpiel: `is_terminal`, `is_chance_node`,
+  `legal_actions`, `apply_action` (pyspiel's, keeping the history), the deal's chance
+  nodes (one per tile of every seat but the last, and the widow's: 15 a 3p hand)
+  drawn from `chance_outcomes` and applied. PettingZoo: the loop an agent runs,
+  `observe` of the agent to act (its 472-float tensor and its action mask, both new
+  arrays each step), a legal id picked from the mask (`nonzero`) and `step`.
   Gymnasium: seat 0 picks from the mask of the observation `step` returns (tensor and
-  mask built each step), the other seats `house:random` (each of its decisions builds
-  the seat's `Observation` and a seeded generator, as a house bot does); every seat's
-  action is a step. Each is the median of `--runs` runs of `--seconds` of this
+  masks new each step), the other seats `house:random` (each decision seeds the
+  generator the house bot seeds, from its decision key, and picks what it picks;
+  the environment computes both from the engine's state); every seat's action is a
+  step. Each is the median of `--runs` runs of `--seconds` of this
   process's CPU time, taken in turns in this one run so that the ratios compare like
   with like. Without the learn extra the bench says so in one line and exits 0.
+- with `--floors`, `floor_*_vs_engine`: loops that do only what no Python adapter
+  avoids, against the same engine figure: `openspiel_callbacks` (the OpenSpiel loop
+  without pyspiel's C++ `apply_action` round trip, `callbacks_loop`), `arrays` (the
+  engine's loop plus a new tensor and mask each step, nothing encoded) and
+  `arrays_and_house_seeding` (the same for seat 0, a reseeded generator for the
+  others, as `house:random` decides: `arrays_loop`).
 - `ismcts_{pimc,greedy}_*`: OpenSpiel's ISMCTS (`learn.runner.ismcts_bot`: its
   random rollout evaluator, UCT c = 2) in one 3p seat, the two others `house:pimc` or
   `house:greedy`, on duplicate boards (each board, a game seed, played with ISMCTS in
@@ -48,7 +59,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bots import interval, show
 from bots import parse
+from bots.random_play import random_id
 from moon import GameState, Rules
+from moon.deal import mix64
 
 try:
     from learn.gym import MoonSeatEnv
@@ -141,6 +154,68 @@ def gym_loop(rules: Rules) -> Loop:
     return run
 
 
+# Floors (`--floors`): what part of each adapter's cost no Python adapter avoids.
+
+_TENSOR = bytes(4 * 472)
+_MASK = bytes(98)
+_F32, _I8 = np.dtype(np.float32), np.dtype(np.int8)
+
+
+def callbacks_loop(rules: Rules) -> Loop:
+    """The OpenSpiel loop calling what pyspiel's `apply_action` calls back
+    (`current_player`, then `_apply_action`) instead of it: the game's own work without
+    pyspiel's C++ round trip and the history it keeps (which a real game must keep)."""
+    game = load(rules.players, rules.options())
+
+    def run(seed: int, seconds: float) -> tuple[int, float]:
+        draw = random.Random(seed).getrandbits
+        steps, start = 0, _clock()
+        while _clock() - start < seconds:
+            state = game.new_initial_state()
+            player, apply = state.current_player, state._apply_action
+            while not state.is_terminal():
+                if state.is_chance_node():
+                    outcomes = state.chance_outcomes()
+                    player()
+                    apply(outcomes[draw(32) % len(outcomes)][0])
+                    continue
+                legal = state.legal_actions()
+                player()
+                apply(legal[draw(32) % len(legal)])
+                steps += 1
+        return steps, _clock() - start
+    return run
+
+
+def arrays_loop(rules: Rules, house: bool = False) -> Loop:
+    """The engine's loop plus what an environment hands the agent each step, with
+    nothing encoded: a new 472-float tensor and a new mask (from constant bytes), and
+    the agent's `nonzero` on the mask. With `house`, only seat 0 gets them and every
+    other seat, as a `house:random` decision, reseeds a generator from a mixed 64-bit
+    key and draws with it (`random_id`)."""
+    def run(seed: int, seconds: float) -> tuple[int, float]:
+        draw = random.Random(seed).getrandbits
+        rng = random.Random()
+        steps, start = 0, _clock()
+        game_seed = seed
+        while _clock() - start < seconds:
+            st = GameState.new(rules, game_seed)
+            game_seed += 1
+            legal_ids, apply_id = st.legal_ids, st.apply_id
+            while legal := legal_ids():
+                if house and st.to_act:
+                    rng.seed(mix64(game_seed ^ steps))
+                    apply_id(random_id(legal, rng))
+                else:
+                    obs = {"observation": np.frombuffer(bytearray(_TENSOR), _F32),
+                           "action_mask": np.frombuffer(bytearray(_MASK), _I8)}
+                    obs["action_mask"].nonzero()
+                    apply_id(legal[draw(32) % len(legal)])
+                steps += 1
+        return steps, _clock() - start
+    return run
+
+
 def rates(loops: dict[str, Loop], seconds: float, runs: int) -> dict[str, float]:
     """Median steps per CPU second of each loop, the loops taken in turns."""
     got: dict[str, list[float]] = {name: [] for name in loops}
@@ -213,14 +288,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2, help="processes for the games")
     p.add_argument("--quick", action="store_true", help="a smoke run")
     p.add_argument("--speed-only", action="store_true", help="only the adapters' speed")
+    p.add_argument("--floors", action="store_true",
+                   help="also what no Python adapter avoids (callbacks_loop, arrays_loop)")
     args = p.parse_args(argv)
     if args.quick:
         args.seconds, args.runs, args.boards = 0.5, 1, 2
     rules = Rules()
-    got = rates({"engine": engine_loop(rules), "openspiel": openspiel_loop(rules),
-                 "pettingzoo": pettingzoo_loop(rules), "gym": gym_loop(rules)},
-                args.seconds, args.runs)
+    loops = {"engine": engine_loop(rules), "openspiel": openspiel_loop(rules),
+             "pettingzoo": pettingzoo_loop(rules), "gym": gym_loop(rules)}
+    floors = {"floor_openspiel_callbacks": callbacks_loop(rules),
+              "floor_arrays": arrays_loop(rules),
+              "floor_arrays_and_house_seeding": arrays_loop(rules, house=True)}
+    got = rates(loops | floors if args.floors else loops, args.seconds, args.runs)
     for name, rate in got.items():
+        if name.startswith("floor_"):
+            show(f"{name}_vs_engine", rate / got["engine"], "ratio")
+            continue
         show(f"{name}_random_steps_per_s", rate, "steps/s", ".0f")
         if name != "engine":
             show(f"{name}_random_vs_engine", rate / got["engine"], "ratio")

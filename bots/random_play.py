@@ -10,7 +10,7 @@ from bots.player import decision_rng
 from moon import Action, ActionKind, Observation
 from moon.actions import MOON
 
-__all__ = ["RandomPlayer", "random_action"]
+__all__ = ["RandomPlayer", "random_action", "random_id"]
 
 
 def random_action(legal: Sequence[Action], rng: random.Random) -> Action:
@@ -21,6 +21,16 @@ def random_action(legal: Sequence[Action], rng: random.Random) -> Action:
     """
     choices = [a for a in legal if not (a.kind is ActionKind.BID and a.value == MOON)]
     return rng.choice(choices or list(legal))
+
+
+def random_id(legal: Sequence[int], rng: random.Random) -> int:
+    """`random_action` over action ids: the id it picks from the same generator.
+
+    `legal` is sorted by id, as the actions are, and `bid 21` is the id `MOON`, so the
+    choices are the same list and `rng.choice` draws the same index.
+    """
+    choices = [a for a in legal if a != MOON]
+    return rng.choice(choices or legal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ referee replaces a bot's illegal answer, and `info["illegal"]` says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from random import Random
 from typing import Any
 
 import gymnasium
@@ -28,9 +29,10 @@ import numpy as np
 from gymnasium import spaces
 
 from bots.house import parse
-from bots.player import Player
+from bots.player import DecisionKeys, Player
+from bots.random_play import RandomPlayer, random_id
 from learn.openspiel import NUM_ACTIONS, Played, game_returns
-from learn.spaces import dict_space, mask_of, observe
+from learn.spaces import dict_space, observe
 from moon import GameState, Rules
 from moon.actions import ACTIONS
 
@@ -59,22 +61,35 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         self.render_mode = render_mode
         self.observation_space = dict_space(self.rules)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
+        # The house:random seats, which decide from the engine's state (see `_advance`).
+        self._fast = frozenset(s for s, p in self._players.items() if type(p) is RandomPlayer)
         self.game_seed = 0
         self.state = GameState.new(self.rules, 0)
+        self._keys = DecisionKeys(0)
+        self._rng = Random()  # reseeded for each house:random decision
+        self._legal: tuple[int, ...] = ()  # the seat's legal ids now
         self._played = Played()  # the hand's played slots, for the seat's tensor
 
     def _advance(self) -> tuple[int, ...]:
         """Let the house bots play until the seat is to act or the game is over.
 
-        Returns the seat's legal ids (empty once the game is over).
+        Returns the seat's legal ids (empty once the game is over). A `house:random`
+        seat decides from the engine's state (`bots.player.DecisionKeys`,
+        `bots.random_play.random_id`): the id its `decide` would pick from the seat's
+        observation, from the same seeded generator, without building either.
         """
         st = self.state
         seat, players, game_seed = self.seat, self._players, self.game_seed
+        fast, keys, rng = self._fast, self._keys, self._rng
         while st.phase != 4:
             ids = st.legal_ids()
             s = st.to_act
             if s == seat:
                 return ids
+            if s in fast:  # seed(x) is what Random(x) does
+                rng.seed(keys.key(st, s))
+                st.apply_id(random_id(ids, rng))
+                continue
             action = players[s].decide(st.observation(s), tuple(map(ACTIONS.__getitem__, ids)),
                                        game_seed)
             if action.id in ids:
@@ -85,9 +100,10 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
 
     def _observe(self, legal: tuple[int, ...], illegal: bool = False
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The seat's observation and the step's info, both with the mask of `legal`."""
+        """The seat's observation and the step's info, each with its own mask of `legal`."""
+        self._legal = legal
         obs = observe(self.state, self.seat, self._played, legal)
-        return obs, {"action_mask": mask_of(legal), "illegal": illegal,
+        return obs, {"action_mask": obs["action_mask"].copy(), "illegal": illegal,
                      "game_seed": self.game_seed}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -96,22 +112,24 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         super().reset(seed=seed)
         self.game_seed = int(self.np_random.integers(0, 1 << 63))
         self.state = GameState.new(self.rules, self.game_seed)
+        self._keys = DecisionKeys(self.game_seed)
         return self._observe(self._advance())
 
     def step(self, action: np.int64 | int
              ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Play `action` for the seat, then the house bots until the seat is to act again."""
         st = self.state
-        if st.is_over:
-            raise RuntimeError("the game is over: call reset()")
-        legal = st.legal_ids()
+        legal = self._legal
+        if st.phase == 4 or not legal:
+            raise RuntimeError("the game is over or not started: call reset()")
         illegal = int(action) not in legal
         if illegal:
             action = legal[int(self.np_random.integers(len(legal)))]
         st.apply_id(int(action))
         obs, info = self._observe(self._advance(), illegal)
-        reward = game_returns(st)[self.seat] if st.is_over else 0.0
-        return obs, reward, st.is_over, False, info
+        if st.phase == 4:
+            return obs, game_returns(st)[self.seat], True, False, info
+        return obs, 0.0, False, False, info
 
     def render(self) -> str | None:
         """The game in one line (`ansi`)."""

@@ -6,11 +6,14 @@ name, with the same defaults. The engine plays the game: this module only adds
 what OpenSpiel needs around it.
 
 - **Chance.** The first bidder of the game is one chance node (a seat), then each
-  hand's deal is one chance node per tile position of a shuffle (the tile at that
-  position; the last is forced and placed without a node). Seat `s` gets positions
-  7s..7s+6 and the widow the next, exactly as `moon.deal` lays out a seed's shuffle,
-  so `chance_outcomes_of_seed` turns an engine seed into the chance outcomes that
-  deal the same tiles (the equivalence tests use it).
+  hand's deal is one chance node per tile of every seat but the last (the tile at
+  that position of a shuffle, uniform over the tiles not dealt yet), then, if there
+  is a widow, one node for it (uniform over the 8 tiles left); the last seat holds
+  what is left, a set no order of which matters, so it takes no node: 15 nodes a
+  3p deal, 21 a 2v2 one. Seat `s` gets positions 7s..7s+6 and the widow the one
+  after the last seat's, exactly as `moon.deal` lays out a seed's shuffle, so
+  `chance_outcomes_of_seed` turns an engine seed into the chance outcomes that deal
+  the same tiles (the equivalence tests use it).
 - **Actions.** A player action's id is the engine's (`moon.actions`): 98 ids, the
   unused ones never legal.
 - **Information.** A seat's information state and observation are built from
@@ -34,8 +37,7 @@ import json
 import random
 import struct
 from collections.abc import Callable, Sequence
-from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyspiel
@@ -52,6 +54,7 @@ __all__ = [
     "NUM_ACTIONS",
     "SCORE_SLOTS",
     "TENSOR_SIZE",
+    "ChanceDealt",
     "MoonGame",
     "MoonState",
     "Played",
@@ -72,8 +75,8 @@ NUM_ACTIONS = 98  # engine ids 0..97 (moon.actions)
 _DEFAULTS = Rules()
 _PARAMETERS: dict[str, object] = {"players": 3, **_DEFAULTS.options()}
 # A hand's player moves at most: 4 calls, a discard, trumps and 28 plays; its chance
-# nodes at most 27 tile positions (the 28th is forced), and the game's first bidder.
-_MOVES_PER_HAND = 4 + 2 + 28 + 27
+# nodes at most 21 tiles (2v2: the first three seats'), and the game's first bidder.
+_MOVES_PER_HAND = 4 + 2 + 28 + 21
 
 _GAME_TYPE = pyspiel.GameType(
     short_name=GAME_NAME,
@@ -103,10 +106,13 @@ def chance_outcomes_of_seed(rules: Rules, seed: int, hand: int) -> list[int]:
     """The chance outcomes that deal hand `hand` of the engine's game `seed`.
 
     Hand 0 starts with the first bidder's seat. Then come the tiles at the shuffle's
-    positions but the last, which the game places itself.
+    positions of every seat but the last, then the widow's if there is one: the last
+    seat holds the rest.
     """
-    tiles = deal_order(seed, hand, tile_set(rules))[:-1]
-    return [first_bidder(seed, rules.players), *tiles] if hand == 0 else tiles
+    n = rules.players
+    order = deal_order(seed, hand, tile_set(rules))
+    tiles = order[:7 * (n - 1)] + order[7 * n:]
+    return [first_bidder(seed, n), *tiles] if hand == 0 else tiles
 
 
 def game_returns(st: GameState) -> list[float]:
@@ -223,17 +229,24 @@ def _calls(n: int, bids: tuple[tuple[int, int], ...]) -> bytes:
     return found
 
 
+# A played tile's 11 slots (its trick's one-hot, then its seat's) as float32 bytes, by
+# trick * 4 + seat: a tile is played once a hand, so its slots are written in one go.
+_PLAY_BLOCK = tuple(_onehots(7)[k] + _ONE4[s] for k in range(7) for s in range(4))
+_BLOCK = 11 * _F32
+
+
 def played_slots(plays: Sequence[tuple[int, int]], n: int, start: int = 0,
                  buf: bytearray | None = None) -> bytearray:
-    """The played tiles' slots (trick, seat) of `plays` (seat, tile) from `start` on."""
+    """The played tiles' slots (trick, seat) of `plays` (seat, tile) from `start` on.
+
+    `buf` (the slots of `plays[:start]`, all zero but theirs) is written in place.
+    """
     if buf is None:
         buf = bytearray(_PLAYED_BYTES)
-    view = memoryview(buf).cast("f")
     for i in range(start, len(plays)):
         s, t = plays[i]
-        base = 11 * t
-        view[base + i // n] = 1.0
-        view[base + 7 + s] = 1.0
+        o = _BLOCK * t
+        buf[o:o + _BLOCK] = _PLAY_BLOCK[i // n * 4 + s]
     return buf
 
 
@@ -241,51 +254,30 @@ class Played:
     """A hand's public slots that only grow: the played tiles and the calls.
 
     Within a hand the engine only appends to its `plays` and `bids` lists (a new
-    hand, or a copy of the state, has new lists), so the cache follows them by
-    what was appended since the last call.
+    hand, or a copy of the state, has new lists), so `encode_state` follows them by
+    what was appended since its last call with this cache.
     """
 
     __slots__ = ("bids", "buf", "calls", "done", "plays", "spoken")
 
     def __init__(self) -> None:
         self.plays: list[tuple[int, int]] | None = None
-        self.done = 0
+        self.done = 0  # plays written into buf
         self.buf = bytearray(_PLAYED_BYTES)
         self.bids: list[tuple[int, int]] | None = None
-        self.spoken = -1
+        self.spoken = -1  # calls in `calls`
         self.calls = b""
-
-    def of(self, st: GameState) -> bytearray:
-        """The played slots of `st`'s hand."""
-        plays = st.plays
-        if plays is not self.plays or len(plays) < self.done:
-            self.plays, self.done = plays, 0
-            self.buf = bytearray(_PLAYED_BYTES)
-        if len(plays) > self.done:
-            played_slots(plays, st.n, self.done, self.buf)
-            self.done = len(plays)
-        return self.buf
-
-    def calls_of(self, st: GameState) -> bytes:
-        """The calls' slots of `st`'s hand."""
-        bids = st.bids
-        if bids is not self.bids or len(bids) != self.spoken:
-            self.bids, self.spoken = bids, len(bids)
-            self.calls = _calls(st.n, tuple(bids))
-        return self.calls
 
 
 _SEVENTHS = tuple(w / 7 for w in range(8))
+_FLOAT32 = np.dtype(np.float32)
+_JOIN = bytearray().join  # a new bytearray of the parts (the empty separator unchanged)
 _EIGHTHS = tuple(k / 8 for k in range(9))
 
 
-def encode_state(st: GameState, seat: int, played: Played | None = None) -> bytes:
-    """`encode(st.observation(seat))` as float32 bytes, built from the engine's masks.
-
-    Reads only what `GameState.observation(seat)` shows: the seat's own hand, the
-    widow and the discard only for the bidder once `observation` would show them.
-    `played` (the caller's cache of the hand's public slots) saves redoing the hand.
-    """
+def _parts(st: GameState, seat: int, played: Played | None
+           ) -> tuple[bytes | bytearray, ...]:
+    """`encode_state`'s float32 bytes in the tensor's order, not joined yet."""
     phase = st.phase
     rules = st.rules
     bidder = st.bidder
@@ -313,23 +305,48 @@ def encode_state(st: GameState, seat: int, played: Played | None = None) -> byte
                           e[hands[0].bit_count()], e[hands[1].bit_count()],
                           e[hands[2].bit_count()], e[hands[3].bit_count()], hand_no)
     if played is None:
-        plays: bytes | bytearray = played_slots(st.plays, st.n)
-        calls = _calls(st.n, tuple(st.bids))
-    else:
-        plays = played.of(st)
-        calls = played.calls_of(st)
-    return b"".join((
+        played = Played()
+    plays = st.plays
+    done = played.done
+    if plays is not played.plays or len(plays) < done:
+        played.plays = plays
+        played.buf = bytearray(_PLAYED_BYTES)
+        done = 0
+    k = len(plays)
+    if k > done:
+        if k == done + 1:  # one play since the last call, as a step makes
+            s, t = plays[done]
+            o = _BLOCK * t
+            played.buf[o:o + _BLOCK] = _PLAY_BLOCK[done // st.n * 4 + s]
+        else:
+            played_slots(plays, st.n, done, played.buf)
+        played.done = k
+    bids = st.bids
+    if bids is not played.bids or len(bids) != played.spoken:
+        played.bids, played.spoken = bids, len(bids)
+        played.calls = _calls(st.n, tuple(bids))
+    return (
         _HEAD[((seat * 4 + st.to_act) * 4 + st.first_bidder) * 5 + phase],
-        _BITS14[h & 0x3FFF], _BITS14[h >> 14], calls,
+        _BITS14[h & 0x3FFF], _BITS14[h >> 14], played.calls,
         _MID[(bidder if shown else -1, st.bid if shown else -1, st.contract)],
-        _ONE28[widow], _ONE28[discard], plays, tail,
-    ))
+        _ONE28[widow], _ONE28[discard], played.buf, tail,
+    )
+
+
+def encode_state(st: GameState, seat: int, played: Played | None = None) -> bytes:
+    """`encode(st.observation(seat))` as float32 bytes, built from the engine's masks.
+
+    Reads only what `GameState.observation(seat)` shows: the seat's own hand, the
+    widow and the discard only for the bidder once `observation` would show them.
+    `played` (the caller's cache of the hand's public slots) saves redoing the hand.
+    """
+    return b"".join(_parts(st, seat, played))
 
 
 def tensor_of(st: GameState, seat: int, played: Played | None = None
               ) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """A new writable array of `encode_state`."""
-    return np.frombuffer(bytearray(encode_state(st, seat, played)), np.float32)
+    """A new writable array of `encode_state` (joined straight into its own buffer)."""
+    return np.frombuffer(_JOIN(_parts(st, seat, played)), _FLOAT32)
 
 
 def _text(obs: Observation) -> str:
@@ -393,24 +410,61 @@ class _Core:
 
 # The uniform probability of each count of outcomes (1 to 28).
 _UNIFORM = tuple(0.0 if k == 0 else 1.0 / k for k in range(29))
+# A tile's chance outcome when k tiles are left: _OUTCOME[k][t] is (t, 1/k).
+_OUTCOME = tuple(tuple((t, _UNIFORM[k]) for t in range(28)) for k in range(29))
 # The first bidder's chance outcomes, per player count.
 _FIRST_OUTCOMES = {n: tuple((s, 1.0 / n) for s in range(n)) for n in (3, 4)}
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 _TERMINAL = int(pyspiel.PlayerId.TERMINAL)
 
 
+class ChanceDealt(GameState):
+    """The engine's state in the OpenSpiel game, whose deals chance makes.
+
+    The engine deals a new hand from the game's seed as the last one ends (`_deal`);
+    here the chance nodes that follow deal it, so the new hand starts with no tiles
+    (no hands, no widow) and the seed's shuffle is not drawn for nothing. Everything
+    else a new hand starts with is the engine's (`GameState._deal`, which a test
+    compares slot by slot). Its copies are of this class too.
+    """
+
+    __slots__ = ()
+
+    def _deal(self, first: int) -> None:
+        n = self.n
+        self.hands = [0] * n
+        self.widow = -1
+        self.dealt = ()
+        self.first_bidder = first
+        self.to_act = first
+        self.phase = 0
+        self.bids = []
+        self.high = 0
+        self.bidder = -1
+        self.bid = 0
+        self.contract = -1
+        self.discard = -1
+        self.plays = []
+        self.winners = []
+        self.in_trick = 0
+        self.tricks_won = [0] * n
+
+    def copy(self) -> ChanceDealt:
+        """An independent copy (`GameState.copy`), of this class."""
+        c = GameState.copy(self)
+        c.__class__ = ChanceDealt
+        return cast(ChanceDealt, c)
+
+
 # A new game's engine state per rules, copied for each new state (cheaper than a deal).
-_FRESH: dict[Rules, GameState] = {}
+_FRESH: dict[Rules, ChanceDealt] = {}
 
 
-def _fresh(rules: Rules) -> GameState:
+def _fresh(rules: Rules) -> ChanceDealt:
     st = _FRESH.get(rules)
     if st is None:
-        st = _FRESH[rules] = GameState.new(rules, 0, record=True)
+        st = _FRESH[rules] = cast(ChanceDealt, ChanceDealt.new(rules, 0))
         st.first_bidder = st.to_act = 0  # until chance names the first bidder
-        st.hands = [0] * st.n
-        st.widow = -1
-        st.dealt = ()
     return st.copy()
 
 
@@ -433,7 +487,11 @@ class MoonState(pyspiel.State):
 
     @property
     def engine(self) -> GameState:
-        """The engine's state (not a copy)."""
+        """The engine's state (not a copy; a `ChanceDealt` from a new state).
+
+        It keeps no transcript of its hands (`record` off, as the referee's fast path);
+        set `state.engine.record = True` on a new state to have them in `hand_log`.
+        """
         return self._core.st
 
     def current_player(self) -> int:
@@ -483,12 +541,13 @@ class MoonState(pyspiel.State):
         if core.first_pending:
             return list(_FIRST_OUTCOMES[core.st.n])
         left = core.left
-        return list(zip(left, repeat(_UNIFORM[len(left)])))
+        return list(map(_OUTCOME[len(left)].__getitem__, left))
 
     def _apply_action(self, action: int) -> None:
         core = self._core
         st = core.st
-        if core.dealt is None:
+        dealt = core.dealt
+        if dealt is None:
             hand = st.hand_index
             st.apply_id(action)
             if st.hand_index != hand and st.phase != 4:  # a new hand: deal it
@@ -502,22 +561,27 @@ class MoonState(pyspiel.State):
             st.first_bidder = st.to_act = action
             core.first_pending = False
             return
+        # Seat s < n-1 holds positions 7s..7s+6 of the shuffle, a node each; then
+        # the widow (if any), a node of its own; the last seat holds what is left.
         left = core.left
         left.remove(action)
-        self._place(action, core.dealt)
-        core.dealt += 1
-        if len(left) == 1:  # the last tile goes where it must
-            self._place(left.pop(), core.dealt)
-            st.dealt = tuple(st.hands)
-            core.dealt = None
-
-    def _place(self, tile: int, position: int) -> None:
-        """Seat s holds positions 7s..7s+6 of the shuffle, the widow the next one."""
-        st = self._core.st
-        if position < 7 * st.n:
-            st.hands[position // 7] |= 1 << tile
+        hands = st.hands
+        last = 7 * (st.n - 1)
+        if dealt < last:
+            hands[dealt // 7] |= 1 << action
+            dealt += 1
+            if dealt < last or len(left) != 7:
+                core.dealt = dealt
+                return
         else:
-            st.widow = tile
+            st.widow = action
+        rest = 0
+        for t in left:
+            rest |= 1 << t
+        hands[-1] = rest
+        left.clear()
+        st.dealt = tuple(hands)
+        core.dealt = None
 
     def _action_to_string(self, player: int, action: int) -> str:
         core = self._core
@@ -527,7 +591,7 @@ class MoonState(pyspiel.State):
             if not 0 <= action < 28:
                 return f"no tile {action}"
             position = core.dealt or 0
-            where = f"seat {position // 7}" if position < 7 * core.st.n else "the widow"
+            where = f"seat {position // 7}" if position < 7 * (core.st.n - 1) else "the widow"
             return f"deal {ALL_TILES[action]} to {where}"
         found = ACTIONS.get(action)
         return found.label if found is not None else f"no action {action}"
@@ -563,7 +627,11 @@ def resample(game: MoonGame, obs: Observation, rng: random.Random) -> MoonState:
 
 
 def wrap(game: MoonGame, st: GameState) -> MoonState:
-    """A state of `game` at the engine's state `st` (a decision, not a deal), which it owns."""
+    """A state of `game` at the engine's state `st` (a decision, not a deal), which it owns.
+
+    Its next hands are dealt by chance nodes: a plain `GameState` deals them from its
+    seed first, which `_apply_action` then clears (a `ChanceDealt` skips that).
+    """
     return MoonState(game, _Core(st, False, None))
 
 

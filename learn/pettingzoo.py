@@ -20,8 +20,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from learn.openspiel import NUM_ACTIONS, Played, game_returns
-from learn.spaces import dict_space, observe
+from learn.openspiel import NUM_ACTIONS, Played, game_returns, tensor_of
+from learn.spaces import dict_space, mask_of, no_mask
 from moon import GameState, Rules
 from moon.deal import MAX_SEED
 
@@ -77,19 +77,17 @@ class MoonEnv(AECEnv):
         self.agent_selection = self.possible_agents[self.state.to_act]
         self._legal = None
 
-    def _legal_ids(self) -> tuple[int, ...]:
-        """The engine's legal ids of this step (asked once a step)."""
-        legal = self._legal
-        if legal is None:
-            legal = self._legal = self.state.legal_ids()
-        return legal
-
     def observe(self, agent: str) -> dict[str, Any]:
-        """`agent`'s observation dict (see the module's docstring)."""
+        """`agent`'s observation dict (see the module's docstring): new arrays each call."""
         seat = self._seat[agent]
         st = self.state
-        legal = self._legal_ids() if st.to_act == seat else None
-        return observe(st, seat, self._played, legal)
+        tensor = tensor_of(st, seat, self._played)
+        if st.to_act == seat and st.phase != 4:
+            legal = self._legal
+            if legal is None:
+                legal = self._legal = st.legal_ids()
+            return {"observation": tensor, "action_mask": mask_of(legal)}
+        return {"observation": tensor, "action_mask": no_mask()}
 
     def step(self, action: int | None) -> None:
         """Apply the selected agent's action (checked: an illegal one raises)."""
@@ -98,15 +96,17 @@ class MoonEnv(AECEnv):
             self._was_dead_step(action)
             return
         st = self.state
-        seat = self._seat[agent]
+        legal = self._legal
+        if legal is None:
+            legal = st.legal_ids()
         aid = int(action) if action is not None else -1
-        if st.to_act == seat and aid in self._legal_ids():
+        if aid in legal and st.to_act == self._seat[agent]:
             st.apply_id(aid)
         else:
-            st.apply(aid, seat)  # raises, saying what was legal
+            st.apply(aid, self._seat[agent])  # raises, saying what was legal
         self._legal = None
         self._cumulative_rewards[agent] = 0.0
-        if st.is_over:
+        if st.phase == 4:
             returns = game_returns(st)
             for s, a in enumerate(self.possible_agents):
                 self.rewards[a] = returns[s]

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from learn.openspiel import NUM_ACTIONS, SCORE_SLOTS, TENSOR_SIZE, Played, tensor_of
 from moon import GameState, Rules
 
-__all__ = ["Played", "dict_space", "mask_of", "observe"]
+__all__ = ["Played", "dict_space", "mask_of", "no_mask", "observe"]
 
 
 def dict_space(rules: Rules) -> spaces.Dict:
@@ -32,12 +32,20 @@ def dict_space(rules: Rules) -> spaces.Dict:
     })
 
 
+_INT8 = np.dtype(np.int8)
+
+
 def mask_of(legal: tuple[int, ...]) -> np.ndarray[Any, np.dtype[np.int8]]:
     """A new action mask: 1 at each id of `legal`."""
     buf = bytearray(NUM_ACTIONS)
     for a in legal:
         buf[a] = 1
-    return np.frombuffer(buf, np.int8)
+    return np.frombuffer(buf, _INT8)
+
+
+def no_mask() -> np.ndarray[Any, np.dtype[np.int8]]:
+    """A new action mask with no legal action (a seat not to act)."""
+    return np.zeros(NUM_ACTIONS, _INT8)
 
 
 def observe(st: GameState, seat: int, played: Played | None = None,
@@ -45,10 +53,11 @@ def observe(st: GameState, seat: int, played: Played | None = None,
     """`seat`'s observation dict; its mask is empty unless `seat` is to act.
 
     `played` is the caller's cache of the hand's played slots (`learn.openspiel.Played`)
-    and `legal` the engine's `legal_ids()` if the caller has them already.
+    and `legal` the engine's `legal_ids()` if the caller has them already. Both arrays
+    are new, and nothing here keeps or changes them afterwards.
     """
     tensor = tensor_of(st, seat, played)
     if st.phase != 4 and st.to_act == seat:
         return {"observation": tensor,
                 "action_mask": mask_of(st.legal_ids() if legal is None else legal)}
-    return {"observation": tensor, "action_mask": np.zeros(NUM_ACTIONS, np.int8)}
+    return {"observation": tensor, "action_mask": no_mask()}

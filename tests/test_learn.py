@@ -24,10 +24,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pettingzoo.test import api_test, seed_test
 
+from bots.player import DecisionKeys, decision_key
+from bots.random_play import RandomPlayer, random_id
 from clients.builtin import load_bot
 from learn.gym import MoonSeatEnv
 from learn.openspiel import (
     TENSOR_SIZE,
+    ChanceDealt,
     MoonState,
     Played,
     encode,
@@ -41,6 +44,7 @@ from learn.pettingzoo import MoonEnv
 from learn.runner import IsmctsPlayer, SpielPlayer, ismcts_bot
 from learn.spaces import observe
 from moon import GameState, Rules
+from moon.state import tile_set
 from moon.transcript import transcript
 
 SHORT = {"max_hands": 2}
@@ -121,6 +125,7 @@ def test_engine_openspiel_and_pettingzoo_agree(players: int, options: dict[str, 
 
     game = load(players, rules.options())
     state = game.new_initial_state()
+    state.engine.record = True  # its transcript (the game's engine keeps none by default)
     for action in history_of_seed(rules, seed, engine.actions):
         state.apply_action(action)
     assert state.is_terminal()
@@ -311,3 +316,176 @@ def test_fast_paths_answer_what_pyspiel_and_the_observation_do(
             if state.is_terminal():
                 break
             state.apply_action(rng.choice(state.legal_actions()))
+
+
+def test_chance_dealt_starts_a_hand_as_the_engine_does_without_its_tiles() -> None:
+    """`ChanceDealt._deal` sets every slot `GameState._deal` sets, to the same value, but
+    the hands, the widow and the deal (chance deals them); copies keep the class."""
+    for players, options in VARIANTS[:2] + VARIANTS[9:10]:
+        rules = Rules.make(players, options)
+        engine = _random_game(rules, 5, 7)
+        base = GameState.new(rules, 5)
+        for a in engine.actions[:40]:
+            base.apply_id(a)
+        for first in range(players):
+            ours = base.copy()
+            ours.__class__ = ChanceDealt
+            theirs = base.copy()
+            ours._deal(first)
+            theirs._deal(first)
+            for slot in GameState.__slots__:
+                if slot in ("hands", "widow", "dealt"):
+                    continue
+                assert getattr(ours, slot) == getattr(theirs, slot), slot
+            assert (ours.hands, ours.widow, ours.dealt) == ([0] * players, -1, ())
+            assert type(ours.copy()) is ChanceDealt
+
+
+@pytest.mark.parametrize(("players", "options"), VARIANTS[:5] + VARIANTS[9:12])
+def test_house_random_from_the_engine_state_is_the_house_bot(
+        players: int, options: dict[str, object]) -> None:
+    """At every decision of random games, `DecisionKeys` gives `decision_key` of the
+    seat's observation and `random_id` the id `RandomPlayer.decide` picks."""
+    rules = Rules.make(players, {"max_hands": 3, **options})
+    player = RandomPlayer()
+    for seed in (1, 2**63 + 5, 2**64 - 1):
+        keys = DecisionKeys(seed)
+        st = GameState.new(rules, seed)
+        while not st.is_over:
+            s = st.to_act
+            obs, legal = st.observation(s), st.legal_actions()
+            key = keys.key(st, s)
+            assert key == decision_key(obs, seed)
+            chosen = player.decide(obs, legal, seed)
+            assert random_id(st.legal_ids(), random.Random(key)) == chosen.id
+            st.apply_id(chosen.id)
+
+
+def _gym_game(env: MoonSeatEnv, seed: int, choices: int) -> list[Any]:
+    obs, info = env.reset(seed=seed)
+    pick = random.Random(choices)
+    out: list[Any] = [obs["observation"].tobytes(), obs["action_mask"].tobytes(),
+                      info["action_mask"].tobytes()]
+    done = False
+    while not done:
+        legal = np.flatnonzero(info["action_mask"])
+        obs, reward, done, _, info = env.step(int(pick.choice(legal)))
+        out += [obs["observation"].tobytes(), obs["action_mask"].tobytes(),
+                info["action_mask"].tobytes(), reward]
+    return [*out, env.state.actions]
+
+
+@pytest.mark.parametrize(("players", "seat"), [(3, 0), (3, 2), (4, 1)])
+def test_gymnasium_house_random_fast_path_plays_the_house_bots_game(players: int,
+                                                                    seat: int) -> None:
+    """The environment's `house:random` seats (decided from the engine's state) play the
+    game `RandomPlayer.decide` plays from their observations, bit for bit."""
+    names = ["house:random", "house:greedy", "house:random"][:players - 1]
+    fast = MoonSeatEnv(players=players, seat=seat, opponents=names, rules=SHORT)
+    slow = MoonSeatEnv(players=players, seat=seat, opponents=names, rules=SHORT)
+    assert fast._fast
+    slow._fast = frozenset()  # every seat through `decide`, as on a referee
+    for seed in range(6):
+        assert _gym_game(fast, seed, seed) == _gym_game(slow, seed, seed)
+
+
+def test_environments_hand_out_new_arrays_and_never_change_them() -> None:
+    """Observations kept by an agent (a replay buffer) stay what they were when handed
+    out, no two share memory, and what an agent writes into its own arrays reaches
+    no other observation (the masks are copies of cached bytes)."""
+    kept: list[tuple[np.ndarray[Any, Any], bytes]] = []
+    scribbled: list[np.ndarray[Any, Any]] = []
+
+    def keep(*arrays: np.ndarray[Any, Any]) -> None:
+        for arr in arrays:
+            assert arr.flags.writeable
+            kept.append((arr, arr.tobytes()))
+
+    env = MoonEnv(players=3, rules=SHORT)
+    env.reset(seed=4)
+    rng = random.Random(4)
+    while not env.terminations[env.agent_selection]:
+        for agent in env.possible_agents:
+            keep(*env.observe(agent).values())
+        obs = env.observe(env.agent_selection)
+        legal = np.flatnonzero(obs["action_mask"])
+        assert legal.tolist() == list(env.state.legal_ids())
+        obs["action_mask"][:] = 1  # the agent writes into its own arrays
+        obs["observation"][:] = 7
+        scribbled += obs.values()
+        env.step(int(rng.choice(legal)))
+    gym = MoonSeatEnv(players=3, seat=1, opponents="house:random", rules=SHORT)
+    obs, info = gym.reset(seed=4)
+    done = False
+    while not done:
+        keep(obs["observation"], info["action_mask"])
+        legal = np.flatnonzero(obs["action_mask"])
+        assert legal.tolist() == list(gym.state.legal_ids())
+        assert np.array_equal(info["action_mask"], obs["action_mask"])
+        obs["action_mask"][:] = 0
+        scribbled.append(obs["action_mask"])
+        obs, _, done, _, info = gym.step(int(rng.choice(legal)))
+    arrays = [a for a, _ in kept] + scribbled
+    for arr, before in kept:
+        assert arr.tobytes() == before
+    for i, a in enumerate(arrays):
+        assert not any(np.shares_memory(a, b) for b in arrays[i + 1:])
+
+
+@pytest.mark.parametrize(("players", "options"), VARIANTS[:4] + VARIANTS[9:11])
+def test_environment_observations_are_the_observation_encoded(
+        players: int, options: dict[str, object]) -> None:
+    """Every seat's observation through `MoonEnv.observe`, at every step, is
+    `encode(observation)` to the bit and the mask the engine's legal ids."""
+    env = MoonEnv(players=players, rules={"max_hands": 2, **options})
+    for seed in range(3):
+        env.reset(seed=seed)
+        rng = random.Random(seed)
+        while not env.terminations[env.agent_selection]:
+            st = env.state
+            for seat, agent in enumerate(env.possible_agents):
+                ref = np.zeros(TENSOR_SIZE, np.float32)
+                encode(st.observation(seat), ref)
+                got = env.observe(agent)
+                assert got["observation"].tobytes() == ref.tobytes()
+                want = np.zeros(98, np.int8)
+                if seat == st.to_act:
+                    want[list(st.legal_ids())] = 1
+                assert got["action_mask"].tobytes() == want.tobytes()
+            env.step(rng.choice(st.legal_ids()))
+
+
+@pytest.mark.parametrize(("players", "options"), [(3, {}), (3, {"double_blank": False}), (4, {})])
+def test_a_plain_engine_state_and_a_chance_dealt_one_play_the_same_game(
+        players: int, options: dict[str, object]) -> None:
+    """`wrap` of a plain `GameState` (the engine deals its next hands from the seed, then
+    chance deals over them) and of a `ChanceDealt` (no seed deal) fed the same actions
+    hold the same slots at every node; each deal is a partition of the tile set."""
+    game = load(players, {"max_hands": 3, **options})
+    rules = game.rules
+    for seed in range(3):
+        plain = GameState.new(rules, seed)
+        rng = random.Random(seed)
+        for _ in range(rng.randrange(1, 20)):
+            plain.apply_id(rng.choice(plain.legal_ids()))
+        dealt = plain.copy()
+        dealt.__class__ = ChanceDealt
+        a, b = wrap(game, plain), wrap(game, dealt)
+        while not a.is_terminal():
+            if a.is_chance_node() and len(a.legal_actions()) == len(tile_set(rules)):
+                assert a.engine.hands == [0] * players
+            moves = a.legal_actions()
+            assert moves == b.legal_actions()
+            action = rng.choice(moves)
+            dealing = a.is_chance_node()
+            a.apply_action(action)
+            b.apply_action(action)
+            if dealing and not a.is_chance_node():  # the deal is complete
+                hands = a.engine.hands
+                widow = [a.engine.widow] if a.engine.widow >= 0 else []
+                tiles = [t for h in hands for t in range(28) if h >> t & 1] + widow
+                assert sorted(tiles) == list(tile_set(rules))
+                assert [h.bit_count() for h in hands] == [7] * players
+            for slot in GameState.__slots__:
+                assert getattr(a.engine, slot) == getattr(b.engine, slot), slot
+        assert type(b.engine) is ChanceDealt
