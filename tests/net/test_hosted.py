@@ -7,11 +7,14 @@ Real processes throughout: a private redis-server, a referee, workers, `moonshot
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +25,14 @@ import pytest
 import redis
 from stack import Proc, Stack, env, moonshot
 from support import wait_until
+from test_web_pages import _start_web, browser
 
 from clients.admin import Admin
 from clients.redisproc import RedisServer
 from hosting.sandbox import check
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
     change_pb2,
@@ -35,6 +41,8 @@ from proto.moon.v1 import (
     match_pb2_grpc,
     rating_pb2,
 )
+
+__all__ = ["browser"]  # the shared fixture, used here by name
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BOT = REPO / "examples" / "node_bot"
@@ -110,6 +118,11 @@ class Hosted:
 
     def show(self, name: str) -> dict[str, Any]:
         return dict(json.loads(self.alice.run("bot", "show", name, "--json").stdout))
+
+    def token(self) -> str:
+        """Alice's author token, as `moonshot signup` saved it."""
+        saved = json.loads((self.alice.home / "config" / "credentials.json").read_text())
+        return str(saved["servers"][self.st.address]["token"])
 
 
 @pytest.fixture(scope="module")
@@ -289,3 +302,102 @@ def test_a_host_killed_mid_match_hands_its_bots_to_another(hs: Hosted) -> None:
     done = _done(hs.st, made)
     assert not done.result.HasField("forfeit"), done.result
     assert f"started {v['bot_id']}" in hs.host.text()
+
+
+# A bot whose stderr is a stranger's markup, a terminal sequence and reversed text.
+LOUD_PY = """\
+import sys
+
+from clients.builtin import GreedyBot
+from clients.sdk import run_bot
+
+print("stderr-7f3a <script>document.title='owned'</script><img src=x onerror=alert(1)>"
+      " \\x1b[31mred \\u202eevil", file=sys.stderr, flush=True)
+run_bot(GreedyBot)
+"""
+
+
+def test_the_log_is_on_the_bots_page_for_its_author_only(hs: Hosted, browser: Any) -> None:
+    """`/bot/<id>/log` in a real browser: its author (their own token as Basic's
+    password) sees the status and the stderr tail, the markup in it as text; another
+    author, a bad token and an anonymous visitor get a refusal that says nothing of the
+    log; the admin reads it; nothing of it is cached; the public page has only a link."""
+    folder = hs.tmp / "loud"
+    folder.mkdir()
+    (folder / "bot.py").write_text(LOUD_PY)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    v = hs.submit("loud", folder)
+    assert v["exit"] == 0, v
+    bot = v["bot_id"]
+    wait_until("the log in Redis", lambda: "stderr-7f3a" in hs.show("loud@1")["hosted"][
+        "log_tail"], timeout=30, every=0.5)
+    proc, web = _start_web(hs.st, hs.st.address)  # holds no token: the visitor sends one
+    alice = hs.token()
+    with grpc.insecure_channel(hs.st.address) as ch:
+        bob = account_pb2_grpc.AccountServiceStub(ch).SignUp(
+            account_pb2.SignUpRequest(name="bob"), timeout=30).token
+
+    def visit(path: str, password: str | None) -> tuple[int, dict[str, str], Any, Any]:
+        """Status, headers, the page and its context (closed by the caller)."""
+        ctx = browser.new_context(**({"http_credentials": {
+            "username": "whoever", "password": password}} if password is not None else {}))
+        page = ctx.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        resp = page.goto(web + path, wait_until="load")
+        return resp.status, resp.all_headers(), page, ctx
+
+    dialogs: list[str] = []
+    errors: list[str] = []
+    log_page = f"/bot/{bot}/log"
+    status, headers, page, ctx = visit(log_page, bob)  # another author
+    html = page.content()
+    ctx.close()
+    assert status == 403 and headers["cache-control"] == "no-store", (status, headers)
+    assert "stderr-7f3a" not in html and "owned" not in html
+    assert "16 KiB" not in html and "Nothing logged" not in html
+    # A 401 makes a person's browser ask for the token; a headless one without any (or
+    # refused again) stops there (Chromium's ERR_INVALID_AUTH_CREDENTIALS): anonymous, a
+    # token the referee does not know, or an empty one, as raw requests.
+    for who, password in (("anonymous", None), ("no token of this stack", "u-nobody.x"),
+                          ("no password", "")):
+        basic = base64.b64encode(f"whoever:{password}".encode()).decode()
+        req = urllib.request.Request(web + log_page, headers={} if password is None else {
+            "Authorization": f"Basic {basic}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=30)
+        html = refused.value.read().decode()
+        assert refused.value.code == 401 and "Basic" in refused.value.headers[
+            "WWW-Authenticate"], who
+        assert refused.value.headers["Cache-Control"] == "no-store", who
+        assert "stderr-7f3a" not in html and "16 KiB" not in html, who
+
+    status, headers, page, ctx = visit(log_page, alice)
+    try:
+        assert status == 200, status
+        assert headers["cache-control"] == "no-store" and headers["x-frame-options"] == "DENY"
+        shown = page.locator(f'section.hosted-version[data-id="{bot}"]')
+        assert shown.get_attribute("data-status") == "active"
+        text = shown.locator("pre.log").inner_text()
+        assert ("stderr-7f3a <script>document.title='owned'</script><img src=x "
+                "onerror=alert(1)>") in text, text
+        assert "\\x1b[31mred \\u202eevil" in text, text  # shown as escapes
+        assert page.locator("pre.log script, pre.log img").count() == 0
+        assert page.title() != "owned" and "Log of loud@1" in page.title()
+    finally:
+        ctx.close()
+    status, _, page, ctx = visit(log_page, hs.st.admin_token)
+    assert status == 200 and "stderr-7f3a" in page.locator("pre.log").inner_text()
+    ctx.close()
+    # The public page: the link, nothing of the log.
+    status, headers, page, ctx = visit(f"/bot/{bot}", None)
+    assert status == 200 and page.locator("#bot-log-link").get_attribute("href") == log_page
+    assert "stderr-7f3a" not in page.content()
+    ctx.close()
+    assert not dialogs and not errors, (dialogs, errors)
+    # A Bearer header works as well (a script's way); the token is in no log of the server.
+    req = urllib.request.Request(web + log_page, headers={"Authorization": f"Bearer {alice}"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200 and "stderr-7f3a" in resp.read().decode()
+    assert alice not in proc.text() and bob not in proc.text()
