@@ -119,6 +119,7 @@ class Admin:
                           move_time_ms: int = 2000, time_bank_ms: int = 30000,
                           max_strikes: int = 3, grace_ms: int = 30000,
                           keep_apart: Mapping[str, Sequence[str]] | None = None,
+                          sandbox: game_pb2.SandboxLimits | None = None,
                           ) -> tournament_pb2.Tournament:
         """Create a tournament (admin); `format` is a registered format name (round_robin,
         swiss, ...), `options` the format's own (their JSON form, e.g. `{"rounds": 2}`, or
@@ -135,6 +136,7 @@ class Admin:
                      else tournament_pb2.SEEDING_RATING),
             clock=game_pb2.ClockPolicy(move_time_ms=move_time_ms, time_bank_ms=time_bank_ms),
             faults=game_pb2.FaultPolicy(max_strikes=max_strikes, disconnect_grace_ms=grace_ms),
+            sandbox=sandbox,
         )
         if seed is not None:
             spec.seed = seed

@@ -14,8 +14,10 @@ from clients.commands import (
     _admin_flag,
     _rpc_error,
     _server_flag,
+    add_sandbox_flag,
     admin_token,
     rules_options,
+    sandbox_limits,
     server_target,
     web_link,
 )
@@ -57,6 +59,7 @@ def _pool(args: argparse.Namespace) -> str:
 
 def _run_start(args: argparse.Namespace) -> int:
     _pool(args)
+    sandbox = sandbox_limits(args.sandbox, "moonshot arena start")  # before any token
     admin = Admin(server_target(args), admin_token(args))
     settings = arena_pb2.ArenaSettings(
         rules=rules_options(Pool.parse(args.pool).players, args.rule, "moonshot arena start"),
@@ -64,7 +67,8 @@ def _run_start(args: argparse.Namespace) -> int:
                                    time_bank_ms=args.time_bank),
         faults=game_pb2.FaultPolicy(max_strikes=args.max_strikes,
                                     disconnect_grace_ms=args.disconnect_grace),
-        concurrency=args.concurrency, anchors=args.anchor, max_wait_ms=args.max_wait)
+        concurrency=args.concurrency, anchors=args.anchor, max_wait_ms=args.max_wait,
+        sandbox=sandbox)
     try:
         resp = _stub(admin).StartArena(arena_pb2.StartArenaRequest(
             pool=_POOLS[args.pool], settings=settings), metadata=admin.metadata, timeout=30)
@@ -215,6 +219,7 @@ def add_arena(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--max-wait", type=flags.duration_ms(0, 3_600_000), default="10s",
                    help="a free bot waits at most this for a board of several tables "
                         "(default 10s)")
+    add_sandbox_flag(p)
     _server_flag(p)
     _admin_flag(p)
     p.set_defaults(run=_run_start)

@@ -24,9 +24,11 @@ from clients.commands import (
     _admin_flag,
     _rpc_error,
     _server_flag,
+    add_sandbox_flag,
     newest_named,
     optional_admin_token,
     rules_options,
+    sandbox_limits,
     server_target,
     web_link,
 )
@@ -339,7 +341,8 @@ def _run_start(args: argparse.Namespace) -> int:
         clock=game_pb2.ClockPolicy(move_time_ms=args.time_per_move,
                                    time_bank_ms=args.time_bank),
         faults=game_pb2.FaultPolicy(max_strikes=args.max_strikes,
-                                    disconnect_grace_ms=args.disconnect_grace))
+                                    disconnect_grace_ms=args.disconnect_grace),
+        sandbox=sandbox_limits(args.sandbox, prog))
     if args.seed is not None:
         spec.seed = args.seed
     if args.void_streak is not None:
@@ -541,6 +544,7 @@ def add_test(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--disconnect-grace", type=flags.duration_ms(*flags.GRACE_MS),
                    default="30s",
                    help="how long a bot may stay disconnected before it forfeits (default 30s)")
+    add_sandbox_flag(p)
     p.add_argument("--require-online", action="store_true",
                    help="refuse to create the test if a remote bot of it is not connected "
                         "now (without: a warning, and no pair starts until it is)")

@@ -28,10 +28,14 @@ from clients.parser import CommandError, Parser, UsageError
 from clients.redisproc import FSYNC
 from clients.wire import POOL_CHOICES
 from moon import MoonError, Rules
+from proto.moon.v1 import game_pb2
 from store.bots import shown
+from store.errors import InvalidArgument
+from store.records import SandboxLimits
 
 __all__ = [
     "add_all",
+    "add_sandbox_flag",
     "admin_token",
     "check_out",
     "check_redis",
@@ -42,6 +46,7 @@ __all__ = [
     "parse_duration_ms",
     "rpc_error",
     "rules_options",
+    "sandbox_limits",
     "save_redis_url",
     "save_web_address",
     "server_address",
@@ -334,6 +339,25 @@ def rules_options(players: int, assignments: list[str], prog: str) -> dict[str, 
     return options
 
 
+def add_sandbox_flag(p: argparse.ArgumentParser) -> None:
+    """`--sandbox NAME=VALUE`: an event's limits on its hosted bots' sandboxes."""
+    p.add_argument("--sandbox", action="append", default=[], metavar="NAME=VALUE",
+                   help="a limit on each hosted bot's sandbox while it plays here: "
+                        "memory_mb, pids, cpu_s, cpu_cores or scratch_mb (memory_mb=256); "
+                        "repeat for several (default: the hosts' own)")
+
+
+def sandbox_limits(assignments: list[str], prog: str) -> game_pb2.SandboxLimits | None:
+    """The --sandbox NAME=VALUE limits, checked here as the referee will check them (not
+    against the hosts': the referee knows them), as a message (None: none)."""
+    try:
+        limits = SandboxLimits.parse(assignments)
+    except InvalidArgument as exc:
+        why = str(exc).removeprefix("sandbox.").removeprefix("sandbox: ")
+        raise UsageError(f"{prog}: --sandbox {why}") from None
+    return game_pb2.SandboxLimits(**limits.items()) if limits else None  # type: ignore[arg-type]
+
+
 def _rpc_error(exc: grpc.RpcError, target: Target | None = None) -> CommandError:
     """One line for a failed call (`clients.channel.rpc_failure`: the referee's own
     message, never gRPC's status code, or why no referee answered); a refused admin token
@@ -527,7 +551,6 @@ def _run_host(args: argparse.Namespace) -> int:
     from hosting.host import Host
     from hosting.sandbox import check
     from store import bots
-    from store.errors import InvalidArgument
     from store.hosted import Limits
     from workers.queues import rq_connection
 
@@ -555,7 +578,7 @@ def _run_host(args: argparse.Namespace) -> int:
         else args.referee
     host = Host(bots.connect(args.redis), rq_connection(args.redis), open_archive(archive_url),
                 referee, name, data, slots=args.slots, idle_s=args.idle, limits=limits,
-                direct=bool(args.referee_socket))
+                direct=bool(args.referee_socket), loosen_after_s=args.loosen_after)
     print(f"host {name} running hosted versions ({args.slots} slots) for the referee at "
           f"{referee}", flush=True)
     host.run(stopping)
@@ -870,7 +893,6 @@ def _run_match_list(args: argparse.Namespace) -> int:
     from clients.wire import pool_to_pb
     from proto.moon.v1 import game_pb2, match_pb2
     from store import ids
-    from store.errors import InvalidArgument
     from store.refs import EventKind, EventRef
 
     req = match_pb2.ListMatchesRequest()
@@ -1042,8 +1064,15 @@ def add_all(sub: argparse._SubParsersAction[Parser],
                    help="sandboxes run at once (default 8)")
     p.add_argument("--idle", type=flags.seconds_at_least_0, default=60.0, metavar="SECONDS",
                    help="stop a sandbox with no game for this long (default 60)")
+    p.add_argument("--loosen-after", type=flags.seconds_at_least_0, default=30.0,
+                   metavar="SECONDS",
+                   help="start a sandbox again under looser limits once every game under way "
+                        "has allowed them for this long (after a tighter event's games; "
+                        "default 30)")
     p.add_argument("--memory-mb", type=int, default=512, metavar="MB",
-                   help="memory of one sandbox, its processes together (default 512)")
+                   help="memory of one sandbox, its processes together (default 512). This "
+                        "and the four below are the most a sandbox of this host gets; an "
+                        "event may ask for less (--sandbox), never more")
     p.add_argument("--pids", type=int, default=64, metavar="N",
                    help="processes and threads of one sandbox (default 64)")
     p.add_argument("--cpu-s", type=int, default=3600, metavar="SECONDS",

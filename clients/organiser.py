@@ -15,10 +15,12 @@ from clients.commands import (
     _admin_flag,
     _rpc_error,
     _server_flag,
+    add_sandbox_flag,
     admin_token,
     newest_named,
     optional_admin_token,
     rules_options,
+    sandbox_limits,
     server_target,
     web_link,
 )
@@ -186,6 +188,7 @@ def _run_create(args: argparse.Namespace) -> int:
             seeding=args.seeding, move_time_ms=args.time_per_move,
             time_bank_ms=args.time_bank, max_strikes=args.max_strikes,
             grace_ms=args.disconnect_grace, keep_apart=_keep_apart(args.keep_apart),
+            sandbox=sandbox_limits(args.sandbox, "moonshot tournament create"),
         )
         away = _offline(admin, list(t.spec.bot_ids))
     except grpc.RpcError as exc:
@@ -392,6 +395,7 @@ def add_organiser(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="a group of bots never seated at tables of one board (a team, a "
                         "lab), besides each author's bots and the stack's groups; repeat "
                         "for several (a bot in one group of them at most)")
+    add_sandbox_flag(p)
     p.add_argument("--watch", action="store_true", help="follow it to the end")
     p.add_argument("--quiet", action="store_true", help="with --watch: no progress bar")
     _server_flag(p)

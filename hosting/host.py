@@ -16,6 +16,13 @@ through Redis (store.hosted):
   says why it ended. A sandbox replaced by the author's own process (the author's
   token, for debugging) is not restarted while that process is connected: the newest
   stream of a bot plays, never two.
+- A sandbox runs under the tightest limits of the host's own and of the events whose
+  games it serves (docs/hosting.md, "Limits"): worked out when it starts, from the
+  want's limits and the sandbox limits of every match under way with the bot. A match
+  whose event allows less than the running sandbox's makes the host start it again
+  under the lower limits (the match waits, its clock stopped, until it does: its gate
+  in `workers.match`); one that has run tighter than its games under way need for
+  `loosen_after_s` is started again under the looser ones.
 - A new version (building) is unpacked and checked, then plays `VALIDATION_GAMES`
   unrated games against house bots in the sandbox; it becomes active only if it
   finished every one without forfeit (one strike is a forfeit there), and then takes
@@ -27,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -48,7 +56,7 @@ from store import hosted, ids
 from store import matches as store_matches
 from store.errors import NotFound
 from store.hosted import HostedVersion, Limits, VersionStatus
-from store.records import Clock, Faults, MatchSpec
+from store.records import Clock, Faults, MatchSpec, SandboxLimits
 from workers.queues import enqueue_match
 
 log = logging.getLogger(__name__)
@@ -65,6 +73,13 @@ CRASHES_BEFORE_BACKOFF = 3
 BACKOFF_S = 10.0
 CONNECT_TIMEOUT_S = 15.0  # a sandbox that has not connected by then is stopped
 EXITS_BEFORE_FAILING = 2  # a validating version that ends this often unconnected fails
+LIMITS_EVERY_S = 1.0  # how often a running sandbox's limits are held against its games'
+WANTED_LOOK_S = 0.2  # ... and at most this often while a match wants it
+# A sandbox tighter than its games under way need is started again under their limits
+# once it has been so this long (`moonshot host --loosen-after`): not between two games
+# of one round (a restart costs every game of the bot a reconnection), but before long
+# in an arena that outlives a tight event.
+LOOSEN_AFTER_S = 30.0
 
 
 @dataclass
@@ -77,8 +92,12 @@ class Running:
     log_base: str  # the bot's log before this sandbox started
     busy_at: float  # the last time it had a match under way or was wanted
     renewed_at: float
+    limits: Limits  # what it runs under
+    published: str  # its entry in the version's record (`store.hosted.publish_sandbox`)
     logged_at: float = 0.0
     connected: bool = False  # its bot has had a live stream since it started
+    checked_at: float = 0.0  # when its limits were last held against its games'
+    loose_since: float | None = None  # since when it has run tighter than they need
 
 
 @dataclass
@@ -98,9 +117,11 @@ class Host:
     held_until: dict[str, float] = field(default_factory=dict)
     validating: dict[str, float] = field(default_factory=dict)  # bot -> lease renewed at
     heartbeat_at: float = 0.0
-    limits: Limits | None = None  # the host's limits for every sandbox (None: each version's)
+    limits: Limits | None = None  # the most it gives a sandbox (None: each version's own)
     direct: bool = False  # `referee` is the referee's own unix socket, bound into sandboxes
     unconnected_exits: dict[str, int] = field(default_factory=dict)  # validating bot -> count
+    match_limits: dict[str, SandboxLimits | None] = field(default_factory=dict)  # read once
+    loosen_after_s: float = LOOSEN_AFTER_S
 
     def __post_init__(self) -> None:
         (self.data_dir / "versions").mkdir(parents=True, exist_ok=True)
@@ -129,10 +150,13 @@ class Host:
         """Announce this host, start what is wanted, watch what runs, validate."""
         now = time.monotonic()
         if now - self.heartbeat_at >= 2.0:
-            hosted.heartbeat(self.r, self.name)
+            hosted.heartbeat(self.r, self.name, self.limits)
             self.heartbeat_at = now
         for bot_id in hosted.wanted(self.r):
-            if bot_id not in self.running and len(self.running) < self.slots:
+            if bot_id in self.running:  # a match may want it under lower limits: look
+                run = self.running[bot_id]
+                run.checked_at = min(run.checked_at, now - LIMITS_EVERY_S + WANTED_LOOK_S)
+            elif len(self.running) < self.slots:
                 self._start(bot_id)
         for bot_id in list(self.running):
             self._watch(bot_id, now)
@@ -147,16 +171,19 @@ class Host:
 
     # ------------------------------------------------------------- sandboxes
 
-    def _start(self, bot_id: str) -> None:
+    def _start(self, bot_id: str, again: str = "") -> None:
+        """Start the bot's sandbox (`again`: why this host starts its own sandbox of it
+        again, at once, without waiting for a want)."""
         version = hosted.get_version(self.r, bot_id)
         if version is None or version.status not in (VersionStatus.ACTIVE,
                                                      VersionStatus.VALIDATING):
             hosted.unwant(self.r, bot_id)
             return
-        if time.monotonic() < self.held_until.get(bot_id, 0.0):
+        if not again and time.monotonic() < self.held_until.get(bot_id, 0.0):
             return  # crashing again and again: wait a little
-        if store_bots.is_connected(self.r, bot_id):
+        if not again and store_bots.is_connected(self.r, bot_id):
             hosted.unwant(self.r, bot_id)  # its author's process (or another host's) plays
+            hosted.forget_sandbox(self.r, bot_id, self.name)  # of an earlier run of this host
             return
         if not hosted.acquire_lease(self.r, bot_id, self.name):
             return  # another host runs it
@@ -169,14 +196,30 @@ class Host:
             return
         token = hosted.issue_host_token(self.r, bot_id)
         work = Path(tempfile.mkdtemp(prefix=f"{bot_id}-", dir=self.data_dir / "run"))
+        # First say that its limits are being worked out (no match's gate lets a game
+        # through), then read its matches: one that begins after the read sees this
+        # entry, or the limits below, and is held against them.
+        started = secrets.token_hex(8)
+        published = hosted.publish_sandbox(self.r, bot_id, self.name, started, None)
+        try:
+            limits = self._needed(bot_id, version, hosted.take_want_limits(self.r, bot_id))
+            published = hosted.publish_sandbox(self.r, bot_id, self.name, started, limits)
+        except BaseException:
+            hosted.unpublish_sandbox(self.r, bot_id, published)
+            shutil.rmtree(work, ignore_errors=True)
+            raise
         spec = SandboxSpec(bot_id=bot_id, version_dir=folder, runtime=version.runtime,
                            command=version.command, env={"MOONSHOT_TOKEN": token},
-                           limits=self.limits or version.limits, work_root=work)
+                           limits=limits, work_root=work)
         base = hosted.log_tail(self.r, bot_id)
+        base += ("" if not base or base.endswith("\n") else "\n") + (
+            f"[host] started again: {again}\n" if again else "") + (
+            f"[host] limits: {limits.describe()}\n")
         try:
             sandbox = Sandbox.start(spec, self.referee, direct=self.direct)
         except Exception as exc:  # the sandbox could not be built: say so, keep going
             log.exception("host %s: cannot start %s", self.name, bot_id)
+            hosted.unpublish_sandbox(self.r, bot_id, published)
             hosted.release_lease(self.r, bot_id, self.name)
             hosted.set_log(self.r, bot_id, base + f"\n[host] could not start: {exc}\n")
             shutil.rmtree(work, ignore_errors=True)
@@ -185,9 +228,28 @@ class Host:
                 self._fail(bot_id, f"its sandbox could not start: {exc}")
             return
         now = time.monotonic()
-        self.running[bot_id] = Running(version, sandbox, now, base, now, now)
+        self.running[bot_id] = Running(version, sandbox, now, base, now, now, limits,
+                                       published, checked_at=now)
         hosted.unwant(self.r, bot_id)
-        log.info("host %s: started %s (%s)", self.name, bot_id, version.runtime)
+        log.info("host %s: started %s (%s; %s)", self.name, bot_id, version.runtime,
+                 limits.describe())
+
+    def _caps(self, version: HostedVersion) -> Limits:
+        """The most this host gives the version's sandbox."""
+        return self.limits or version.limits
+
+    def _needed(self, bot_id: str, version: HostedVersion,
+                wanted: SandboxLimits | None = None) -> Limits:
+        """The limits the bot's sandbox must run under now: the host's own, lowered to
+        those of every match under way with the bot (and of the want, if any)."""
+        live = hosted.live_matches(self.r, bot_id)
+        unknown = [m for m in live if m not in self.match_limits]
+        self.match_limits.update(hosted.sandbox_limits_of(self.r, unknown))
+        if len(self.match_limits) > 10_000:  # keep only what is still under way
+            mine = {m for b in self.running for m in hosted.live_matches(self.r, b)}
+            self.match_limits = {m: x for m, x in self.match_limits.items()
+                                 if m in mine or m in live}
+        return self._caps(version).under(wanted, *(self.match_limits.get(m) for m in live))
 
     def _watch(self, bot_id: str, now: float) -> None:
         run = self.running[bot_id]
@@ -196,6 +258,8 @@ class Host:
             run.logged_at = now
         if run.sandbox.poll() is not None:
             self._ended(bot_id, run)
+            return
+        if now - run.checked_at >= LIMITS_EVERY_S and self._limits_hold(bot_id, run, now):
             return
         if not run.connected:
             run.connected = store_bots.is_connected(self.r, bot_id)
@@ -217,6 +281,33 @@ class Host:
         elif now - run.busy_at > self.idle_s:
             self._stop(bot_id, f"idle for {self.idle_s:g} s")
 
+    def _limits_hold(self, bot_id: str, run: Running, now: float) -> bool:
+        """Hold the running sandbox's limits against its games' (and a want's); start it
+        again under them when it runs looser than one of them allows, or has run tighter
+        than they all need for `loosen_after_s` (an idle one is left to stop: its next
+        start works them out anyway). True if it was started again."""
+        run.checked_at = now
+        needed = self._needed(bot_id, run.version, hosted.take_want_limits(self.r, bot_id))
+        if needed == run.limits:
+            run.loose_since = None
+            return False
+        over = [name for name, value in run.limits.items().items()
+                if value > needed.items()[name]]
+        if over:
+            why = f"a game under way allows it less ({', '.join(over)})"
+        else:
+            if not hosted.busy(self.r, bot_id):
+                run.loose_since = None
+                return False
+            if run.loose_since is None:
+                run.loose_since = now
+            if now - run.loose_since < self.loosen_after_s:
+                return False
+            why = "the games under way allow it more"
+        self._stop(bot_id, "to start it again under other limits")
+        self._start(bot_id, again=why)
+        return True
+
     def _log(self, bot_id: str, run: Running, end: str = "") -> None:
         tail = run.sandbox.stderr_tail()
         hosted.set_log(self.r, bot_id, run.log_base + tail + end)
@@ -225,6 +316,7 @@ class Host:
         why = run.sandbox.end_reason()
         self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n")
         self.running.pop(bot_id, None)
+        hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)
         if store_bots.is_connected(self.r, bot_id):
             log.info("host %s: %s ended (%s); another stream of it plays", self.name,
@@ -251,6 +343,7 @@ class Host:
             return
         run.sandbox.stop(why)
         self._log(bot_id, run, f"\n[host] stopped: {why}\n")
+        hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)
         log.info("host %s: stopped %s: %s", self.name, bot_id, why)
 

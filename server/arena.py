@@ -16,6 +16,7 @@ from server.edge import unary
 from server.lanes import Lane
 from store import arena as store_arena
 from store import audit
+from store import hosted as store_hosted
 from store.bots import BotRecord
 from store.errors import FailedPrecondition, Unauthenticated
 from workers.queues import request_arena_step
@@ -50,6 +51,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         already."""
         pool = wire.arena_pool_from_pb(request.pool)
         spec = wire.arena_settings_from_pb(pool, request.settings, secrets.randbits(63))
+        await self.reads.run(store_hosted.check_within_hosts, spec.sandbox, "settings.sandbox")
         await self.reads.run(store_arena.start, spec)
         who = caller()
         await self.reads.run(audit.record, who.actor, "start_arena", pool, "", who.address,

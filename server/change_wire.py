@@ -87,6 +87,8 @@ def spec_request_from_pb(pb: change_pb2.TestSpec) -> dict[str, Any]:
         "void_streak": pb.void_streak if pb.HasField("void_streak") else 3,
         "void_share": pb.void_share if pb.HasField("void_share") else 0.05,
         "void_after": pb.void_share_after if pb.HasField("void_share_after") else 20,
+        "sandbox": wire.sandbox_from_pb(pb.sandbox if pb.HasField("sandbox") else None,
+                                        "spec"),
     }
     if not out["candidate"]:
         raise InvalidArgument("spec.candidate: required (a bot id or name, or a house bot "
@@ -128,7 +130,7 @@ def _spec_to_pb(test: ChangeTestSpec, spec: ChangeSpec, reveal: bool) -> change_
                for k, v in test.rules.options().items()},
         clock=wire.clock_to_pb(test.clock), faults=wire.faults_to_pb(test.faults),
         void_streak=spec.void_streak, void_share=spec.void_share,
-        void_share_after=spec.void_after)
+        void_share_after=spec.void_after, sandbox=wire.sandbox_to_pb(test.sandbox))
     if reveal:
         pb.seed = spec.seed
     return pb

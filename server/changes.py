@@ -36,6 +36,7 @@ from store import authors as store_authors
 from store import bots as store_bots
 from store import changes as store_changes
 from store import groups as store_groups
+from store import hosted as store_hosted
 from store import matches as store_matches
 from store import tournaments as store_t
 from store.bots import BotRecord
@@ -171,9 +172,11 @@ def _checked(r: redis.Redis, fields: dict[str, Any], test_id: str, seed: int, wh
             check_seating(players, game.bot_ids)
     names = {b.bot_id: b.name for b in (candidate, baseline, *opponents)}
     name = fields["name"] or f"{candidate.name} vs {baseline.name}"
+    store_hosted.check_within_hosts(r, fields["sandbox"], "spec.sandbox")
     return ChangeTestSpec(test_id=test_id, name=name, plan=spec.to_json(), rules=rules,
                           clock=fields["clock"], faults=fields["faults"],
-                          names=tuple(names.items()), author=who.author_id)
+                          names=tuple(names.items()), author=who.author_id,
+                          sandbox=fields["sandbox"])
 
 
 def _create(r: redis.Redis, rq_conn: redis.Redis, test: ChangeTestSpec, who: Caller) -> None:

@@ -35,6 +35,7 @@ from server.lanes import Lane, WatchGate
 from store import audit, events, ids, keys, messages
 from store import bots as store_bots
 from store import groups as store_groups
+from store import hosted as store_hosted
 from store import matches as store_matches
 from store import ratings as store_ratings
 from store import tournaments as store_t
@@ -158,6 +159,8 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         groups = apart.resolve({b.bot_id: b.owner for b in bots},
                                {apart.stack_name(n): tuple(v) for n, v in stack.items()}
                                | declared)
+        await self.reads.run(store_hosted.check_within_hosts, fields["sandbox"],
+                             "spec.sandbox")
         spec = make_spec(tournament_id=ids.new_tournament_id(),
                          bots=[(b.bot_id, b.name) for b in bots], ratings=ratings, **fields)
         spec = dataclasses.replace(spec, apart=tuple((g.name, g.bots) for g in groups))

@@ -61,8 +61,10 @@ from store.records import (
     DEFAULT_CLOCK,
     DEFAULT_FAULTS,
     DUPLICATE_MODES,
+    SANDBOX_BOUNDS,
     Clock,
     Faults,
+    SandboxLimits,
     TournamentSpec,
 )
 from store.refs import EventKind, EventRef
@@ -92,6 +94,8 @@ __all__ = [
     "rules_from_map",
     "rules_options_to_pb",
     "rules_to_pb",
+    "sandbox_from_pb",
+    "sandbox_to_pb",
     "seconds_of",
     "tile_to_pb",
     "timestamp",
@@ -512,6 +516,25 @@ def faults_from_pb(pb: game_pb2.FaultPolicy | None) -> Faults:
     return DEFAULT_FAULTS if pb is None else Faults(pb.max_strikes, pb.disconnect_grace_ms)
 
 
+def sandbox_from_pb(pb: game_pb2.SandboxLimits | None, where: str) -> SandboxLimits | None:
+    """The sandbox limits a request sets (None: none, or no field set); InvalidArgument
+    naming `where`'s field that is out of bounds."""
+    if pb is None:
+        return None
+    try:
+        return SandboxLimits.from_dict({name: getattr(pb, name) for name in SANDBOX_BOUNDS
+                                        if pb.HasField(name)})  # type: ignore[arg-type]
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{where}.{exc}") from None
+
+
+def sandbox_to_pb(limits: SandboxLimits | None) -> game_pb2.SandboxLimits | None:
+    """An event's sandbox limits as a message (None: none set)."""
+    if not limits:
+        return None
+    return game_pb2.SandboxLimits(**limits.items())  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- arena
 
 _POOL_PB = {Pool.THREE: rating_pb2.RATING_POOL_THREE_PLAYER,
@@ -547,7 +570,9 @@ def arena_settings_from_pb(pool: str, pb: arena_pb2.ArenaSettings, seed: int) ->
         faults_from_pb(pb.faults if pb.HasField("faults") else None),
         concurrency=pb.concurrency if pb.HasField("concurrency") else 2,
         anchors=list(pb.anchors),
-        max_wait_ms=pb.max_wait_ms if pb.HasField("max_wait_ms") else 10_000)
+        max_wait_ms=pb.max_wait_ms if pb.HasField("max_wait_ms") else 10_000,
+        sandbox=sandbox_from_pb(pb.sandbox if pb.HasField("sandbox") else None,
+                                "settings"))
 
 
 def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
@@ -559,7 +584,8 @@ def arena_to_pb(v: ArenaView) -> arena_pb2.Arena:
             rules={k: str(x).lower() if isinstance(x, bool) else str(x)
                    for k, x in spec.rules.options().items()},
             clock=clock_to_pb(spec.clock), faults=faults_to_pb(spec.faults),
-            concurrency=spec.concurrency, anchors=spec.anchors, max_wait_ms=spec.max_wait_ms),
+            concurrency=spec.concurrency, anchors=spec.anchors, max_wait_ms=spec.max_wait_ms,
+            sandbox=sandbox_to_pb(spec.sandbox)),
         started_at=timestamp(v.info.started_at),
         bots=[arena_pb2.ArenaBot(bot_id=b.bot_id, name=b.name, house=b.house, online=b.online,
                                  playing=b.playing, games=b.games, waiting=b.waiting)
@@ -742,6 +768,7 @@ def spec_request_from_pb(pb: tournament_pb2.TournamentSpec) -> dict[str, Any]:
         "duplicate": _duplicate_from_pb(pb),
         "seeding": _SEEDINGS[pb.seeding],
         "options": _options_from_pb(pb, fmt),
+        "sandbox": sandbox_from_pb(pb.sandbox if pb.HasField("sandbox") else None, "spec"),
     }
 
 
@@ -773,6 +800,7 @@ def spec_to_pb(spec: TournamentSpec, reveal: bool) -> tournament_pb2.TournamentS
         duplicate_deals=spec.duplicate != "fresh", duplicate=_DUPLICATE[spec.duplicate],
         seeding=(tournament_pb2.SEEDING_RATING if spec.seeding == "rating"
                  else tournament_pb2.SEEDING_GIVEN_ORDER),
+        sandbox=sandbox_to_pb(spec.sandbox),
     )
     options = formats.get(spec.format).options(spec).to_json()  # every field, defaults too
     message = getattr(pb, spec.format)

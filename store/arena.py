@@ -28,7 +28,7 @@ from store import clock, ids, keys, steps
 from store import hosted as store_hosted
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
-from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults
+from store.records import DEFAULT_CLOCK, DEFAULT_FAULTS, Clock, Faults, SandboxLimits
 from store.refs import EventRef
 
 __all__ = [
@@ -97,6 +97,7 @@ class ArenaSpec:
     concurrency: int = 2  # games a bot may play at once
     anchors: tuple[str, ...] = ()  # house bots that always play, in canonical form
     max_wait_ms: int = DEFAULT_MAX_WAIT_MS  # a free bot waits at most this for a batch
+    sandbox: SandboxLimits | None = None  # limits on its hosted bots' sandboxes
 
     def __post_init__(self) -> None:
         players = check_pool(self.pool)
@@ -124,7 +125,8 @@ class ArenaSpec:
     def build(pool: str, rules: dict[str, str] | None = None, seed: int = 0,
               clock: Clock = DEFAULT_CLOCK, faults: Faults = DEFAULT_FAULTS,
               concurrency: int = 2, anchors: Sequence[str] = (),
-              max_wait_ms: int = DEFAULT_MAX_WAIT_MS) -> ArenaSpec:
+              max_wait_ms: int = DEFAULT_MAX_WAIT_MS,
+              sandbox: SandboxLimits | None = None) -> ArenaSpec:
         """Validate raw request values into a spec; errors name the field."""
         players = check_pool(pool)
         try:
@@ -132,7 +134,7 @@ class ArenaSpec:
         except MoonError as exc:
             raise InvalidArgument(f"rules: {exc}") from None
         return ArenaSpec(pool, parsed, seed, clock, faults, concurrency,
-                         tuple(_anchor(a) for a in anchors), max_wait_ms)
+                         tuple(_anchor(a) for a in anchors), max_wait_ms, sandbox or None)
 
     def to_json(self) -> str:
         """The spec as stored."""
@@ -141,7 +143,9 @@ class ArenaSpec:
             "clock": [self.clock.move_time_ms, self.clock.time_bank_ms],
             "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
             "concurrency": self.concurrency, "anchors": list(self.anchors),
-            "max_wait_ms": self.max_wait_ms, "v": 1}, separators=(",", ":"))
+            "max_wait_ms": self.max_wait_ms, "v": 1,
+            **({"sandbox": self.sandbox.to_dict()} if self.sandbox else {})},
+            separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str) -> ArenaSpec:
@@ -149,7 +153,8 @@ class ArenaSpec:
         d = json.loads(text)
         return ArenaSpec(d["pool"], Rules.make(POOLS[d["pool"]], d["rules"]), int(d["seed"]),
                          Clock(*d["clock"]), Faults(*d["faults"]), int(d["concurrency"]),
-                         tuple(d["anchors"]), int(d["max_wait_ms"]))
+                         tuple(d["anchors"]), int(d["max_wait_ms"]),
+                         SandboxLimits.from_dict(d.get("sandbox")))
 
 
 def _anchor(text: str) -> str:

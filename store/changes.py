@@ -32,7 +32,7 @@ from store import ids, keys, steps
 from store import share as store_share
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
 from store.pools import Pool
-from store.records import Clock, Faults, MatchSpec
+from store.records import Clock, Faults, MatchSpec, SandboxLimits
 from store.refs import EventKind, EventRef
 
 __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", "load_spec",
@@ -43,8 +43,9 @@ __all__ = ["ChangeTestSpec", "all_ids", "ask_stop", "create", "live_elsewhere", 
 @dataclass(frozen=True, slots=True)
 class ChangeTestSpec:
     """A test as stored: the plan (`tournaments.change.ChangeSpec.to_json()`, which that
-    class checks), a name for people, the rules, clock and faults of every game, and
-    each bot's name (candidate, baseline, opponents) as (bot id, name) pairs."""
+    class checks), a name for people, the rules, clock, faults and sandbox limits of
+    every game, and each bot's name (candidate, baseline, opponents) as (bot id, name)
+    pairs."""
 
     test_id: str
     name: str
@@ -54,6 +55,7 @@ class ChangeTestSpec:
     faults: Faults
     names: tuple[tuple[str, str], ...]
     author: str = ""  # the author who started it ("": the admin)
+    sandbox: SandboxLimits | None = None  # limits on its hosted bots' sandboxes
 
     def __post_init__(self) -> None:
         if not ids.is_test_id(self.test_id):
@@ -84,6 +86,7 @@ class ChangeTestSpec:
             "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
             "names": [list(n) for n in self.names],
             **({"author": self.author} if self.author else {}),
+            **({"sandbox": self.sandbox.to_dict()} if self.sandbox else {}),
         }, separators=(",", ":"))
 
     @staticmethod
@@ -95,7 +98,8 @@ class ChangeTestSpec:
             plan=json.dumps(d["plan"], separators=(",", ":")),
             rules=Rules.make(int(d["players"]), d["rules"]), clock=Clock(*d["clock"]),
             faults=Faults(*d["faults"]), names=tuple((str(a), str(b)) for a, b in d["names"]),
-            author=str(d.get("author", "")))
+            author=str(d.get("author", "")),
+            sandbox=SandboxLimits.from_dict(d.get("sandbox")))
 
 
 def create(r: redis.Redis, spec: ChangeTestSpec) -> None:

@@ -8,14 +8,19 @@ under its content hash; Redis keeps what is live about it:
 | key                          | type   | holds                                              |
 |------------------------------|--------|----------------------------------------------------|
 | ms:hosted:{bot}              | hash   | digest, size, runtime, command (JSON), status,     |
-|                              |        | reason, updated_at, limits (JSON), line            |
+|                              |        | reason, updated_at, limits (JSON), line; sandbox:  |
+|                              |        | its live sandbox's host and limits (JSON; no       |
+|                              |        | limits while they are worked out)                  |
 | ms:hosted:{bot}:log          | string | the tail of its sandbox's stderr (capped; owner)   |
 | ms:hosted:line:{author}:{line} | string | the line's newest version number              |
 | ms:hosted:submitted:{author}:{day} | string | versions the author submitted that UTC day |
 | ms:hosting:wanted            | zset   | bot id -> when a match last needed it absent      |
+| ms:hosting:want-limits       | hash   | bot id -> the tightest sandbox limits (JSON) of    |
+|                              |        | the matches that wanted it since a host last read |
 | ms:hosting:lease:{bot}       | string | the host running the bot's sandbox (expires)       |
 | ms:hosting:validate          | zset   | versions waiting for validation, by submit time    |
 | ms:hosts                     | zset   | host name -> alive until (Unix s, Redis's clock)   |
+| ms:hosts:caps                | hash   | host name -> the most it gives a sandbox (JSON)    |
 
 A bot's hosted token (the one its sandbox plays with) is the `host_token` field of its
 record (`ms:bot:{id}`), a SHA-256 like `token`; the host mints a new one at each start,
@@ -38,6 +43,7 @@ import redis
 
 from store import clock, ids, keys
 from store.errors import InvalidArgument, ResourceExhausted
+from store.records import SANDBOX_BOUNDS, SandboxLimits, check_sandbox_limit
 
 __all__ = [
     "LEASE_MS",
@@ -48,18 +54,26 @@ __all__ = [
     "VersionStatus",
     "acquire_lease",
     "available",
+    "check_within_hosts",
     "count_submission",
+    "forget_sandbox",
     "get_version",
     "host_alive",
+    "hosts_caps",
     "issue_host_token",
+    "live_matches",
     "log_tail",
     "number_of",
+    "publish_sandbox",
     "put_version",
     "release_lease",
     "renew_lease",
+    "sandbox_limits_of",
     "set_status",
     "submission_allowed",
+    "take_want_limits",
     "uncount_submission",
+    "unpublish_sandbox",
     "versions_of",
     "wanted",
 ]
@@ -69,8 +83,10 @@ LEASE_MS = 10_000  # a host renews its leases every few seconds; a dead host's l
 LOG_CAP = 16_384  # characters of a sandbox's stderr kept (its tail)
 HOST_TTL_S = 10.0
 WANTED = f"{P}hosting:wanted"
+WANT_LIMITS = f"{P}hosting:want-limits"
 VALIDATE = f"{P}hosting:validate"
 HOSTS = f"{P}hosts"
+CAPS = f"{P}hosts:caps"
 
 
 class VersionStatus(StrEnum):
@@ -93,21 +109,31 @@ class Limits:
     scratch_mb: int = 16
 
     def __post_init__(self) -> None:
-        for name, low, high in (("memory_mb", 64, 16384), ("pids", 4, 4096),
-                                ("cpu_s", 1, 86400), ("scratch_mb", 1, 1024)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not low <= value <= high:
-                raise InvalidArgument(f"limits.{name} must be an integer from {low} to "
-                                      f"{high}, got {value!r}")
-        if not 0.1 <= float(self.cpu_cores) <= 64:
-            raise InvalidArgument(f"limits.cpu_cores must be from 0.1 to 64, "
-                                  f"got {self.cpu_cores!r}")
+        for name in SANDBOX_BOUNDS:
+            check_sandbox_limit("limits", name, getattr(self, name))
+
+    def items(self) -> dict[str, float]:
+        """Every field, by name."""
+        return {name: getattr(self, name) for name in SANDBOX_BOUNDS}
+
+    def under(self, *events: SandboxLimits | None) -> Limits:
+        """These limits, each field lowered to the lowest any of `events` sets (a
+        sandbox serving their games): never above its own."""
+        out = self.items()
+        for event in events:
+            for name, value in (event.items() if event else {}).items():
+                out[name] = min(out[name], value)
+        return Limits(**out)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """For a log: `memory 512 MB, 64 processes, 3600 CPU s, 1 core, scratch 16 MB`."""
+        return (f"memory {self.memory_mb} MB, {self.pids} processes, {self.cpu_s} CPU s, "
+                f"{self.cpu_cores:g} core{'' if self.cpu_cores == 1 else 's'}, scratch "
+                f"{self.scratch_mb} MB")
 
     def to_json(self) -> str:
         """Compact JSON."""
-        return json.dumps({"memory_mb": self.memory_mb, "pids": self.pids,
-                           "cpu_s": self.cpu_s, "cpu_cores": self.cpu_cores,
-                           "scratch_mb": self.scratch_mb}, separators=(",", ":"))
+        return json.dumps(self.items(), separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> Limits:
@@ -115,8 +141,7 @@ class Limits:
         if not text:
             return cls()
         d: dict[str, Any] = json.loads(text)
-        return cls(**{k: d[k] for k in ("memory_mb", "pids", "cpu_s", "cpu_cores",
-                                        "scratch_mb") if k in d})
+        return cls(**{k: d[k] for k in SANDBOX_BOUNDS if k in d})
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,23 +340,68 @@ def issue_host_token(r: redis.Redis, bot_id: str) -> str:
 # ------------------------------------------------------------------ hosts
 
 
-def heartbeat(r: redis.Redis, host: str) -> None:
-    """The host is alive for `HOST_TTL_S` more seconds."""
+def heartbeat(r: redis.Redis, host: str, caps: Limits | None = None) -> None:
+    """The host is alive for `HOST_TTL_S` more seconds, giving a sandbox at most `caps`
+    (what an event's sandbox limits are checked against)."""
     now = clock.now(r)
     pipe = r.pipeline()
     pipe.zadd(HOSTS, {host: now + HOST_TTL_S})
     pipe.zremrangebyscore(HOSTS, "-inf", now)
-    pipe.execute()
+    if caps is not None:
+        pipe.hset(CAPS, host, caps.to_json())
+    pipe.zrange(HOSTS, 0, -1)
+    pipe.hkeys(CAPS)
+    *_, alive, capped = pipe.execute()
+    if gone := set(map(str, capped)) - set(map(str, alive)):  # hosts that died
+        r.hdel(CAPS, *sorted(gone))
 
 
 def leave(r: redis.Redis, host: str) -> None:
     """The host stops: it runs nothing more."""
-    r.zrem(HOSTS, host)
+    pipe = r.pipeline()
+    pipe.zrem(HOSTS, host)
+    pipe.hdel(CAPS, host)
+    pipe.execute()
 
 
 def host_alive(r: redis.Redis) -> bool:
     """True while at least one host is alive (Redis's clock)."""
     return bool(r.zcount(HOSTS, clock.now(r), "+inf"))
+
+
+def hosts_caps(r: redis.Redis) -> Limits | None:
+    """The most every live host gives a sandbox (each field the lowest of theirs: any host
+    may be the one that runs a bot); None while no host that says is alive."""
+    alive = [str(h) for h in r.zrangebyscore(HOSTS, clock.now(r), "+inf")]
+    if not alive:
+        return None
+    found = [Limits.from_json(str(c)) for c in r.hmget(CAPS, alive) if c]
+    if not found:
+        return None
+    return Limits(**{name: min(c.items()[name] for c in found)  # type: ignore[arg-type]
+                     for name in SANDBOX_BOUNDS})
+
+
+_FLAGS = {"memory_mb": "--memory-mb", "pids": "--pids", "cpu_s": "--cpu-s",
+          "cpu_cores": "--cpu-cores", "scratch_mb": "--scratch-mb"}
+
+
+def check_within_hosts(r: redis.Redis, limits: SandboxLimits | None,
+                       where: str = "sandbox") -> None:
+    """InvalidArgument naming the field when an event's sandbox limit is above what the
+    stack's live hosts give a sandbox (no host alive: only the limits' own bounds hold,
+    and a host starting later still runs no sandbox above its own)."""
+    caps = hosts_caps(r) if limits else None
+    if caps is None or limits is None:
+        return
+    most = caps.items()
+    for name, value in limits.items().items():
+        if value > most[name]:
+            unit = SANDBOX_BOUNDS[name][2]
+            raise InvalidArgument(
+                f"{where}.{name}: {value:g} {unit} is more than the stack's hosts give a "
+                f"sandbox ({most[name]:g} {unit}: `moonshot host {_FLAGS[name]}`); ask for "
+                f"at most that, or leave it unset for the hosts' own")
 
 
 def want(r: redis.Redis, bot_id: str) -> None:
@@ -349,8 +419,82 @@ def wanted(r: redis.Redis, within_s: float = 10.0) -> list[str]:
 
 
 def unwant(r: redis.Redis, bot_id: str) -> None:
-    """The bot is running (or cannot be): drop its want."""
-    r.zrem(WANTED, bot_id)
+    """The bot is running (or cannot be): drop its want (and the limits it asked for: a
+    match still waiting for them asks again)."""
+    pipe = r.pipeline()
+    pipe.zrem(WANTED, bot_id)
+    pipe.hdel(WANT_LIMITS, bot_id)
+    pipe.execute()
+
+
+def take_want_limits(r: redis.Redis, bot_id: str) -> SandboxLimits | None:
+    """The tightest sandbox limits of the matches that wanted the bot since the last call
+    (`SANDBOX_FITS_OR_WANT_LUA` writes them), read and cleared at once."""
+    pipe = r.pipeline()
+    pipe.hget(WANT_LIMITS, bot_id)
+    pipe.hdel(WANT_LIMITS, bot_id)
+    raw = pipe.execute()[0]
+    return SandboxLimits.from_dict(json.loads(str(raw))) if raw else None
+
+
+def publish_sandbox(r: redis.Redis, bot_id: str, host: str, started: str,
+                    limits: Limits | None) -> str:
+    """Say that this host's sandbox `started` (a nonce) runs the bot under `limits`; None
+    while they are worked out (no match's gate lets a game through then). The value
+    written, for `unpublish_sandbox`."""
+    value = json.dumps({"host": host, "started": started,
+                        **({"limits": limits.items()} if limits is not None else {})},
+                       separators=(",", ":"))
+    r.hset(key(bot_id), "sandbox", value)
+    return value
+
+
+_UNPUBLISH = """
+if redis.call('HGET', KEYS[1], 'sandbox') == ARGV[1] then
+  return redis.call('HDEL', KEYS[1], 'sandbox')
+end
+return 0
+"""
+
+
+def unpublish_sandbox(r: redis.Redis, bot_id: str, value: str) -> None:
+    """The sandbox `publish_sandbox` described is gone (a later one's entry is kept)."""
+    r.eval(_UNPUBLISH, 1, key(bot_id), value)
+
+
+_FORGET = """
+local v = redis.call('HGET', KEYS[1], 'sandbox')
+if v and cjson.decode(v)['host'] == ARGV[1] then
+  return redis.call('HDEL', KEYS[1], 'sandbox')
+end
+return 0
+"""
+
+
+def forget_sandbox(r: redis.Redis, bot_id: str, host: str) -> None:
+    """Drop the bot's sandbox entry if `host` wrote it (a host that runs no sandbox of the
+    bot: what an earlier run of it under the same name left)."""
+    r.eval(_FORGET, 1, key(bot_id), host)
+
+
+def live_matches(r: redis.Redis, bot_id: str) -> list[str]:
+    """The matches under way with the bot in a seat."""
+    return sorted(str(m) for m in r.smembers(keys.bot_live(bot_id)))
+
+
+def sandbox_limits_of(r: redis.Redis, match_ids: Sequence[str]
+                      ) -> dict[str, SandboxLimits | None]:
+    """Each match's event's sandbox limits (None: none), from its stored spec (one round
+    trip; a match no longer stored has none)."""
+    if not match_ids:
+        return {}
+    pipe = r.pipeline(transaction=False)
+    for m in match_ids:
+        pipe.hget(keys.match(m), "spec")
+    out: dict[str, SandboxLimits | None] = {}
+    for m, raw in zip(match_ids, pipe.execute(), strict=True):
+        out[m] = SandboxLimits.from_dict(json.loads(str(raw)).get("sandbox")) if raw else None
+    return out
 
 
 def acquire_lease(r: redis.Redis, bot_id: str, host: str) -> bool:

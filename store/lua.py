@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 __all__ = ["ACCEPT_LUA", "AFTER_LUA", "CREATE_EVENT_LUA", "EMIT_LUA", "FENCED_BATCH_LUA",
            "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA",
-           "PRESENT_OR_WANT_LUA", "RECORD_LUA",
+           "PRESENT_OR_WANT_LUA", "RECORD_LUA", "SANDBOX_FITS_OR_WANT_LUA",
            "SAVE_STEP_LUA", "Command", "batch_args"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
@@ -302,6 +302,61 @@ if n == 0 then
   end
 end
 return n
+"""
+
+# Whether a match whose event limits hosted bots' sandboxes may send the bot requests:
+# yes (1) for a bot that is no hosted version that may play; for a live sandbox whose
+# host published limits each at most the match's (ARGV[2], JSON of the fields it sets;
+# the host's liveness from the hosts zset, so a dead host's entry counts for nothing);
+# and for a stream with no live sandbox behind it (its author's own process, which runs
+# on the author's machine like any remote bot). Otherwise (no sandbox yet, limits not
+# worked out yet, or a sandbox looser than the match allows) the bot is wanted, and
+# the match's limits are merged, field by field the lowest, into what its want asks of
+# the host (0). KEYS: the hosted record, the bot's presence, the wanted zset, the
+# want-limits hash, the hosts zset; ARGV: the bot id, the limits.
+SANDBOX_FITS_OR_WANT_LUA = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'active' and status ~= 'validating' then
+  return 1
+end
+local t = redis.call('TIME')
+local now = t[1] + t[2] / 1000000
+local mine = cjson.decode(ARGV[2])
+local live_sandbox = false
+local published = redis.call('HGET', KEYS[1], 'sandbox')
+if published then
+  local p = cjson.decode(published)
+  local until_ = redis.call('ZSCORE', KEYS[5], p['host'] or '')
+  if until_ and tonumber(until_) > now then
+    live_sandbox = true
+    local limits = p['limits']
+    if limits then
+      local fits = true
+      for k, v in pairs(mine) do
+        if limits[k] == nil or tonumber(limits[k]) > tonumber(v) then
+          fits = false
+        end
+      end
+      if fits then
+        return 1
+      end
+    end
+  end
+end
+if not live_sandbox and redis.call('ZCOUNT', KEYS[2], now, '+inf') > 0 then
+  return 1
+end
+redis.call('ZADD', KEYS[3], now, ARGV[1])
+local old = redis.call('HGET', KEYS[4], ARGV[1])
+if old then
+  for k, v in pairs(cjson.decode(old)) do
+    if mine[k] == nil or tonumber(v) < tonumber(mine[k]) then
+      mine[k] = v
+    end
+  end
+end
+redis.call('HSET', KEYS[4], ARGV[1], cjson.encode(mine))
+return 0
 """
 
 PRESENT_LUA = """

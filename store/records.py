@@ -21,10 +21,12 @@ __all__ = [
     "DEFAULT_FAULTS",
     "DUPLICATE_MODES",
     "MAX_ROUNDS",
+    "SANDBOX_BOUNDS",
     "SEEDINGS",
     "Clock",
     "Faults",
     "MatchSpec",
+    "SandboxLimits",
     "StandingsInputs",
     "TournamentSpec",
     "check_seating",
@@ -79,6 +81,86 @@ class Faults:
 DEFAULT_CLOCK = Clock()
 DEFAULT_FAULTS = Faults()
 
+# What any sandbox limit may be (an event's, a host's): field -> (lowest, highest, unit).
+SANDBOX_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "memory_mb": (64, 16384, "MB"), "pids": (4, 4096, "processes"),
+    "cpu_s": (1, 86400, "CPU seconds"), "cpu_cores": (0.1, 64, "cores"),
+    "scratch_mb": (1, 1024, "MB")}
+
+
+def check_sandbox_limit(where: str, name: str, value: object) -> None:
+    """InvalidArgument naming `where.name` unless `value` is within SANDBOX_BOUNDS (an
+    integer, but for cpu_cores)."""
+    low, high, unit = SANDBOX_BOUNDS[name]
+    if name == "cpu_cores":
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and low <= value <= high)
+        what = f"a number from {low:g} to {high:g}"
+    else:
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        what = f"an integer from {low:g} to {high:g}"
+    if not ok:
+        raise InvalidArgument(f"{where}.{name} must be {what} ({unit}), got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """An event's limits on the sandbox of each hosted bot while it plays the event's games
+    (docs/hosting.md, "Limits"): None leaves a field to the host's own. A sandbox serving
+    several events runs under the tightest of them; no field may be above what the
+    stack's hosts allow (`store.hosted.check_within_hosts`)."""
+
+    memory_mb: int | None = None
+    pids: int | None = None
+    cpu_s: int | None = None
+    cpu_cores: float | None = None
+    scratch_mb: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in self.items().items():
+            check_sandbox_limit("sandbox", name, value)
+
+    def items(self) -> dict[str, float]:
+        """The fields set, by name."""
+        return {name: value for name in SANDBOX_BOUNDS
+                if (value := getattr(self, name)) is not None}
+
+    def __bool__(self) -> bool:
+        return bool(self.items())
+
+    def to_dict(self) -> dict[str, float]:
+        """As stored (the fields set only)."""
+        return self.items()
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any] | None) -> SandboxLimits | None:
+        """Inverse of `to_dict` (None for none, or for no field set); InvalidArgument
+        naming an unknown field."""
+        if not d:
+            return None
+        if stray := [k for k in d if k not in SANDBOX_BOUNDS]:
+            raise InvalidArgument(f"sandbox.{str(stray[0])[:40]}: not a sandbox limit "
+                                  f"(they are {', '.join(SANDBOX_BOUNDS)})")
+        limits = SandboxLimits(**{k: d[k] for k in SANDBOX_BOUNDS if k in d})
+        return limits or None
+
+    @staticmethod
+    def parse(items: Sequence[str]) -> SandboxLimits | None:
+        """`memory_mb=256`-style settings (a command line's); InvalidArgument naming a bad
+        one; None for none."""
+        d: dict[str, Any] = {}
+        for item in items:
+            name, eq, text = item.partition("=")
+            name = name.strip()
+            if not eq or name not in SANDBOX_BOUNDS:
+                raise InvalidArgument(f"sandbox: {item[:60]!r} is not NAME=VALUE with NAME "
+                                      f"one of {', '.join(SANDBOX_BOUNDS)}")
+            try:
+                d[name] = float(text) if name == "cpu_cores" else int(text.strip())
+            except ValueError:
+                check_sandbox_limit("sandbox", name, text.strip())
+        return SandboxLimits.from_dict(d)
+
 
 def check_seating(players: int, bot_ids: Sequence[str]) -> None:
     """InvalidArgument unless every bot plays on one side only: in 3p each bot once, in 2v2
@@ -114,6 +196,7 @@ class MatchSpec:
     faults: Faults = DEFAULT_FAULTS
     event: EventRef | None = None  # the event that made it; None for a single match
     meta: Mapping[str, Any] = field(default_factory=dict)
+    sandbox: SandboxLimits | None = None  # its event's limits on hosted bots' sandboxes
 
     def __post_init__(self) -> None:
         n = self.rules.players
@@ -154,6 +237,7 @@ class MatchSpec:
         faults: Faults = DEFAULT_FAULTS,
         event: EventRef | None = None,
         meta: Mapping[str, Any] | None = None,
+        sandbox: SandboxLimits | None = None,
     ) -> MatchSpec:
         """Validate raw request values into a spec; errors name the field."""
         if players not in (3, 4):
@@ -173,6 +257,7 @@ class MatchSpec:
             faults=faults,
             event=event,
             meta=dict(meta or {}),
+            sandbox=sandbox or None,
         )
 
     def to_json(self) -> str:
@@ -189,6 +274,7 @@ class MatchSpec:
                 "faults": [self.faults.max_strikes, self.faults.disconnect_grace_ms],
                 "event": "" if self.event is None else str(self.event),
                 "meta": dict(self.meta),
+                **({"sandbox": self.sandbox.to_dict()} if self.sandbox else {}),
             },
             separators=(",", ":"),
         )
@@ -207,6 +293,7 @@ class MatchSpec:
             faults=Faults(*d["faults"]),
             event=_event_of(d),
             meta=d.get("meta", {}),
+            sandbox=SandboxLimits.from_dict(d.get("sandbox")),
         )
 
 
@@ -252,6 +339,7 @@ class TournamentSpec:
     # at an event's start is, so that a finished event's order never moves with later fits.
     # None: a spec stored before (its standings read the pool's ratings now).
     ratings: Mapping[str, float] | None = None
+    sandbox: SandboxLimits | None = None  # limits on its hosted bots' sandboxes
 
     def __post_init__(self) -> None:
         n = len(self.bot_ids)
@@ -300,6 +388,7 @@ class TournamentSpec:
             "options": dict(self.options),
             **({"apart": [[n, list(b)] for n, b in self.apart]} if self.apart else {}),
             **({"ratings": dict(self.ratings)} if self.ratings is not None else {}),
+            **({"sandbox": self.sandbox.to_dict()} if self.sandbox else {}),
         }, separators=(",", ":"))
 
     @staticmethod
@@ -317,6 +406,7 @@ class TournamentSpec:
             apart=tuple((str(n), tuple(b)) for n, b in d.get("apart", ())),
             ratings=({str(b): float(v) for b, v in d["ratings"].items()}
                      if "ratings" in d else None),
+            sandbox=SandboxLimits.from_dict(d.get("sandbox")),
         )
 
 

@@ -22,6 +22,7 @@ reconnects (`store.streams`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +33,9 @@ from store import hosted as store_hosted
 from store import ids, keys, messages
 from store import matches as store_matches
 from store.locks import Lock
-from store.lua import FENCED_SEND_LUA, PRESENT_OR_WANT_LUA, Command
+from store.lua import FENCED_SEND_LUA, PRESENT_OR_WANT_LUA, SANDBOX_FITS_OR_WANT_LUA, Command
 from store.messages import ConnectionEntry, DecisionRequest, Message
+from store.records import SandboxLimits
 
 __all__ = ["EVENTS_KEEP_MS", "LEASE_MS", "LostLease", "Run", "notify"]
 
@@ -86,6 +88,16 @@ class Run:
         in the same step: a host starts it (its clock stands still, its grace runs)."""
         return bool(self.r.eval(PRESENT_OR_WANT_LUA, 3, keys.presence(bot_id),
                                 store_hosted.key(bot_id), store_hosted.WANTED, bot_id))
+
+    def sandbox_fits(self, bot_id: str, limits: SandboxLimits) -> bool:
+        """True when the bot may be sent this match's requests under its event's sandbox
+        limits: it is no hosted version, or its live sandbox runs within them, or a
+        process of its author's plays. Otherwise it is wanted with these limits, in the
+        same step: a host starts (or restarts) its sandbox under them."""
+        return bool(self.r.eval(
+            SANDBOX_FITS_OR_WANT_LUA, 5, store_hosted.key(bot_id), keys.presence(bot_id),
+            store_hosted.WANTED, store_hosted.WANT_LIMITS, store_hosted.HOSTS, bot_id,
+            json.dumps(limits.to_dict(), separators=(",", ":"))))
 
     def next_reply(self, timeout: float) -> str | None:
         """The next answer forwarded to the match (JSON), waiting up to `timeout` s."""

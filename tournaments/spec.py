@@ -8,7 +8,7 @@ from typing import Any
 
 from moon import MoonError, Rules
 from store.errors import InvalidArgument
-from store.records import Clock, Faults, TournamentSpec
+from store.records import Clock, Faults, SandboxLimits, TournamentSpec
 from tournaments import bracket as brk
 from tournaments import formats
 from tournaments.options import Options, option_fields
@@ -29,6 +29,7 @@ def make_spec(
     ratings: Mapping[str, float] | None = None,
     rounds: int | None = None, series_length: int | None = None,
     rotate_partners: bool | None = None, all_triples: bool | None = None,
+    sandbox: SandboxLimits | None = None,
 ) -> TournamentSpec:
     """A checked spec: `bots` are (bot id, name) as given, `options` the format's own
     (their JSON form), `ratings` (pool ratings now) order the bots when the format seeds
@@ -73,7 +74,7 @@ def make_spec(
         tournament_id=tournament_id, name=name, players=players, format=format,
         bot_ids=tuple(ids), names=tuple(names[b] for b in ids), rules=parsed,
         seed=secrets.randbits(63) if seed is None else seed, clock=clock, faults=faults,
-        duplicate=duplicate, seeding=seeding, options=opts.to_json(),
+        duplicate=duplicate, seeding=seeding, options=opts.to_json(), sandbox=sandbox,
         ratings={b: float(v) for b, v in (ratings or {}).items() if b in names},
     )
     return fmt.prepare(spec)

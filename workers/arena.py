@@ -137,7 +137,7 @@ class ArenaPlanner:
         return MatchSpec(
             match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(self.names.get(b, b) for b in game.bot_ids), clock=spec.clock,
-            faults=spec.faults, event=self.ref,
+            faults=spec.faults, event=self.ref, sandbox=spec.sandbox,
             meta={"board": self.board_of(game.unit), "unit": game.unit,
                   "duplicate": "boards"})
 

@@ -272,7 +272,7 @@ class ChangePlanner:
         return MatchSpec(
             match_id=game.match_id, rules=t.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(t.name_of(b) for b in game.bot_ids), clock=t.clock,
-            faults=t.faults, event=self.ref,
+            faults=t.faults, event=self.ref, sandbox=t.sandbox,
             meta={"unit": game.unit, "board": self.board_of(game.unit),
                   "duplicate": "pairs", "notes": change.notes(self.spec)},
         )

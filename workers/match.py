@@ -247,6 +247,11 @@ class MatchHost:
         forfeit: Forfeit | None = Forfeit(*logged) if logged else None
         pending_entry: str | None = None
         st = self.state
+        if forfeit is None and not st.is_over and self.spec.sandbox:
+            forfeit = self._await_sandboxes()
+            if forfeit is not None:
+                self.run.write([messages.encode(ForfeitEntry(
+                    forfeit.seat, forfeit.reason, len(st.actions), _now_ms()))])
         while forfeit is None and not st.is_over:
             seat = st.to_act
             seq = len(st.actions)
@@ -271,6 +276,33 @@ class MatchHost:
                     ForfeitEntry(seat, forfeit.reason, seq + 1, _now_ms()))])
                 pending_entry = None
         return self._finish(forfeit, [pending_entry] if pending_entry is not None else [])
+
+    def _await_sandboxes(self) -> Forfeit | None:
+        """Before this run asks anything: wait until every hosted bot's sandbox runs within
+        the event's limits (a host starts, or restarts, it under them: docs/hosting.md,
+        "Limits"), so no decision of this match is made under looser ones. No clock runs
+        meanwhile; a seat whose bot's sandbox is not there within the grace forfeits, as
+        a bot away that long would. Every sandbox started later counts this match's limits
+        while it is under way, so this is looked at once a run."""
+        limits = self.spec.sandbox
+        assert limits is not None
+        grace = self.spec.faults.disconnect_grace_ms / 1000
+        waiting = {bot: seat for seat, bot in reversed(list(enumerate(self.spec.bot_ids)))
+                   if not ids.is_house_bot(bot)}
+        start = time.monotonic()
+        while True:
+            waiting = {b: seat for b, seat in waiting.items()
+                       if not self.run.sandbox_fits(b, limits)}
+            if not waiting:
+                return None
+            if time.monotonic() - start > grace:
+                seat = min(waiting.values())
+                return Forfeit(seat, f"no sandbox within the event's limits within "
+                                     f"{grace:g} s")
+            self.renew_lease()
+            if STOPPING.is_set():
+                raise HandedOver(f"the worker stops: match {self.match_id} hands over")
+            time.sleep(0.05)
 
     # ------------------------------------------------------------ decide
 

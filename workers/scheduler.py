@@ -153,7 +153,7 @@ class FormatPlanner:
         return MatchSpec(
             match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(names[b] for b in game.bot_ids), clock=spec.clock,
-            faults=spec.faults, event=self.ref,
+            faults=spec.faults, event=self.ref, sandbox=spec.sandbox,
             meta={"unit": game.unit, "bracket_match": game.bracket_match,
                   "board": self.board_of(game.unit), "duplicate": spec.duplicate,
                   "notes": formats.notes(spec) + _apart_note(game.unit)},

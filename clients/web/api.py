@@ -1,12 +1,13 @@
 """The web pages' only source: the referee's public gRPC API, over one asyncio channel.
 
-Every call goes without any token, so the pages show exactly what the API shows to
-anyone: a tournament game whose board is still in play is only its existence and
+Every call of the public pages goes without any token, so they show exactly what the
+API shows to anyone: a tournament game whose board is still in play is only its existence and
 its status (the referee cuts it; nothing here could put it back). The web server
 never reads Redis. Its watch streams carry the stack's watch pass when it was given
 one (`MOONSHOT_WATCH_PASS`, which `moonshot up` sets): the referee keeps watch slots in
 reserve for it, so no client holding many addresses can starve the live pages. The
-pass grants nothing else.
+pass grants nothing else. The private pages (`clients.web.private`) make their calls
+with the token the visitor's browser sent with the request, and keep it nowhere.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ _CHANNEL_OPTIONS = [
 ]
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                 grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    """The metadata of a call made with a visitor's own token (none without one)."""
+    return (("authorization", f"Bearer {token}"),) if token else ()
 
 
 def is_gone(exc: grpc.RpcError) -> bool:
@@ -167,10 +173,12 @@ class PublicApi:
 
     # ------------------------------------------------------------ bots, ratings
 
-    async def bot(self, bot_id_or_name: str) -> bot_pb2.Bot:
-        """One bot, by id or name."""
+    async def bot(self, bot_id_or_name: str, token: str = "") -> bot_pb2.Bot:
+        """One bot, by id or name; with the visitor's own `token` (a private page's: see
+        `who_am_i`), what the referee shows that caller (a hosted version's log, to its
+        author)."""
         resp = await self.bots.GetBot(bot_pb2.GetBotRequest(bot_id=bot_id_or_name),
-                                      timeout=CALL_TIMEOUT_S)
+                                      metadata=_bearer(token), timeout=CALL_TIMEOUT_S)
         return resp.bot
 
     async def list_bots(self, page_token: str = "", page_size: int = 100, owner: str = ""
@@ -205,11 +213,16 @@ class PublicApi:
 
     async def audit_collusion(self, pool: str, token: str
                               ) -> rating_pb2.AuditCollusionResponse:
-        """A pool's collusion audit with the token the organiser's browser sent (the one
-        call of these that carries a token: the web server holds none of its own)."""
+        """A pool's collusion audit with the token the organiser's browser sent (the web
+        server holds none of its own)."""
         return await self.ratings.AuditCollusion(
             rating_pb2.AuditCollusionRequest(pool=POOLS[pool], max_pairs=50),
-            metadata=(("authorization", f"Bearer {token}"),), timeout=300)
+            metadata=_bearer(token), timeout=300)
+
+    async def who_am_i(self, token: str) -> account_pb2.WhoAmIResponse:
+        """Whom the token a visitor's browser sent names (UNAUTHENTICATED: no one)."""
+        return await self.accounts.WhoAmI(account_pb2.WhoAmIRequest(),
+                                          metadata=_bearer(token), timeout=CALL_TIMEOUT_S)
 
     async def rating_history(self, pool: str, bot_id: str
                              ) -> rating_pb2.GetRatingHistoryResponse:

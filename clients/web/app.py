@@ -23,6 +23,9 @@ Pages (see README, "Web pages"):
                          as released (SSE /arena/<pool>/events)
     /bots, /bot/<id>     bots (each with its owner); one bot's games, results and current
                          ratings, its owner, whether it is retired, its line of versions
+    /bot/<id>/log        for the bot's author only (their own token, as for the collusion
+                         page: clients.web.private): the status and stderr tail of each
+                         hosted version of its line; never cached
     /authors             authors (who owns bots), oldest first
     /author/<id|name>    an author: role, since when, their bots (state, ratings, previous
                          version), their lines of versions, the tests they started
@@ -39,7 +42,6 @@ Pages (see README, "Web pages"):
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
 import contextlib
 import ipaddress
@@ -69,6 +71,7 @@ from clients.web.arena import ArenaPages, bot_arenas, front_arenas
 from clients.web.author_views import bot_state
 from clients.web.authors import AuthorPages, bot_lineage, started_by
 from clients.web.live import Feed, Hub, sse
+from clients.web.private import OwnerPages, private, refused, sent_token
 from proto.moon.v1 import change_pb2, tournament_pb2
 from store.pools import Pool
 
@@ -91,6 +94,7 @@ MAX_STREAMS = 1000  # browsers following live at once, per web server
 # an address.
 MAX_STREAMS_PER_ADDRESS = 32
 MAX_STREAMS_PER_NETWORK = 128
+ORGANISER_REALM = 'Basic realm="moonshot organisers", charset="UTF-8"'
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; object-src 'none'")
 
@@ -284,16 +288,11 @@ class Pages:
         pool = str(request.path_params["pool"])
         if pool not in POOLS:
             raise HTTPException(404, "there are two rating pools: 3p and 2v2")
-        token = _sent_token(request.headers.get("authorization", ""))
-        private = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex"}
+        token = sent_token(request.headers.get("authorization", ""))
         if not token:
-            resp = self.error_page(401, "Organisers only",
-                                   "This page needs an organiser's token: give it as the "
-                                   "password (any user name) when your browser asks.")
-            resp.headers.update(private)
-            resp.headers["WWW-Authenticate"] = \
-                'Basic realm="moonshot organisers", charset="UTF-8"'
-            return resp
+            return refused(self, 401, "Organisers only",
+                           "This page needs an organiser's token: give it as the password "
+                           "(any user name) when your browser asks.", ORGANISER_REALM)
         try:
             audit = await self.client.audit_collusion(pool, token)
         except grpc.aio.AioRpcError as exc:
@@ -302,15 +301,9 @@ class Pages:
                             grpc.StatusCode.PERMISSION_DENIED):
                 raise
             status = 401 if code == grpc.StatusCode.UNAUTHENTICATED else 403
-            resp = self.error_page(status, "Organisers only", exc.details() or "refused")
-            resp.headers.update(private)
-            if status == 401:
-                resp.headers["WWW-Authenticate"] = \
-                    'Basic realm="moonshot organisers", charset="UTF-8"'
-            return resp
-        resp = self.page("collusion.html", pool=pool, a=audit)
-        resp.headers.update(private)
-        return resp
+            return refused(self, status, "Organisers only", exc.details() or "refused",
+                           ORGANISER_REALM)
+        return private(self.page("collusion.html", pool=pool, a=audit))
 
     async def bots(self, request: Request) -> Response:
         """Every bot, oldest first, a page at a time."""
@@ -645,21 +638,6 @@ def client_keys(host: str) -> tuple[str, str]:
     return f"addr:{ip}", f"net:{ipaddress.ip_network(f'{ip}/{prefix}', strict=False)}"
 
 
-def _sent_token(header: str) -> str:
-    """The token of an Authorization header: Bearer's, or Basic's password ('' if none)."""
-    kind, _, value = header.strip().partition(" ")
-    value = value.strip()
-    if kind.lower() == "bearer":
-        return value
-    if kind.lower() == "basic":
-        try:
-            decoded = base64.b64decode(value, validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return ""
-        return decoded.partition(":")[2].strip()
-    return ""
-
-
 class SecurityHeaders:
     """Adds the Content-Security-Policy (everything from this server only) and friends."""
 
@@ -688,6 +666,7 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
     p = Pages(server, linger)
     arena = ArenaPages(p)
     authors = AuthorPages(p)
+    owner = OwnerPages(p)
     routes = [
         Route("/arena/{pool}", arena.page),
         Route("/arena/{pool}/events", arena.events),
@@ -702,6 +681,7 @@ def create_app(server: str | Target, linger: float = 30.0) -> ASGIApp:
         Route("/organiser/collusion/{pool}", p.collusion),
         Route("/bots", p.bots),
         Route("/bot/{bot_id}", p.bot),
+        Route("/bot/{bot_id}/log", owner.bot_log),
         Route("/authors", authors.authors),
         Route("/author/{author}", authors.author),
         Route("/games", p.games),

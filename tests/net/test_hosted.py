@@ -7,10 +7,13 @@ Real processes throughout: a private redis-server, a referee, workers, `moonshot
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,19 +24,27 @@ import pytest
 import redis
 from stack import Author, Proc, Stack, moonshot
 from support import wait_until
+from test_web_pages import _start_web, browser
 
 from clients.admin import Admin
 from clients.redisproc import RedisServer
+from clients.sdk import register
 from hosting.sandbox import check
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
     change_pb2,
     change_pb2_grpc,
+    game_pb2,
     match_pb2,
     match_pb2_grpc,
     rating_pb2,
+    tournament_pb2,
 )
+
+__all__ = ["browser"]  # the shared fixture, used here by name
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BOT = REPO / "examples" / "node_bot"
@@ -56,6 +67,9 @@ def _package(folder: Path, play: str) -> Path:
     (folder / "moonshot.toml").write_text(
         f'runtime = "python3.11"\ncommand = ["python", "bot.py", "{play}"]\n')
     return folder
+
+
+HOST_FLAGS = ("--idle", "5", "--loosen-after", "3")
 
 
 def _host(st: Stack, data: Path, *extra: str) -> Proc:
@@ -90,6 +104,11 @@ class Hosted:
     def show(self, name: str) -> dict[str, Any]:
         return dict(json.loads(self.alice.run("bot", "show", name, "--json").stdout))
 
+    def token(self) -> str:
+        """Alice's author token, as `moonshot signup` saved it."""
+        saved = json.loads((self.alice.home / "config" / "credentials.json").read_text())
+        return str(saved["servers"][self.st.address]["token"])
+
 
 @pytest.fixture(scope="module")
 def hs(tmp_path_factory: pytest.TempPathFactory, admin_token: str) -> Iterator[Hosted]:
@@ -103,7 +122,7 @@ def hs(tmp_path_factory: pytest.TempPathFactory, admin_token: str) -> Iterator[H
             st.referee()
             st.worker()
             st.worker()
-            host = _host(st, tmp / "host-a", "--idle", "5")
+            host = _host(st, tmp / "host-a", *HOST_FLAGS)
             alice = Author(st, tmp / "alice")
             alice.run("signup", "alice")
             yield Hosted(st, redis.Redis.from_url(srv.url, decode_responses=True), host,
@@ -264,7 +283,244 @@ def test_a_host_killed_mid_match_hands_its_bots_to_another(hs: Hosted) -> None:
         timeout=60, every=0.1)
     hs.host.popen.send_signal(signal.SIGKILL)
     hs.host.popen.wait(timeout=10)
-    hs.host = _host(hs.st, hs.tmp / "host-b", "--idle", "5")
+    hs.host = _host(hs.st, hs.tmp / "host-b", *HOST_FLAGS)
     done = _done(hs.st, made)
     assert not done.result.HasField("forfeit"), done.result
     assert f"started {v['bot_id']}" in hs.host.text()
+
+
+# A bot whose stderr is a stranger's markup, a terminal sequence and reversed text.
+LOUD_PY = """\
+import sys
+
+from clients.builtin import GreedyBot
+from clients.sdk import run_bot
+
+print("stderr-7f3a <script>document.title='owned'</script><img src=x onerror=alert(1)>"
+      " \\x1b[31mred \\u202eevil", file=sys.stderr, flush=True)
+run_bot(GreedyBot)
+"""
+
+
+def test_the_log_is_on_the_bots_page_for_its_author_only(hs: Hosted, browser: Any) -> None:
+    """`/bot/<id>/log` in a real browser: its author (their own token as Basic's
+    password) sees the status and the stderr tail, the markup in it as text; another
+    author, a bad token and an anonymous visitor get a refusal that says nothing of the
+    log; the admin reads it; nothing of it is cached; the public page has only a link."""
+    folder = hs.tmp / "loud"
+    folder.mkdir()
+    (folder / "bot.py").write_text(LOUD_PY)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    v = hs.submit("loud", folder)
+    assert v["exit"] == 0, v
+    bot = v["bot_id"]
+    wait_until("the log in Redis", lambda: "stderr-7f3a" in hs.show("loud@1")["hosted"][
+        "log_tail"], timeout=30, every=0.5)
+    proc, web = _start_web(hs.st, hs.st.address)  # holds no token: the visitor sends one
+    alice = hs.token()
+    with grpc.insecure_channel(hs.st.address) as ch:
+        bob = account_pb2_grpc.AccountServiceStub(ch).SignUp(
+            account_pb2.SignUpRequest(name="bob"), timeout=30).token
+
+    def visit(path: str, password: str | None) -> tuple[int, dict[str, str], Any, Any]:
+        """Status, headers, the page and its context (closed by the caller)."""
+        ctx = browser.new_context(**({"http_credentials": {
+            "username": "whoever", "password": password}} if password is not None else {}))
+        page = ctx.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        resp = page.goto(web + path, wait_until="load")
+        return resp.status, resp.all_headers(), page, ctx
+
+    dialogs: list[str] = []
+    errors: list[str] = []
+    log_page = f"/bot/{bot}/log"
+    status, headers, page, ctx = visit(log_page, bob)  # another author
+    html = page.content()
+    ctx.close()
+    assert status == 403 and headers["cache-control"] == "no-store", (status, headers)
+    assert "stderr-7f3a" not in html and "owned" not in html
+    assert "16 KiB" not in html and "Nothing logged" not in html
+    # A 401 makes a person's browser ask for the token; a headless one without any (or
+    # refused again) stops there (Chromium's ERR_INVALID_AUTH_CREDENTIALS): anonymous, a
+    # token the referee does not know, or an empty one, as raw requests.
+    for who, password in (("anonymous", None), ("no token of this stack", "u-nobody.x"),
+                          ("no password", "")):
+        basic = base64.b64encode(f"whoever:{password}".encode()).decode()
+        req = urllib.request.Request(web + log_page, headers={} if password is None else {
+            "Authorization": f"Basic {basic}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=30)
+        html = refused.value.read().decode()
+        assert refused.value.code == 401 and "Basic" in refused.value.headers[
+            "WWW-Authenticate"], who
+        assert refused.value.headers["Cache-Control"] == "no-store", who
+        assert "stderr-7f3a" not in html and "16 KiB" not in html, who
+
+    status, headers, page, ctx = visit(log_page, alice)
+    try:
+        assert status == 200, status
+        assert headers["cache-control"] == "no-store" and headers["x-frame-options"] == "DENY"
+        shown = page.locator(f'section.hosted-version[data-id="{bot}"]')
+        assert shown.get_attribute("data-status") == "active"
+        text = shown.locator("pre.log").inner_text()
+        assert ("stderr-7f3a <script>document.title='owned'</script><img src=x "
+                "onerror=alert(1)>") in text, text
+        assert "\\x1b[31mred \\u202eevil" in text, text  # shown as escapes
+        assert page.locator("pre.log script, pre.log img").count() == 0
+        assert page.title() != "owned" and "Log of loud@1" in page.title()
+    finally:
+        ctx.close()
+    status, _, page, ctx = visit(log_page, hs.st.admin_token)
+    assert status == 200 and "stderr-7f3a" in page.locator("pre.log").inner_text()
+    ctx.close()
+    # The public page: the link, nothing of the log.
+    status, headers, page, ctx = visit(f"/bot/{bot}", None)
+    assert status == 200 and page.locator("#bot-log-link").get_attribute("href") == log_page
+    assert "stderr-7f3a" not in page.content()
+    ctx.close()
+    assert not dialogs and not errors, (dialogs, errors)
+    # A Bearer header works as well (a script's way); the token is in no log of the server.
+    req = urllib.request.Request(web + log_page, headers={"Authorization": f"Bearer {alice}"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200 and "stderr-7f3a" in resp.read().decode()
+    assert alice not in proc.text() and bob not in proc.text()
+
+
+# A bot that takes 200 MB at its first decision and keeps it: within the host's 512 MB,
+# over an event's 128.
+HUNGRY_PY = """\
+from clients.builtin import GreedyBot
+from clients.sdk import run_bot
+
+HELD = []
+
+
+class Hungry(GreedyBot):
+    def act(self, obs, legal):
+        if not HELD:
+            HELD.append(b"x" * (200 << 20))
+        return super().act(obs, legal)
+
+
+run_bot(Hungry)
+"""
+
+
+def _tournament(admin: Admin, name: str, bot: str, grace_ms: int,
+                **limits: float) -> tournament_pb2.Tournament:
+    """One table of `bot` and two house bots, one hand, under these sandbox limits."""
+    return admin.create_tournament(
+        name=name, players=3, format="round_robin",
+        bot_ids=[bot, "house:greedy", "house:random"], rules={"max_hands": "1"},
+        grace_ms=grace_ms, sandbox=game_pb2.SandboxLimits(**limits))  # type: ignore[arg-type]
+
+
+def _tournament_games(admin: Admin, st: Stack, tournament_id: str) -> list[match_pb2.Match]:
+    """Its games, once it has finished."""
+    wait_until("the tournament to finish", lambda: admin.get_tournament(
+        tournament_id).status == tournament_pb2.TOURNAMENT_STATUS_FINISHED,
+        timeout=240, every=0.5)
+    return [_match(st.address, st.admin_token, m.match_id) for m in admin.list_matches(
+        match_pb2.ListMatchesRequest(tournament_id=tournament_id), 10)]
+
+
+def test_an_events_sandbox_limits_bind_its_hosted_bots(hs: Hosted) -> None:
+    """A warm sandbox serving a game without limits is started again under a
+    tournament's lower ones before the tournament's game asks it anything, and under the
+    host's again once that game is over (`--loosen-after 3`), the other game going on,
+    without forfeit; a bot that takes 200 MB (which the host's 512 MB allowed in its
+    validation) is stopped in a tournament of 128 MB, the reason in its log; settings
+    out of bounds or above what the hosts give are one clear error each."""
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    calm = hs.submit("calm", _package(hs.tmp / "calm", "greedy"))
+    assert calm["exit"] == 0, calm
+    bot = calm["bot_id"]
+    slow_id, slow_token = register(hs.st.address, "calm-slow", hs.st.admin_token)
+    slow = hs.st.bot("netbots:ThinkingBot", hs.st.address, slow_token)  # a long game
+    single = admin.create_match(3, [bot, "house:greedy", slow_id], rules={"max_hands": "10"},
+                                grace_ms=60_000).match_id
+    wait_until("calm playing its single match", lambda: hs.r.scard(
+        f"ms:bot:{bot}:live") and hs.r.zcard(f"ms:bot:{bot}:presence"), timeout=60,
+        every=0.1)
+    cup = _tournament(admin, "calm cup", bot, 30_000, memory_mb=128, pids=48)
+    assert cup.spec.sandbox.memory_mb == 128 and cup.spec.sandbox.pids == 48
+    assert not cup.spec.sandbox.HasField("cpu_s")
+    (game,) = _tournament_games(admin, hs.st, cup.tournament_id)
+    assert not game.result.HasField("forfeit"), game.result
+    log = wait_until("the sandbox under the host's limits again, the single game going on",
+                     lambda: (x if "allow it more" in (x := hs.show("calm@1")["hosted"][
+                         "log_tail"]) else None), timeout=60, every=0.5)
+    assert _match(hs.st.address, hs.st.admin_token, single).status == \
+        match_pb2.MATCH_STATUS_RUNNING  # it was loosened while a game was under way
+    done = _done(hs.st, single)
+    assert not done.result.HasField("forfeit"), done.result
+    slow.stop()
+    lines = [x for x in log.splitlines() if x.startswith("[host] ")]
+    host_s = "[host] limits: memory 512 MB, 64 processes, 3600 CPU s, 1 core, scratch 16 MB"
+    at = lines.index("[host] started again: a game under way allows it less "
+                     "(memory_mb, pids)")
+    assert lines[at - 2:at] == [host_s, "[host] stopped: to start it again under other "
+                                        "limits"], log  # the single game's sandbox
+    assert lines[at + 1:at + 5] == [
+        "[host] limits: memory 128 MB, 48 processes, 3600 CPU s, 1 core, scratch 16 MB",
+        "[host] stopped: to start it again under other limits",
+        "[host] started again: the games under way allow it more", host_s], log
+
+    folder = hs.tmp / "hungry"
+    folder.mkdir()
+    (folder / "bot.py").write_text(HUNGRY_PY)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    hungry = hs.submit("hungry", folder)
+    assert hungry["exit"] == 0, hungry  # 200 MB within the host's 512: validated
+    lean = _tournament(admin, "lean cup", hungry["bot_id"], 8_000, memory_mb=128)
+    (game,) = _tournament_games(admin, hs.st, lean.tournament_id)
+    seat = list(game.bot_ids).index(hungry["bot_id"])
+    assert game.result.HasField("forfeit") and game.result.forfeit.seat == seat, game.result
+    shown = hs.show("hungry@1")["hosted"]
+    assert "killed: memory limit 128 MB exceeded" in shown["log_tail"], shown["log_tail"]
+    assert shown["status"] == "active"  # an event's limit is the event's, not a failure
+
+    def refused(call: Any) -> str:
+        with pytest.raises(grpc.RpcError) as info:
+            call()
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value
+        return str(info.value.details())
+
+    pool = rating_pb2.RATING_POOL_TWO_VS_TWO
+    text = refused(lambda: _arena(hs.st.address, hs.st.admin_token, "StartArena",
+                                  arena_pb2.StartArenaRequest(pool=pool, settings=(
+                                      arena_pb2.ArenaSettings(sandbox=game_pb2.SandboxLimits(
+                                          memory_mb=10))))))
+    assert text == ("settings.sandbox.memory_mb must be an integer from 64 to 16384 (MB), "
+                    "got 10"), text
+    text = refused(lambda: _tournament(admin, "big cup", bot, 30_000, memory_mb=1024))
+    assert text.startswith("spec.sandbox.memory_mb: 1024 MB is more than the stack's hosts "
+                           "give a sandbox (512 MB: `moonshot host --memory-mb`)"), text
+    text = refused(lambda: _tournament(admin, "big cup", bot, 30_000, pids=0))
+    assert text.startswith("spec.sandbox.pids must be an integer from 4 to 4096"), text
+    with grpc.insecure_channel(hs.st.address) as ch:
+        tests = change_pb2_grpc.TestServiceStub(ch)
+        md = (("authorization", f"Bearer {hs.token()}"),)
+        for limits, error in (({"cpu_cores": 0.0}, "spec.sandbox.cpu_cores must be a number "
+                                                    "from 0.1 to 64"),
+                              ({"scratch_mb": 2048}, "spec.sandbox.scratch_mb must be an "
+                                                     "integer from 1 to 1024"),
+                              ({"cpu_s": 7200}, "spec.sandbox.cpu_s: 7200 CPU seconds is "
+                                                "more than the stack's hosts give")):
+            text = refused(lambda limits=limits: tests.CreateTest(change_pb2.CreateTestRequest(
+                spec=change_pb2.TestSpec(candidate="hungry@1", baseline="calm@1",
+                                         sandbox=game_pb2.SandboxLimits(**limits))),
+                metadata=md, timeout=30))
+            assert text.startswith(error), text
+    # A good one is kept and shown (arena settings are public).
+    _arena(hs.st.address, hs.st.admin_token, "StartArena", arena_pb2.StartArenaRequest(
+        pool=pool, settings=arena_pb2.ArenaSettings(sandbox=game_pb2.SandboxLimits(
+            memory_mb=256, cpu_cores=0.5))))
+    got = _arena(hs.st.address, hs.st.admin_token, "GetArena",
+                 arena_pb2.GetArenaRequest(pool=pool)).arena
+    assert (got.settings.sandbox.memory_mb, got.settings.sandbox.cpu_cores) == (256, 0.5)
+    assert not got.settings.sandbox.HasField("pids")
+    _arena(hs.st.address, hs.st.admin_token, "StopArena", arena_pb2.StopArenaRequest(pool=pool))

@@ -8,7 +8,8 @@ import asyncio
 import base64
 from typing import Any
 
-from clients.web.app import _sent_token, create_app
+from clients.web.app import create_app
+from clients.web.private import sent_token as _sent_token
 
 
 def _get(path: str) -> tuple[int, dict[str, str], str]:

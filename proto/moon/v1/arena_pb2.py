@@ -27,7 +27,7 @@ from proto.moon.v1 import game_pb2 as moon_dot_v1_dot_game__pb2
 from proto.moon.v1 import rating_pb2 as moon_dot_v1_dot_rating__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13moon/v1/arena.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\x1a\x14moon/v1/rating.proto\"\x9f\x02\n\rArenaSettings\x12\x30\n\x05rules\x18\x01 \x03(\x0b\x32!.moon.v1.ArenaSettings.RulesEntry\x12#\n\x05\x63lock\x18\x02 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x03 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12\x18\n\x0b\x63oncurrency\x18\x04 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07\x61nchors\x18\x05 \x03(\t\x12\x18\n\x0bmax_wait_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0e\n\x0c_concurrencyB\x0e\n\x0c_max_wait_ms\"x\n\x08\x41renaBot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05house\x18\x03 \x01(\x08\x12\x0e\n\x06online\x18\x04 \x01(\x08\x12\x0f\n\x07playing\x18\x05 \x01(\r\x12\r\n\x05games\x18\x06 \x01(\r\x12\x0f\n\x07waiting\x18\x07 \x01(\x08\"<\n\nArenaBoard\x12\r\n\x05\x62oard\x18\x01 \x01(\t\x12\r\n\x05games\x18\x02 \x01(\r\x12\x10\n\x08\x66inished\x18\x03 \x01(\r\"\xc9\x03\n\x05\x41rena\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.moon.v1.ArenaStatus\x12(\n\x08settings\x18\x03 \x01(\x0b\x32\x16.moon.v1.ArenaSettings\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstopped_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1f\n\x04\x62ots\x18\x06 \x03(\x0b\x32\x11.moon.v1.ArenaBot\x12\x0e\n\x06\x62oards\x18\x07 \x01(\r\x12\r\n\x05games\x18\x08 \x01(\r\x12\x10\n\x08released\x18\t \x01(\r\x12+\n\x0e\x62oards_in_play\x18\n \x03(\x0b\x32\x13.moon.v1.ArenaBoard\x12\x0e\n\x06online\x18\x0b \x01(\r\x12\x0f\n\x07playing\x18\x0c \x01(\r\x12\x0f\n\x07waiting\x18\r \x01(\r\x12\x0f\n\x07holding\x18\x0e \x01(\t\x12+\n\x07step_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"`\n\x11StartArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12(\n\x08settings\x18\x02 \x01(\x0b\x32\x16.moon.v1.ArenaSettings\"3\n\x12StartArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"5\n\x10StopArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"2\n\x11StopArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"4\n\x0fGetArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"1\n\x10GetArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"5\n\x10JoinArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"V\n\x11JoinArenaResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12!\n\x04pool\x18\x02 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06joined\x18\x03 \x01(\x08\"6\n\x11LeaveArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"U\n\x12LeaveArenaResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12!\n\x04pool\x18\x02 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0c\n\x04left\x18\x03 \x01(\x08*_\n\x0b\x41renaStatus\x12\x1c\n\x18\x41RENA_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41RENA_STATUS_RUNNING\x10\x01\x12\x18\n\x14\x41RENA_STATUS_STOPPED\x10\x02\x32\xe5\x02\n\x0c\x41renaService\x12\x45\n\nStartArena\x12\x1a.moon.v1.StartArenaRequest\x1a\x1b.moon.v1.StartArenaResponse\x12\x42\n\tStopArena\x12\x19.moon.v1.StopArenaRequest\x1a\x1a.moon.v1.StopArenaResponse\x12?\n\x08GetArena\x12\x18.moon.v1.GetArenaRequest\x1a\x19.moon.v1.GetArenaResponse\x12\x42\n\tJoinArena\x12\x19.moon.v1.JoinArenaRequest\x1a\x1a.moon.v1.JoinArenaResponse\x12\x45\n\nLeaveArena\x12\x1a.moon.v1.LeaveArenaRequest\x1a\x1b.moon.v1.LeaveArenaResponseBK\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13moon/v1/arena.proto\x12\x07moon.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12moon/v1/game.proto\x1a\x14moon/v1/rating.proto\"\xc8\x02\n\rArenaSettings\x12\x30\n\x05rules\x18\x01 \x03(\x0b\x32!.moon.v1.ArenaSettings.RulesEntry\x12#\n\x05\x63lock\x18\x02 \x01(\x0b\x32\x14.moon.v1.ClockPolicy\x12$\n\x06\x66\x61ults\x18\x03 \x01(\x0b\x32\x14.moon.v1.FaultPolicy\x12\x18\n\x0b\x63oncurrency\x18\x04 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07\x61nchors\x18\x05 \x03(\t\x12\x18\n\x0bmax_wait_ms\x18\x06 \x01(\rH\x01\x88\x01\x01\x12\'\n\x07sandbox\x18\x07 \x01(\x0b\x32\x16.moon.v1.SandboxLimits\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0e\n\x0c_concurrencyB\x0e\n\x0c_max_wait_ms\"x\n\x08\x41renaBot\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05house\x18\x03 \x01(\x08\x12\x0e\n\x06online\x18\x04 \x01(\x08\x12\x0f\n\x07playing\x18\x05 \x01(\r\x12\r\n\x05games\x18\x06 \x01(\r\x12\x0f\n\x07waiting\x18\x07 \x01(\x08\"<\n\nArenaBoard\x12\r\n\x05\x62oard\x18\x01 \x01(\t\x12\r\n\x05games\x18\x02 \x01(\r\x12\x10\n\x08\x66inished\x18\x03 \x01(\r\"\xc9\x03\n\x05\x41rena\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12$\n\x06status\x18\x02 \x01(\x0e\x32\x14.moon.v1.ArenaStatus\x12(\n\x08settings\x18\x03 \x01(\x0b\x32\x16.moon.v1.ArenaSettings\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstopped_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1f\n\x04\x62ots\x18\x06 \x03(\x0b\x32\x11.moon.v1.ArenaBot\x12\x0e\n\x06\x62oards\x18\x07 \x01(\r\x12\r\n\x05games\x18\x08 \x01(\r\x12\x10\n\x08released\x18\t \x01(\r\x12+\n\x0e\x62oards_in_play\x18\n \x03(\x0b\x32\x13.moon.v1.ArenaBoard\x12\x0e\n\x06online\x18\x0b \x01(\r\x12\x0f\n\x07playing\x18\x0c \x01(\r\x12\x0f\n\x07waiting\x18\r \x01(\r\x12\x0f\n\x07holding\x18\x0e \x01(\t\x12+\n\x07step_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"`\n\x11StartArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12(\n\x08settings\x18\x02 \x01(\x0b\x32\x16.moon.v1.ArenaSettings\"3\n\x12StartArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"5\n\x10StopArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"2\n\x11StopArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"4\n\x0fGetArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"1\n\x10GetArenaResponse\x12\x1d\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x0e.moon.v1.Arena\"5\n\x10JoinArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"V\n\x11JoinArenaResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12!\n\x04pool\x18\x02 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0e\n\x06joined\x18\x03 \x01(\x08\"6\n\x11LeaveArenaRequest\x12!\n\x04pool\x18\x01 \x01(\x0e\x32\x13.moon.v1.RatingPool\"U\n\x12LeaveArenaResponse\x12\x0e\n\x06\x62ot_id\x18\x01 \x01(\t\x12!\n\x04pool\x18\x02 \x01(\x0e\x32\x13.moon.v1.RatingPool\x12\x0c\n\x04left\x18\x03 \x01(\x08*_\n\x0b\x41renaStatus\x12\x1c\n\x18\x41RENA_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41RENA_STATUS_RUNNING\x10\x01\x12\x18\n\x14\x41RENA_STATUS_STOPPED\x10\x02\x32\xe5\x02\n\x0c\x41renaService\x12\x45\n\nStartArena\x12\x1a.moon.v1.StartArenaRequest\x1a\x1b.moon.v1.StartArenaResponse\x12\x42\n\tStopArena\x12\x19.moon.v1.StopArenaRequest\x1a\x1a.moon.v1.StopArenaResponse\x12?\n\x08GetArena\x12\x18.moon.v1.GetArenaRequest\x1a\x19.moon.v1.GetArenaResponse\x12\x42\n\tJoinArena\x12\x19.moon.v1.JoinArenaRequest\x1a\x1a.moon.v1.JoinArenaResponse\x12\x45\n\nLeaveArena\x12\x1a.moon.v1.LeaveArenaRequest\x1a\x1b.moon.v1.LeaveArenaResponseBK\n\x14\x64\x65v.moonshot.moon.v1P\x01Z\x1emoonshot/gen/go/moon/v1;moonv1\xaa\x02\x10Moonshot.Moon.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,38 +37,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\024dev.moonshot.moon.v1P\001Z\036moonshot/gen/go/moon/v1;moonv1\252\002\020Moonshot.Moon.V1'
   _globals['_ARENASETTINGS_RULESENTRY']._loaded_options = None
   _globals['_ARENASETTINGS_RULESENTRY']._serialized_options = b'8\001'
-  _globals['_ARENASTATUS']._serialized_start=1690
-  _globals['_ARENASTATUS']._serialized_end=1785
+  _globals['_ARENASTATUS']._serialized_start=1731
+  _globals['_ARENASTATUS']._serialized_end=1826
   _globals['_ARENASETTINGS']._serialized_start=108
-  _globals['_ARENASETTINGS']._serialized_end=395
-  _globals['_ARENASETTINGS_RULESENTRY']._serialized_start=319
-  _globals['_ARENASETTINGS_RULESENTRY']._serialized_end=363
-  _globals['_ARENABOT']._serialized_start=397
-  _globals['_ARENABOT']._serialized_end=517
-  _globals['_ARENABOARD']._serialized_start=519
-  _globals['_ARENABOARD']._serialized_end=579
-  _globals['_ARENA']._serialized_start=582
-  _globals['_ARENA']._serialized_end=1039
-  _globals['_STARTARENAREQUEST']._serialized_start=1041
-  _globals['_STARTARENAREQUEST']._serialized_end=1137
-  _globals['_STARTARENARESPONSE']._serialized_start=1139
-  _globals['_STARTARENARESPONSE']._serialized_end=1190
-  _globals['_STOPARENAREQUEST']._serialized_start=1192
-  _globals['_STOPARENAREQUEST']._serialized_end=1245
-  _globals['_STOPARENARESPONSE']._serialized_start=1247
-  _globals['_STOPARENARESPONSE']._serialized_end=1297
-  _globals['_GETARENAREQUEST']._serialized_start=1299
-  _globals['_GETARENAREQUEST']._serialized_end=1351
-  _globals['_GETARENARESPONSE']._serialized_start=1353
-  _globals['_GETARENARESPONSE']._serialized_end=1402
-  _globals['_JOINARENAREQUEST']._serialized_start=1404
-  _globals['_JOINARENAREQUEST']._serialized_end=1457
-  _globals['_JOINARENARESPONSE']._serialized_start=1459
-  _globals['_JOINARENARESPONSE']._serialized_end=1545
-  _globals['_LEAVEARENAREQUEST']._serialized_start=1547
-  _globals['_LEAVEARENAREQUEST']._serialized_end=1601
-  _globals['_LEAVEARENARESPONSE']._serialized_start=1603
-  _globals['_LEAVEARENARESPONSE']._serialized_end=1688
-  _globals['_ARENASERVICE']._serialized_start=1788
-  _globals['_ARENASERVICE']._serialized_end=2145
+  _globals['_ARENASETTINGS']._serialized_end=436
+  _globals['_ARENASETTINGS_RULESENTRY']._serialized_start=360
+  _globals['_ARENASETTINGS_RULESENTRY']._serialized_end=404
+  _globals['_ARENABOT']._serialized_start=438
+  _globals['_ARENABOT']._serialized_end=558
+  _globals['_ARENABOARD']._serialized_start=560
+  _globals['_ARENABOARD']._serialized_end=620
+  _globals['_ARENA']._serialized_start=623
+  _globals['_ARENA']._serialized_end=1080
+  _globals['_STARTARENAREQUEST']._serialized_start=1082
+  _globals['_STARTARENAREQUEST']._serialized_end=1178
+  _globals['_STARTARENARESPONSE']._serialized_start=1180
+  _globals['_STARTARENARESPONSE']._serialized_end=1231
+  _globals['_STOPARENAREQUEST']._serialized_start=1233
+  _globals['_STOPARENAREQUEST']._serialized_end=1286
+  _globals['_STOPARENARESPONSE']._serialized_start=1288
+  _globals['_STOPARENARESPONSE']._serialized_end=1338
+  _globals['_GETARENAREQUEST']._serialized_start=1340
+  _globals['_GETARENAREQUEST']._serialized_end=1392
+  _globals['_GETARENARESPONSE']._serialized_start=1394
+  _globals['_GETARENARESPONSE']._serialized_end=1443
+  _globals['_JOINARENAREQUEST']._serialized_start=1445
+  _globals['_JOINARENAREQUEST']._serialized_end=1498
+  _globals['_JOINARENARESPONSE']._serialized_start=1500
+  _globals['_JOINARENARESPONSE']._serialized_end=1586
+  _globals['_LEAVEARENAREQUEST']._serialized_start=1588
+  _globals['_LEAVEARENAREQUEST']._serialized_end=1642
+  _globals['_LEAVEARENARESPONSE']._serialized_start=1644
+  _globals['_LEAVEARENARESPONSE']._serialized_end=1729
+  _globals['_ARENASERVICE']._serialized_start=1829
+  _globals['_ARENASERVICE']._serialized_end=2186
 # @@protoc_insertion_point(module_scope)

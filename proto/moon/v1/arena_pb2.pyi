@@ -80,6 +80,7 @@ class ArenaSettings(_message.Message):
     CONCURRENCY_FIELD_NUMBER: _builtins.int
     ANCHORS_FIELD_NUMBER: _builtins.int
     MAX_WAIT_MS_FIELD_NUMBER: _builtins.int
+    SANDBOX_FIELD_NUMBER: _builtins.int
     concurrency: _builtins.int
     """Games one bot may play at once, 1 to 100; unset: 2."""
     max_wait_ms: _builtins.int
@@ -104,6 +105,12 @@ class ArenaSettings(_message.Message):
         play, as fixed anchors of the ratings; at most 16.
         """
 
+    @_builtins.property
+    def sandbox(self) -> _game_pb2.SandboxLimits:
+        """Limits on each hosted bot's sandbox while it plays here; unset: the
+        hosts' own.
+        """
+
     def __init__(
         self,
         *,
@@ -113,10 +120,11 @@ class ArenaSettings(_message.Message):
         concurrency: _builtins.int | None = ...,
         anchors: _abc.Iterable[_builtins.str] | None = ...,
         max_wait_ms: _builtins.int | None = ...,
+        sandbox: _game_pb2.SandboxLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_concurrency", b"_concurrency", "_max_wait_ms", b"_max_wait_ms", "clock", b"clock", "concurrency", b"concurrency", "faults", b"faults", "max_wait_ms", b"max_wait_ms"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_concurrency", b"_concurrency", "_max_wait_ms", b"_max_wait_ms", "clock", b"clock", "concurrency", b"concurrency", "faults", b"faults", "max_wait_ms", b"max_wait_ms", "sandbox", b"sandbox"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_concurrency", b"_concurrency", "_max_wait_ms", b"_max_wait_ms", "anchors", b"anchors", "clock", b"clock", "concurrency", b"concurrency", "faults", b"faults", "max_wait_ms", b"max_wait_ms", "rules", b"rules"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_concurrency", b"_concurrency", "_max_wait_ms", b"_max_wait_ms", "anchors", b"anchors", "clock", b"clock", "concurrency", b"concurrency", "faults", b"faults", "max_wait_ms", b"max_wait_ms", "rules", b"rules", "sandbox", b"sandbox"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__concurrency: _TypeAlias = _typing.Literal["concurrency"]  # noqa: Y015
     _WhichOneofArgType__concurrency: _TypeAlias = _typing.Literal["_concurrency", b"_concurrency"]  # noqa: Y015

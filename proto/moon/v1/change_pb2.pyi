@@ -232,6 +232,7 @@ class TestSpec(_message.Message):
     VOID_STREAK_FIELD_NUMBER: _builtins.int
     VOID_SHARE_FIELD_NUMBER: _builtins.int
     VOID_SHARE_AFTER_FIELD_NUMBER: _builtins.int
+    SANDBOX_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people; empty: `<candidate> vs <baseline>`."""
     pool: _rating_pb2.RatingPool.ValueType
@@ -304,6 +305,12 @@ class TestSpec(_message.Message):
     def faults(self) -> _game_pb2.FaultPolicy:
         """The fault policy of every game; unset: 3 strikes, 30 s grace."""
 
+    @_builtins.property
+    def sandbox(self) -> _game_pb2.SandboxLimits:
+        """Limits on each hosted bot's sandbox (a hosted candidate's, baseline's or
+        opponent's) while it plays this test's games; unset: the hosts' own.
+        """
+
     def __init__(
         self,
         *,
@@ -327,10 +334,11 @@ class TestSpec(_message.Message):
         void_streak: _builtins.int | None = ...,
         void_share: _builtins.float | None = ...,
         void_share_after: _builtins.int | None = ...,
+        sandbox: _game_pb2.SandboxLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "beta", b"beta", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "seed", b"seed", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "beta", b"beta", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "sandbox", b"sandbox", "seed", b"seed", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "baseline", b"baseline", "beta", b"beta", "candidate", b"candidate", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "fixed_games", b"fixed_games", "in_flight", b"in_flight", "max_games", b"max_games", "name", b"name", "opponents", b"opponents", "pool", b"pool", "rules", b"rules", "seed", b"seed", "trust_opponents", b"trust_opponents", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_beta", b"_beta", "_elo0", b"_elo0", "_elo1", b"_elo1", "_seed", b"_seed", "_void_share", b"_void_share", "_void_share_after", b"_void_share_after", "_void_streak", b"_void_streak", "alpha", b"alpha", "baseline", b"baseline", "beta", b"beta", "candidate", b"candidate", "clock", b"clock", "elo0", b"elo0", "elo1", b"elo1", "faults", b"faults", "fixed_games", b"fixed_games", "in_flight", b"in_flight", "max_games", b"max_games", "name", b"name", "opponents", b"opponents", "pool", b"pool", "rules", b"rules", "sandbox", b"sandbox", "seed", b"seed", "trust_opponents", b"trust_opponents", "void_share", b"void_share", "void_share_after", b"void_share_after", "void_streak", b"void_streak"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015

@@ -695,6 +695,77 @@ class FaultPolicy(_message.Message):
 Global___FaultPolicy: _TypeAlias = FaultPolicy  # noqa: Y015
 
 @_typing.final
+class SandboxLimits(_message.Message):
+    """An event's limits on the sandbox of each hosted bot (a version the stack
+    runs) while it plays the event's games. An unset field leaves that limit to
+    the host (`moonshot host --memory-mb ...`); no field may be above what the
+    stack's live hosts give a sandbox (INVALID_ARGUMENT says how much they do).
+    One sandbox serves all its bot's games: it runs under the tightest limits
+    of the events whose games are under way, and a game of an event that allows
+    less waits, its clock stopped, until the host has started the sandbox again
+    under them (within the fault policy's grace, else the bot forfeits). A bot
+    over a limit is stopped, the reason in its log. A process an author runs
+    on their own machine is not limited by these, like any remote bot.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_MB_FIELD_NUMBER: _builtins.int
+    PIDS_FIELD_NUMBER: _builtins.int
+    CPU_S_FIELD_NUMBER: _builtins.int
+    CPU_CORES_FIELD_NUMBER: _builtins.int
+    SCRATCH_MB_FIELD_NUMBER: _builtins.int
+    memory_mb: _builtins.int
+    """Memory of all its processes together, scratch space included, in MB
+    (64 to 16384).
+    """
+    pids: _builtins.int
+    """Processes and threads at once (4 to 4096)."""
+    cpu_s: _builtins.int
+    """CPU seconds one sandbox may spend in all (1 to 86400); past them it is
+    stopped, and started again if a game needs it.
+    """
+    cpu_cores: _builtins.float
+    """Cores it may keep busy at once (0.1 to 64)."""
+    scratch_mb: _builtins.int
+    """Its private scratch space (/tmp), in MB (1 to 1024)."""
+    def __init__(
+        self,
+        *,
+        memory_mb: _builtins.int | None = ...,
+        pids: _builtins.int | None = ...,
+        cpu_s: _builtins.int | None = ...,
+        cpu_cores: _builtins.float | None = ...,
+        scratch_mb: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cpu_cores", b"_cpu_cores", "_cpu_s", b"_cpu_s", "_memory_mb", b"_memory_mb", "_pids", b"_pids", "_scratch_mb", b"_scratch_mb", "cpu_cores", b"cpu_cores", "cpu_s", b"cpu_s", "memory_mb", b"memory_mb", "pids", b"pids", "scratch_mb", b"scratch_mb"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cpu_cores", b"_cpu_cores", "_cpu_s", b"_cpu_s", "_memory_mb", b"_memory_mb", "_pids", b"_pids", "_scratch_mb", b"_scratch_mb", "cpu_cores", b"cpu_cores", "cpu_s", b"cpu_s", "memory_mb", b"memory_mb", "pids", b"pids", "scratch_mb", b"scratch_mb"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cpu_cores: _TypeAlias = _typing.Literal["cpu_cores"]  # noqa: Y015
+    _WhichOneofArgType__cpu_cores: _TypeAlias = _typing.Literal["_cpu_cores", b"_cpu_cores"]  # noqa: Y015
+    _WhichOneofReturnType__cpu_s: _TypeAlias = _typing.Literal["cpu_s"]  # noqa: Y015
+    _WhichOneofArgType__cpu_s: _TypeAlias = _typing.Literal["_cpu_s", b"_cpu_s"]  # noqa: Y015
+    _WhichOneofReturnType__memory_mb: _TypeAlias = _typing.Literal["memory_mb"]  # noqa: Y015
+    _WhichOneofArgType__memory_mb: _TypeAlias = _typing.Literal["_memory_mb", b"_memory_mb"]  # noqa: Y015
+    _WhichOneofReturnType__pids: _TypeAlias = _typing.Literal["pids"]  # noqa: Y015
+    _WhichOneofArgType__pids: _TypeAlias = _typing.Literal["_pids", b"_pids"]  # noqa: Y015
+    _WhichOneofReturnType__scratch_mb: _TypeAlias = _typing.Literal["scratch_mb"]  # noqa: Y015
+    _WhichOneofArgType__scratch_mb: _TypeAlias = _typing.Literal["_scratch_mb", b"_scratch_mb"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cpu_cores) -> _WhichOneofReturnType__cpu_cores | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cpu_s) -> _WhichOneofReturnType__cpu_s | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__memory_mb) -> _WhichOneofReturnType__memory_mb | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pids) -> _WhichOneofReturnType__pids | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__scratch_mb) -> _WhichOneofReturnType__scratch_mb | None: ...
+
+Global___SandboxLimits: _TypeAlias = SandboxLimits  # noqa: Y015
+
+@_typing.final
 class MatchResult(_message.Message):
     """How a finished match ended: the result the referee records once."""
 

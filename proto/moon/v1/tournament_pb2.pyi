@@ -277,6 +277,7 @@ class TournamentSpec(_message.Message):
     DOUBLE_ELIMINATION_FIELD_NUMBER: _builtins.int
     SWISS_FIELD_NUMBER: _builtins.int
     KEEP_APART_FIELD_NUMBER: _builtins.int
+    SANDBOX_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people."""
     players: _builtins.int
@@ -383,6 +384,12 @@ class TournamentSpec(_message.Message):
         A bot belongs to at most one of these; house bots to none.
         """
 
+    @_builtins.property
+    def sandbox(self) -> _game_pb2.SandboxLimits:
+        """Limits on each hosted bot's sandbox while it plays this tournament's
+        games; unset: the hosts' own.
+        """
+
     def __init__(
         self,
         *,
@@ -406,10 +413,11 @@ class TournamentSpec(_message.Message):
         double_elimination: Global___BracketOptions | None = ...,
         swiss: Global___SwissOptions | None = ...,
         keep_apart: _abc.Iterable[Global___KeepApart] | None = ...,
+        sandbox: _game_pb2.SandboxLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "seed", b"seed", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format_options", b"format_options", "round_robin", b"round_robin", "sandbox", b"sandbox", "seed", b"seed", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "keep_apart", b"keep_apart", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals", "_seed", b"_seed", "all_triples", b"all_triples", "bot_ids", b"bot_ids", "clock", b"clock", "double_elimination", b"double_elimination", "duplicate", b"duplicate", "duplicate_deals", b"duplicate_deals", "faults", b"faults", "format", b"format", "format_options", b"format_options", "keep_apart", b"keep_apart", "name", b"name", "players", b"players", "rotate_partners", b"rotate_partners", "round_robin", b"round_robin", "rounds", b"rounds", "rules", b"rules", "sandbox", b"sandbox", "seed", b"seed", "seeding", b"seeding", "series_length", b"series_length", "single_elimination", b"single_elimination", "swiss", b"swiss"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__duplicate_deals: _TypeAlias = _typing.Literal["duplicate_deals"]  # noqa: Y015
     _WhichOneofArgType__duplicate_deals: _TypeAlias = _typing.Literal["_duplicate_deals", b"_duplicate_deals"]  # noqa: Y015
