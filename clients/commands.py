@@ -578,7 +578,8 @@ def _run_host(args: argparse.Namespace) -> int:
         else args.referee
     host = Host(bots.connect(args.redis), rq_connection(args.redis), open_archive(archive_url),
                 referee, name, data, slots=args.slots, idle_s=args.idle, limits=limits,
-                direct=bool(args.referee_socket), loosen_after_s=args.loosen_after)
+                direct=bool(args.referee_socket), loosen_after_s=args.loosen_after,
+                keep_unpacked_s=args.keep_unpacked)
     print(f"host {name} running hosted versions ({args.slots} slots) for the referee at "
           f"{referee}", flush=True)
     host.run(stopping)
@@ -1069,6 +1070,11 @@ def add_all(sub: argparse._SubParsersAction[Parser],
                    help="start a sandbox again under looser limits once every game under way "
                         "has allowed them for this long (after a tighter event's games; "
                         "default 30)")
+    p.add_argument("--keep-unpacked", type=flags.seconds_at_least_0, default=86400.0,
+                   metavar="SECONDS",
+                   help="remove a version's unpacked files from --data once no sandbox has "
+                        "used them for this long (default 86400, a day; the package stays in "
+                        "the archive)")
     p.add_argument("--memory-mb", type=int, default=512, metavar="MB",
                    help="memory of one sandbox, its processes together (default 512). This "
                         "and the four below are the most a sandbox of this host gets; an "

@@ -27,10 +27,16 @@ through Redis (store.hosted):
   unrated games against house bots in the sandbox; it becomes active only if it
   finished every one without forfeit (one strike is a forfeit there), and then takes
   its previous version's place in the arenas it had joined.
+- Unpacked versions are kept on the host's disk while they are used: a version's folder
+  unused for `keep_unpacked_s` (no sandbox of it running, none started since) is
+  removed, and so are the leftovers of an unpack cut short, so that a season of
+  versions does not fill the disk (the package stays in the archive; a later start
+  unpacks it again).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -80,6 +86,10 @@ WANTED_LOOK_S = 0.2  # ... and at most this often while a match wants it
 # of one round (a restart costs every game of the bot a reconnection), but before long
 # in an arena that outlives a tight event.
 LOOSEN_AFTER_S = 30.0
+# An unpacked version unused this long leaves the host's disk (`moonshot host
+# --keep-unpacked`); the folder is looked over this often.
+KEEP_UNPACKED_S = 24 * 3600.0
+PRUNE_EVERY_S = 600.0
 
 
 @dataclass
@@ -122,6 +132,8 @@ class Host:
     unconnected_exits: dict[str, int] = field(default_factory=dict)  # validating bot -> count
     match_limits: dict[str, SandboxLimits | None] = field(default_factory=dict)  # read once
     loosen_after_s: float = LOOSEN_AFTER_S
+    keep_unpacked_s: float = KEEP_UNPACKED_S
+    pruned_at: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         (self.data_dir / "versions").mkdir(parents=True, exist_ok=True)
@@ -161,6 +173,9 @@ class Host:
         for bot_id in list(self.running):
             self._watch(bot_id, now)
         self._validate(now)
+        if now - self.pruned_at >= PRUNE_EVERY_S:
+            self.pruned_at = now
+            self.prune_unpacked()
 
     def stop_all(self, why: str) -> None:
         """Stop every sandbox (their bots' matches see a disconnect; another host takes
@@ -351,6 +366,8 @@ class Host:
         """The version's folder on this host (read-only; unpacked once per digest)."""
         folder = self.data_dir / "versions" / version.digest
         if folder.is_dir():
+            with contextlib.suppress(OSError):  # in use: `prune_unpacked` leaves it be
+                os.utime(folder)
             return folder
         data = packages.get(self.archive, version.digest)
         if data is None:
@@ -369,6 +386,40 @@ class Host:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return folder
+
+    def prune_unpacked(self) -> list[str]:
+        """Remove the unpacked versions no sandbox of this host runs that nobody started
+        for `keep_unpacked_s` (a folder's mtime is its last use), and unpacks cut short
+        an hour ago or more; the digests removed. A folder is first renamed out of the
+        way, so that a start at that moment unpacks it afresh instead of half of it."""
+        versions = self.data_dir / "versions"
+        in_use = {run.version.digest for run in self.running.values()}
+        wall = time.time()
+        removed = []
+        for entry in versions.iterdir():
+            try:
+                age = wall - entry.lstat().st_mtime
+            except OSError:
+                continue
+            leftover = entry.name.startswith((".unpack-", ".drop-"))
+            if leftover and age < 3600.0:
+                continue  # an unpack or a removal under way
+            if not leftover and (entry.name in in_use or age < self.keep_unpacked_s):
+                continue
+            try:
+                if leftover:
+                    _remove_tree(entry)
+                    continue
+                drop = Path(tempfile.mkdtemp(prefix=".drop-", dir=versions))
+                os.replace(entry, drop / "v")
+                removed.append(entry.name)
+                _remove_tree(drop)
+            except OSError as exc:
+                log.warning("host %s: could not remove %s: %s", self.name, entry, exc)
+        if removed:
+            log.info("host %s: removed %d unpacked version(s) unused for %g s",
+                     self.name, len(removed), self.keep_unpacked_s)
+        return removed
 
     # ------------------------------------------------------------- validation
 
@@ -485,3 +536,14 @@ class Host:
     def _done_validating(self, bot_id: str) -> None:
         self.validating.pop(bot_id, None)
         hosted.drop_validation(self.r, bot_id)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a folder whose parts were made read-only (an unpacked version is 0555)."""
+    for parent, dirs, _ in os.walk(path):
+        for d in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(parent, d), 0o700)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    shutil.rmtree(path)
