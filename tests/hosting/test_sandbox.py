@@ -37,7 +37,10 @@ def test_a_hosted_bot_plays_a_match_from_its_sandbox(stack: Stack, admin: Admin,
         done = finished(admin, m.match_id, timeout=120)
         record = transcript_of(done)
         assert record["faults"] == [], record["faults"]
-        assert f"match {m.match_id} ended" in sb.stderr_tail()
+        # The bot logs the match's end when its stream says so, which may come a moment
+        # after the match is recorded finished.
+        wait_until("the bot logged the match's end",
+                   lambda: f"match {m.match_id} ended" in sb.stderr_tail(), timeout=15)
         assert sb.cpu_seconds() > 0 and sb.memory_bytes() > 0
         assert sb._relay is not None and sb._relay.connections >= 1
     finally:
