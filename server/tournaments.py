@@ -466,9 +466,12 @@ def _methods(stored: list[StoredMethod]) -> list[StoredMethod]:
 _AUDIT_MEANING = (
     "Each pair of bots that sat at different tables of the same boards is tested: their "
     "margins there (points over their opponents') beyond what the deal, their strength "
-    "and their opponents' explain, summed over those boards. z is about standard normal "
-    "for an honest pair; p is one-sided, p_adjusted Holm's over every pair tested in the "
-    "pool. A pair is suspected when p_adjusted <= alpha: in a pool where no pair colludes, "
+    "and their opponents' explain, summed over those boards (each board weighed by what "
+    "it can tell: none where they held one hand at a board's only two tables). z is about "
+    "standard normal for an honest pair; p is one-sided, p_adjusted Holm's step-down over "
+    "every pair tested in the pool, each named pair's gain fitted before the rest are "
+    "tested again. A pair is suspected when p_adjusted <= alpha: in a pool where no pair "
+    "colludes, "
     "an audit names any pair at all at most about alpha of the time. A suspected pair is "
     "evidence to look at (the boards, the games), not a verdict; a colluding pair that "
     "shared few boards may go unseen (power by shared boards: docs/PERFORMANCE.md).")

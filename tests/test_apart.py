@@ -5,8 +5,10 @@ refused with one clear error."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -231,3 +233,132 @@ def test_the_arenas_batches_keep_groups_apart() -> None:
         assert st["next_board"] == 5 + len(by_unit)
         split += int(st.get("apart", 0))
     assert split
+
+
+# --- the arena's tables: no two bots of one group at one table -------------------------
+
+
+def _planted(rng: random.Random, k: int, t: int) -> tuple[list[str], dict[str, frozenset[str]]]:
+    """t * k bots and their groups, made so that a seating with no two bots of one group at
+    one table exists (groups drawn across the tables of a planted seating): authors'
+    groups disjoint, declared ones overlapping them, some as large as the tables allow."""
+    ids = [f"b{i:02d}" for i in range(t * k)]
+    order = ids[:]
+    rng.shuffle(order)
+    table_of = {b: i // k for i, b in enumerate(order)}
+    by_table = [order[i * k:(i + 1) * k] for i in range(t)]
+    member: dict[str, set[str]] = {b: set() for b in ids}
+    owned: set[str] = set()
+    for kind, count in (("author:a", rng.randint(1, 4)), ("stack:lab", rng.randint(0, 3))):
+        for g in range(count):
+            size = rng.randint(2, t)
+            picked = []
+            for tb in rng.sample(range(t), size):
+                free = [b for b in by_table[tb] if kind == "stack:lab" or b not in owned]
+                if free:
+                    picked.append(rng.choice(free))
+            if len(picked) < 2:
+                continue
+            for b in picked:
+                member[b].add(f"{kind}{g}")
+                if kind == "author:a":
+                    owned.add(b)
+    assert all(table_of[x] != table_of[y] for x, y in itertools.combinations(ids, 2)
+               if member[x] & member[y])
+    return ids, {b: frozenset(gs) for b, gs in member.items()}
+
+
+def _kin_pairs(seats: tuple[str, ...], groups: dict[str, frozenset[str]]) -> int:
+    return sum(bool(groups[a] & groups[b]) for a, b in itertools.combinations(seats, 2))
+
+
+def _arena_request(pool: str, ids: list[str], groups: dict[str, frozenset[str]],
+                   rng: random.Random, seed: int, objective: str = "") -> Any:
+    from tournaments import arena
+
+    k = arena.POOLS[pool]
+    bots = []
+    for b in ids:
+        mates = rng.sample([x for x in ids if x != b], min(len(ids) - 1, 2 * (k - 1)))
+        bots.append(arena.Candidate(
+            b, rating=rng.gauss(0, 300), sd=rng.uniform(40, 400), games=rng.randrange(50),
+            free_since=float(rng.randrange(5)), recent=tuple(mates),
+            seats=tuple(rng.randrange(9) for _ in range(k)), groups=groups[b]))
+    return arena.Request(pool, "arena-x", 1, 10.0, len(ids), tuple(bots), seed=seed,
+                         settings=arena.Settings(batch=0.0, objective=objective))
+
+
+@pytest.mark.parametrize("pool", ["3p", "2v2"])
+def test_the_arena_never_seats_two_bots_of_one_group_at_one_table_where_it_can(
+        pool: str) -> None:
+    """Over many random fields that can be seated so (a planted seating proves it), with
+    recent table-mates everywhere (a cost below a group's) and every objective: no table
+    seats two bots of one author or declared group, partners or opponents."""
+    from tournaments import arena
+
+    rng = random.Random(f"kin-{pool}")
+    k = arena.POOLS[pool]
+    pairs_in_fields = 0
+    for trial in range(120):
+        t = rng.randint(2, 14)
+        ids, groups = _planted(rng, k, t)
+        pairs_in_fields += _kin_pairs(tuple(ids), groups) > 0
+        objective = rng.choice(["", "variance", "information", "similar", "random"])
+        step = arena.step(_arena_request(pool, ids, groups, rng, trial, objective))
+        tables = [tb for b in step.boards for tb in b.tables]
+        assert len(tables) == t and not step.waiting
+        for tb in tables:
+            assert _kin_pairs(tb.seats, groups) == 0, (trial, tb.seats)
+            assert tb.kin == ()
+    assert pairs_in_fields > 100  # the fields had groups to keep apart
+
+
+def test_one_group_is_kept_apart_before_recent_table_mates() -> None:
+    """a0 and a1 (one author) with six others, each of whom sat with a0 and a1 lately: the
+    step repeats table-mates rather than seat a0 with a1."""
+    from tournaments import arena
+
+    ids = ["a0", "a1", *(f"o{i}" for i in range(4))]
+    others = tuple(ids[2:])
+    bots = tuple(arena.Candidate(b, groups=frozenset({"author:x"}) if b[0] == "a" else
+                                 frozenset(), recent=others if b[0] == "a" else ("a0", "a1"))
+                 for b in ids)
+    for seed in range(20):
+        step = arena.step(arena.Request("3p", "arena-x", 1, 0.0, 6, bots, seed=seed,
+                                        settings=arena.Settings(batch=0.0, avoid=3)))
+        for tb in step.boards[0].tables:
+            assert {"a0", "a1"} - set(tb.seats), tb.seats
+    plain = tuple(replace(c, groups=frozenset()) for c in bots)
+    together = [arena.step(arena.Request("3p", "arena-x", 1, 0.0, 6, plain, seed=s,
+                                         settings=arena.Settings(batch=0.0, avoid=3)))
+                for s in range(20)]
+    # Without the group, the repeats decide: a0 and a1 sit together every time.
+    assert all(any({"a0", "a1"} <= set(tb.seats) for tb in s.boards[0].tables)
+               for s in together)
+
+
+@pytest.mark.parametrize("pool", ["3p", "2v2"])
+def test_where_one_group_outnumbers_the_tables_the_arena_deals_fewest_pairs_and_says_so(
+        pool: str) -> None:
+    """A group of more bots than tables (one author's bots alone at worst) must share
+    tables: the step still deals (module doc: why), with the fewest pairs of it at a table
+    that the numbers allow, and names the group on each such table."""
+    from tournaments import arena
+
+    k = arena.POOLS[pool]
+    rng = random.Random(f"over-{pool}")
+    for trial in range(60):
+        t = rng.randint(2, 6)
+        ids = [f"b{i:02d}" for i in range(t * k)]
+        size = rng.randint(t + 1, t * k)
+        big = set(rng.sample(ids, size))
+        groups = {b: frozenset({"author:big"}) if b in big else frozenset() for b in ids}
+        step = arena.step(_arena_request(pool, ids, groups, rng, trial))
+        tables = [tb for b in step.boards for tb in b.tables]
+        assert len(tables) == t
+        # The fewest pairs: the group's bots spread as evenly as the tables allow.
+        low, extra = divmod(size, t)
+        fewest = extra * (low + 1) * low // 2 + (t - extra) * low * (low - 1) // 2
+        assert sum(_kin_pairs(tb.seats, groups) for tb in tables) == fewest, trial
+        for tb in tables:
+            assert tb.kin == (("author:big",) if _kin_pairs(tb.seats, groups) else ())

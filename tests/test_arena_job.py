@@ -178,6 +178,49 @@ def test_a_disconnected_bot_leaves_matchmaking_and_a_left_bot_too(
     assert seated == set(bots[2:8]) or len(seated) == 6
 
 
+def test_one_authors_bots_never_share_a_table_or_a_board(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    r, rq = conns
+    _start(r, anchors=["house:greedy"], concurrency=1)
+    alice = [store_bots.register_bot(r, f"alice-{i}", owner="alice")[0].bot_id
+             for i in range(2)]
+    for b in alice + _bots(r, 6):
+        _connect(r, b)
+        store_arena.join(r, "3p", b)
+    for _ in range(12):  # every game finished between passes
+        _step(r, rq)
+        for m in _games(r):
+            if not r.exists(keys.result(m)):
+                _finish(r, m)
+    games = [store_matches.load_spec(r, m) for m in _games(r)]
+    assert len(games) >= 24
+    for board in {str(g.meta["board"]) for g in games}:
+        seated = {b for g in games if g.meta["board"] == board for b in g.bot_ids}
+        assert not set(alice) <= seated, board  # never at one table, nor at one board
+    assert all("notes" not in g.meta for g in games)
+    assert (_state(r) or {})["plan"].get("together", 0) == 0
+
+
+def test_a_table_one_author_cannot_be_kept_from_is_dealt_counted_and_noted(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    # Only bob's bots online: two tables of three must seat his bots together. The arena
+    # deals them rather than starve (docs/architecture.md, "Collusion across tables"),
+    # each table a board of its own, and counts and notes it.
+    r, rq = conns
+    _start(r, concurrency=1)
+    bob = [store_bots.register_bot(r, f"bob-{i}", owner="bob")[0].bot_id for i in range(6)]
+    for b in bob:
+        _connect(r, b)
+        store_arena.join(r, "3p", b)
+    _step(r, rq)
+    games = [store_matches.load_spec(r, m) for m in _games(r)]
+    assert len(games) == 2 and len({g.meta["board"] for g in games}) == 2
+    for g in games:
+        assert any("two bots of one group (author:bob)" in n for n in g.meta["notes"])
+    assert (_state(r) or {})["plan"]["together"] == 2
+    assert store_arena.info(r, "3p").step["together"] == 2
+
+
 @pytest.mark.parametrize("point", ["step.before-save", "step.after-save"])
 def test_a_pass_lost_at_any_point_is_redone_creating_nothing_twice(
         conns: tuple[redis.Redis, redis.Redis], point: str,

@@ -29,8 +29,18 @@ same state. What it does, in order:
    none yet, so random tables, see below), after keeping
    apart any two bots that sat together in either's last `avoid` games
    wherever the pool allows (a cost far above any gain), and in 2v2 not
-   partnering recent partners again where the teams can be split otherwise.
-   A local search of exchanges between tables, vectorised.
+   partnering recent partners again where the teams can be split otherwise;
+   before all of that, never two bots of one group (`Candidate.groups`: one
+   author's bots, a declared group's, `tournaments.apart`) at one table,
+   partners or opponents, wherever the pool allows (a cost far above every
+   repeat). A local search of exchanges between tables, vectorised. Where the
+   seated bots cannot be split so (one group holds more of them than there are
+   tables: one author's bots alone in a small pool), the step still deals, with
+   as few such pairs as it finds, and names the groups each such table seats
+   (`Table.kin`) for its caller to count and note: an arena that starved
+   whenever one author's bots outnumbered the tables would stop a small or
+   private pool, and the tournaments deal what they cannot keep apart and say
+   so (docs/architecture.md, "Collusion across tables").
 5. **Seats**: each table's order that puts each bot where it has sat least.
 6. **Boards**: ceil(tables / `max_tables`) boards of two to `max_tables`
    tables, tables dealt to them in turn by strength; a board is named
@@ -145,6 +155,9 @@ class Candidate:
     recent: tuple[str, ...] = ()
     seats: tuple[int, ...] = ()  # games it held each seat in (3p: 3, 2v2: 4); () for none yet
     dealt: frozenset[str] = frozenset()  # every board it has been dealt, for the life of the stack
+    # The groups it is kept apart in (`tournaments.apart`: its author's, declared ones): two
+    # bots sharing one never sit at one table where the pool allows. House bots: none.
+    groups: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -192,6 +205,7 @@ class Table:
     seats: tuple[str, ...]
     variance_fall: float  # the expected fall of its bots' rating variances, Elo^2 (summed)
     information: float  # the expected information of its result about the ratings, nats
+    kin: tuple[str, ...] = ()  # groups of which it seats two bots (only where unavoidable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +274,8 @@ def _check_bot(c: Candidate, k: int, concurrency: int) -> None:
         raise InvalidArgument(f"{where}: free_since must be a time, got {c.free_since}")
     if c.seats and (len(c.seats) != k or min(c.seats) < 0):
         raise InvalidArgument(f"{where}: seats must count games at each of the {k} seats")
+    if not all(isinstance(g, str) and g for g in c.groups):
+        raise InvalidArgument(f"{where}: a group must be named by a non-empty string")
 
 
 def _check(req: Request, k: int) -> tuple[Candidate, ...]:
@@ -350,6 +366,21 @@ def _partners(seated: Sequence[Candidate]) -> NDArray[np.bool_]:
     return out
 
 
+def _kin(seated: Sequence[Candidate]) -> NDArray[np.bool_] | None:
+    """(s, s): True where two seated bots share a group; None when none do."""
+    index: dict[str, list[int]] = {}
+    for i, c in enumerate(seated):
+        for g in c.groups:
+            index.setdefault(g, []).append(i)
+    out = np.zeros((len(seated), len(seated)), dtype=np.bool_)
+    for members in index.values():
+        if len(members) > 1:
+            at = np.array(members)
+            out[np.ix_(at, at)] = True
+    np.fill_diagonal(out, False)
+    return out if out.any() else None
+
+
 _ORDERS = {k: np.array(list(itertools.permutations(range(k))), dtype=np.int64) for k in (3, 4)}
 # 2v2: a table's first two bots are a team, its last two the other; seat s plays for team s % 2.
 _TEAM_ORDERS = np.array([o for o in itertools.permutations(range(4))
@@ -402,6 +433,7 @@ def _scorer(req: Request, seated: Sequence[Candidate], k: int) -> Scorer:
             req.covariance.matrix, dtype=np.float64),
         row=_rows(req, seated),
         unit=ELO_PER_NAT**-2,
+        kin=_kin(seated),
     )
 
 
@@ -438,9 +470,20 @@ def _boards(req: Request, seated: Sequence[Candidate], scorer: Scorer, tables: I
                         f"board {board_id} was dealt to bot {seated[i].bot_id} before: the "
                         "arena's board numbers must only grow")
             ids = tuple(seated[i].bot_id for i in tables[r])
-            out.append(Table(ids, float(falls[r]), float(gains[r])))
+            out.append(Table(ids, float(falls[r]), float(gains[r]),
+                             _shared_groups([seated[i] for i in tables[r]])))
         boards.append(Board(board_id, tuple(out)))
     return tuple(boards)
+
+
+def _shared_groups(table: Sequence[Candidate]) -> tuple[str, ...]:
+    """The groups of which a table seats two bots, sorted."""
+    seen: set[str] = set()
+    out: set[str] = set()
+    for c in table:
+        out |= seen & c.groups
+        seen |= c.groups
+    return tuple(sorted(out))
 
 
 def step(req: Request) -> Step:

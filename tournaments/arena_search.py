@@ -3,7 +3,11 @@
 A table's value (`Scorer.values`) is its objective less a cost for every pair
 of its bots that sat together recently (`REPEAT_COST` each, far above any
 objective, so the search first avoids repeats wherever it can, then weighs the
-objective). The objectives (`tournaments.arena` says why the first):
+objective), and a cost for every pair of one group (`Scorer.kin`: one author's
+bots, or a declared group's, `tournaments.apart`) at one table, partners or
+opponents (`GROUP_COST` each, far above every repeat a table can hold, so the
+search first keeps groups apart, then avoids repeats). The objectives
+(`tournaments.arena` says why the first):
 
 - `variance` (the default): the expected fall of the sum of the table's
   rating variances, tr(Sigma_T J_T (I + Sigma_T J_T)^-1 Sigma_T), natural-log
@@ -41,7 +45,16 @@ rounds pairs every two tables once) and, for every pair at once, tries each
 exchange of one bot of one table with one of the other, and takes the best
 exchange of each pair if it raises the pair's value. It stops at a local
 optimum (a whole cycle without a gain) or after a number of rounds. All in
-numpy: a round over 333 tables costs about a millisecond.
+numpy: a round over 333 tables costs about a millisecond. Where that start
+seats two bots of one group at one table, it is not left to chance: the random
+order (or the sorted one) is dealt to tables greedily, the bots with the most
+kin first and a group's bots one after another, each to the table with room
+where it meets the fewest of its kin (of those, the emptiest, then the first).
+When no group holds more bots than there are tables and no bot is in two
+groups, that is a round robin of the groups, so the start seats no two bots of
+one group together, and no exchange the search takes brings two together again
+(each would cost `GROUP_COST`). A start that keeps its groups apart already,
+and every start without groups, stands.
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "GROUP_COST",
     "OBJECTIVES",
     "PARTNER_COST",
     "REPEAT_COST",
@@ -73,6 +87,10 @@ OBJECTIVES = ("information", "variance", "similar", "random")
 REPEAT_COST = 100.0
 # 2v2, per pair of recent partners a split makes: below a repeat of table-mates, above any gain.
 PARTNER_COST = 10.0
+# Per pair of one group (an author's bots, a declared group) at one table, whatever the
+# teams: a table holds at most 6 pairs of recent table-mates and 2 of partners (620), so one
+# pair of a group kept apart outweighs every repeat and every objective.
+GROUP_COST = 10_000.0
 _SPLITS = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]])  # 2v2 teams: (a, b) vs (c, d)
 # Slot pairs a < b of a table of k, as index arrays, in itertools.combinations order.
 _PAIRS = {k: tuple(np.array(x, dtype=np.int64) for x in
@@ -216,6 +234,16 @@ class Scorer:
     matrix: FloatArray | None = None
     row: IntArray | None = None
     unit: float = 1.0
+    kin: BoolArray | None = None  # (s, s): True where two bots share a group; None: no groups
+
+    def kin_pairs(self, groups: IntArray) -> FloatArray:
+        """(m,): pairs of one group at each table (partners or opponents alike)."""
+        m, k = groups.shape
+        out = np.zeros(m)
+        if self.kin is not None:
+            for a, b in itertools.combinations(range(k), 2):
+                out += self.kin[groups[:, a], groups[:, b]]
+        return out
 
     def pair_covariances(self, groups: IntArray) -> FloatArray:
         """(m, pairs): Cov(bot a, bot b) for each pair of slots a < b of each group, in
@@ -244,6 +272,8 @@ class Scorer:
         repeats = np.zeros(m)
         for a, b in itertools.combinations(range(k), 2):
             repeats += self.recent[groups[:, a], groups[:, b]]
+        if self.kin is not None:
+            repeats += GROUP_COST / REPEAT_COST * self.kin_pairs(groups)
         if k == 4:
             value, split = self._best_split(self._split_objective(groups), groups)
             return value - REPEAT_COST * repeats, split
@@ -321,6 +351,27 @@ class Scorer:
         return out
 
 
+def _spread(order: IntArray, kin: BoolArray, t: int, k: int) -> IntArray:
+    """`order`'s bots dealt to t tables of k, keeping bots of one group apart (module doc):
+    the bots with the most kin among them first, each group's together (by where its first
+    bot stands in `order`, then in order), each to the table with room where it meets the
+    fewest of its kin, of those the one with the most room, then the first."""
+    among = kin[np.ix_(order, order)]
+    degree = among.sum(axis=1)
+    # Where the first of each bot's kin (or itself) stands: one key for a whole group.
+    first = np.where(among | np.eye(len(order), dtype=np.bool_), np.arange(len(order)),
+                     len(order)).min(axis=1)
+    tables = np.full((t, k), -1, dtype=np.int64)
+    filled = np.zeros(t, dtype=np.int64)
+    for bot in order[np.lexsort((np.arange(len(order)), first, -degree))]:
+        meets = (kin[bot][np.maximum(tables, 0)] & (tables >= 0)).sum(axis=1)
+        cost = np.where(filled < k, meets * (k + 1) + filled, np.iinfo(np.int64).max)
+        at = int(np.argmin(cost))
+        tables[at, filled[at]] = bot
+        filled[at] += 1
+    return tables
+
+
 def _exchanges(k: int) -> tuple[IntArray, IntArray]:
     """For every exchange (i of table A for j of table B): the slot indices of A' and B'.
 
@@ -361,6 +412,8 @@ def search(scorer: Scorer, seated: int, rng: np.random.Generator, rounds: int
     if scorer.objective == "similar":
         # Start from the sorted grouping the rule describes; exchanges then only fix repeats.
         tables = np.argsort(scorer.mu[:seated], kind="stable")[: t * k].reshape(t, k)
+    if scorer.kin is not None and scorer.kin_pairs(tables).any():
+        tables = _spread(tables.reshape(-1), scorer.kin, t, k)
     value, split = scorer.values(tables)
     if t < 2:
         return tables, value, split

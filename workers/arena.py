@@ -13,10 +13,13 @@ release by board and recovery's nudges. What is the arena's own:
 - folding recorded games in: each bot's games under way and finished (a failed game
   frees its bots and counts for nothing);
 - while the arena runs, matchmaking: the joined bots that are connected (house anchors
-  always are) with a free slot, their fitted ratings and records, handed to the pure
-  step `tournaments.arena.step` with a seed derived from the arena's seed and the next
-  board number; each board it forms is a unit (`b<n>`, board `arena-<pool>/b<n>`) whose
-  tables share one deal;
+  always are) with a free slot, their fitted ratings, records and groups (their
+  authors', the stack's: `tournaments.apart`), handed to the pure step
+  `tournaments.arena.step` with a seed derived from the arena's seed and the next board
+  number; each board it forms is a unit (`b<n>`, board `arena-<pool>/b<n>`) whose
+  tables share one deal, split where two of its tables would seat two bots of one
+  group; a table the step could not keep a group off is counted (`together`) and
+  noted in its game;
 - when to look again: at the step's `retry_at` while it holds for a batch, else every
   NUDGE_S while it runs (a bot may have come back on a referee that could not ask);
 - a stopped arena is dormant: it deals nothing, and once its last boards are released
@@ -88,6 +91,9 @@ class ArenaPlanner:
     names: dict[str, str] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     tables: int = 0  # tables formed by this pass
+    # Games of this pass that seat two bots of one group at one table (only where the free
+    # bots could not be split otherwise): match id -> the groups, for the game's notes.
+    together: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ref(self) -> EventRef:
@@ -134,12 +140,14 @@ class ArenaPlanner:
     def match_spec(self, game: Game, seed: int) -> MatchSpec:
         """One table of a board."""
         spec = self.info.spec
+        meta: dict[str, Any] = {"board": self.board_of(game.unit), "unit": game.unit,
+                                "duplicate": "boards"}
+        if game.match_id in self.together:
+            meta["notes"] = _together_note(self.together[game.match_id])
         return MatchSpec(
             match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(self.names.get(b, b) for b in game.bot_ids), clock=spec.clock,
-            faults=spec.faults, event=self.ref, sandbox=spec.sandbox,
-            meta={"board": self.board_of(game.unit), "unit": game.unit,
-                  "duplicate": "boards"})
+            faults=spec.faults, event=self.ref, sandbox=spec.sandbox, meta=meta)
 
     def recorded(self, r: redis.Redis, fresh: Sequence[tuple[str, dict[str, Any]]],
                  cursor: int, planned: Planned) -> None:
@@ -171,11 +179,18 @@ class ArenaPlanner:
         settings = arena.Settings(concurrency=spec.concurrency,
                                   max_wait_s=spec.max_wait_ms / 1000)
         rated = _ratings(r, pool)
+        # The free bots' groups (their authors', the stack's): the step keeps two bots of
+        # one off one table, and `_seat` keeps them off one board.
+        stack = store_groups.all_groups(r)
+        groups = apart.resolve(store_arena.owners(r, set(free)),
+                               {apart.stack_name(n): v for n, v in stack.items()})
+        member = apart.membership(groups)
         request = arena.Request(
             pool=pool, arena=arena_name(pool), next_board=int(st["next_board"]), now=now,
             online=len(online), seed=derive_seed(spec.seed, f"step/{st['next_board']}"),
             settings=settings,
-            bots=tuple(_candidate(b, st["bots"][b], rated.get(b), now) for b in free))
+            bots=tuple(_candidate(b, st["bots"][b], rated.get(b), now, frozenset(
+                groups[i].name for i in member.get(b, ()))) for b in free))
         try:
             step = arena.step(request)
             boards, waiting, holding = list(step.boards), step.waiting, step.reason
@@ -189,9 +204,6 @@ class ArenaPlanner:
             elif b.get("free") is None:
                 b["free"] = now
         self.names = store_arena.names(r, seated)
-        stack = store_groups.all_groups(r)
-        groups = apart.resolve(store_arena.owners(r, seated),
-                               {apart.stack_name(n): v for n, v in stack.items()})
         games = self._seat(st, boards, now, groups)
         self.figures = {"online": len(online), "free": len(free), "waiting": len(waiting),
                         "seated": len(seated), "holding": holding}
@@ -218,6 +230,9 @@ class ArenaPlanner:
                     mid = game_id(pool, number, i)
                     games.append(Game(mid, f"b{number}", seats, planned))
                     st["games"] += 1
+                    if board.tables[t].kin:
+                        self.together[mid] = board.tables[t].kin
+                        st["together"] = int(st.get("together", 0)) + 1
                     for seat, bot_id in enumerate(seats):
                         _seated(st["bots"][bot_id], mid, seat, seats, k, spec.concurrency,
                                 now)
@@ -229,11 +244,19 @@ class ArenaPlanner:
         return games
 
 
+def _together_note(groups: Sequence[str]) -> list[str]:
+    """A game that seats two bots of one group at one table says so."""
+    return [f"this table seats two bots of one group ({', '.join(groups)}): the free bots "
+            "could not be split otherwise, so the arena dealt it rather than leave them "
+            "waiting"]
+
+
 def _counts(st: dict[str, Any]) -> dict[str, Any]:
     """The state's running totals, as GetArena and the metrics show them."""
     playing = len({mid for b in st["bots"].values() for mid in b["live"]})
     return {"boards": int(st["next_board"]) - 1, "games": int(st["games"]),
-            "tables": int(st["tables"]), "playing": playing}
+            "tables": int(st["tables"]), "playing": playing,
+            "together": int(st.get("together", 0))}
 
 
 def _fold(st: dict[str, Any], finished: Sequence[str], failed: set[str], concurrency: int,
@@ -272,13 +295,13 @@ def _ratings(r: redis.Redis, pool: str) -> dict[str, tuple[float, float, int]]:
 
 
 def _candidate(bot_id: str, b: dict[str, Any], rated: tuple[float, float, int] | None,
-               now: float) -> arena.Candidate:
+               now: float, groups: frozenset[str] = frozenset()) -> arena.Candidate:
     """A free bot as the step sees it."""
     rating, sd, games = rated if rated is not None else (0.0, arena.PRIOR_SD, 0)
     return arena.Candidate(
         bot_id=bot_id, rating=rating, sd=sd, games=max(games, int(b["games"])),
         in_progress=len(b["live"]), free_since=float(b["free"] if b.get("free") else now),
-        recent=tuple(b["recent"]), seats=tuple(b["seats"]))
+        recent=tuple(b["recent"]), seats=tuple(b["seats"]), groups=groups)
 
 
 def _seated(b: dict[str, Any], mid: str, seat: int, seats: Sequence[str], k: int,

@@ -5,10 +5,12 @@ house anchors, and two pairs of colluders that share every hand they are dealt t
 files (`netbots.SharingBot`: it writes its hand, reads its partner's of the same deal and,
 knowing it, searches on deals that hold it): one pair registered by two accounts, which
 the stack cannot tell apart, and one pair registered by one author, which it keeps apart.
-After a couple of minutes of play the organiser's audit (RPC, CLI, page) tests every pair
-with the boards the results say they shared (whether it names the colluders at this
-scale is the benchmark's to say, not asserted here), the pair of one author never sat at
-two tables of one board, and bad input over the wire gets one clear error each.
+The organiser's audit over the wire is asked every few boards the two accounts' pair
+shares, until it names that pair (at the audit's own alpha, 1%): it names no other pair
+(no other reaches an adjusted p of 0.1%: see the test's comment), with the boards the
+results say they shared; the CLI and the page say the same; the pair of one author never
+sat at one table or at two tables of one board; bad input over the wire gets one clear
+error each.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from proto.moon.v1 import (
 )
 from store import matches as store_matches
 
-FIRST_LOOK = 15  # the two accounts' pair at two tables of this many boards, then audit
+FIRST_LOOK = 15  # the two accounts' pair at two tables of this many boards: first audit
+LAST_LOOK = 60  # ... and at most this many: named by then (15 to 39 in the runs seen)
+OTHERS = 0.001  # no pair but the colluders reaches this adjusted p (the test's comment)
 
 
 @pytest.fixture
@@ -91,7 +95,7 @@ def _code(call: object) -> tuple[grpc.StatusCode, str]:
     return info.value.code(), info.value.details()
 
 
-@pytest.mark.timeout(600)  # one to three minutes of play: the pair must share boards
+@pytest.mark.timeout(1200)  # two to seven minutes of play: the pair must share boards
 def test_colluders_are_named_and_one_authors_pair_kept_apart(
         own: tuple[Stack, redis.Redis], admin_token: str, tmp_path: Path) -> None:
     st, r = own
@@ -134,30 +138,55 @@ def test_colluders_are_named_and_one_authors_pair_kept_apart(
         r, pair[0][0], pair[1][0])[0] >= FIRST_LOOK or None, timeout=300, every=2.0)
     print(f"{FIRST_LOOK} shared boards at {time.monotonic() - t0:.0f} s")
 
-    # The audit over the wire, as the admin: every pair that sat at two tables of a
-    # board tested, the colluders' boards counted as the results say. (Whether it names
-    # them is not asserted: a few minutes of play are too few boards at this pair's edge,
-    # and on boards of two tables, most of the arena's, very unequal honest bots (random
-    # and PIMC) have been named at this scale: see docs/architecture.md, "Collusion
-    # across tables". The detector's rates are bench/collusion.py's.) One author's two
-    # bots: never at two tables of one board.
-    rating = rating_pb2_grpc.RatingServiceStub(admin.channel)
+    # The audit over the wire, as the admin, every few boards the pair shares, until it
+    # names the colluders (their edge is the SharingBot's: PIMC that knows a hand where
+    # they share a board, random play elsewhere; 15 to 39 shared boards in the runs seen,
+    # two to five minutes; one board in three is lost to carol's pair, split apart,
+    # and on boards of two tables those where the pair held one hand tell nothing). Then it
+    # names no other pair. Asserted at an adjusted p of 0.1% for the others, not at the
+    # audit's 1%: an audit that holds its 1% names an honest pair in about one pool in a
+    # hundred (bench/collusion.py), and a test run on every change cannot assert that it
+    # never does. Stopping at the first audit that names the pair also keeps the pairs of
+    # one colluder with a bot often beside the other from growing (their statistics drift
+    # with the colluders' play, which is random apart and strong together: docs/
+    # architecture.md, "Where its null is still weak").
     colluders = frozenset((pair[0][0], pair[1][0]))
+    seen = FIRST_LOOK
+
+    def named() -> rating_pb2.AuditCollusionResponse | None:
+        nonlocal seen
+        apart_now = _shared(r, pair[0][0], pair[1][0])[0]
+        if apart_now < seen:
+            return None
+        seen = apart_now + 3
+        got = admin.audit_collusion("3p", max_pairs=200)
+        top = "; ".join(f"{p.name_a}+{p.name_b} shared {p.shared} z {p.z:.1f} "
+                        f"p_holm {p.p_adjusted:.2g}" for p in got.pairs[:3])
+        print(f"{time.monotonic() - t0:.0f} s, {apart_now} shared: {top}")
+        if any(p.suspected and frozenset((p.bot_a, p.bot_b)) == colluders for p in got.pairs):
+            return got
+        assert apart_now < LAST_LOOK, f"the colluders not named after {apart_now} boards: {top}"
+        return None
+
+    rating = rating_pb2_grpc.RatingServiceStub(admin.channel)
+    audit = wait_until("the colluders named", named, timeout=840, every=2.0)
     apart, _ = _shared(r, pair[0][0], pair[1][0])
-    audit = admin.audit_collusion("3p", max_pairs=200)
     print(f"audit: {audit.games} games, {audit.boards} boards, {audit.tested} pairs, "
           f"{audit.suspected} named; "
           + "; ".join(f"{p.name_a}+{p.name_b} shared {p.shared} gain {p.gain:+.2f} "
                       f"z {p.z:.1f} p_holm {p.p_adjusted:.2g}" for p in audit.pairs[:4]))
     theirs = next(p for p in audit.pairs if frozenset((p.bot_a, p.bot_b)) == colluders)
-    assert theirs.shared >= apart >= FIRST_LOOK and len(theirs.boards) == theirs.shared
+    assert theirs.suspected and theirs.p_adjusted <= audit.alpha == 0.01
+    assert FIRST_LOOK <= theirs.shared <= apart and len(theirs.boards) == theirs.shared
     assert {theirs.name_a, theirs.name_b} == {"colluder-a", "colluder-b"}
+    others = [p for p in audit.pairs if frozenset((p.bot_a, p.bot_b)) != colluders]
+    assert all(p.p_adjusted > OTHERS for p in others), others[:3]
     assert audit.tested == len(audit.pairs) >= 2
     assert audit.suspected == sum(p.suspected for p in audit.pairs)
     assert all(p.suspected == (p.p_adjusted <= audit.alpha) for p in audit.pairs)
-    assert [p.p for p in audit.pairs] == sorted(p.p for p in audit.pairs)
+    assert [p.p_adjusted for p in audit.pairs] == sorted(p.p_adjusted for p in audit.pairs)
     assert 0 < audit.boards <= audit.games and "Holm" in audit.meaning
-    assert _shared(r, same[0][0], same[1][0])[0] == 0
+    assert _shared(r, same[0][0], same[1][0]) == (0, 0)  # nor at one table (its author's)
     assert not any(frozenset((same[0][0], same[1][0])) == frozenset((p.bot_a, p.bot_b))
                    for p in audit.pairs)
     with grpc.insecure_channel(st.address) as ch:
