@@ -279,10 +279,15 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         """Standings, crosstable, bracket and progress, over what the caller may see."""
         spec, _, archived = await self._find(request.tournament_id)
         audience = await self._audience(context)
+        if archived is None:
+            inputs = await self.reads.run(store_t.standings_inputs, spec, audience)
+            # Its several reads are no snapshot: an ended tournament that left Redis among
+            # them (the move drops it in one transaction, after the archive has it) is read
+            # again from the archive, never served half gone.
+            if not await self.reads.run(lambda r: r.exists(keys.tournament(spec.tournament_id))):
+                spec, _, archived = await self._find(request.tournament_id)
         if archived is not None:
             inputs = await self.reads.run(self._archived_inputs, spec, archived)
-        else:
-            inputs = await self.reads.run(store_t.standings_inputs, spec, audience)
         return tournament_pb2.GetStandingsResponse(
             standings=wire.standings_to_pb(standings(spec, inputs)))
 
