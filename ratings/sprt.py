@@ -137,7 +137,8 @@ FloatArray = NDArray[np.float64]
 BINS = 9  # a pair score k / 8, k = 0..8
 PAIR_SCORES: FloatArray = np.arange(BINS, dtype=np.float64) / 8.0
 _NEWTON_STEPS = 200  # safeguarded: bisection when Newton leaves the bracket; ~10 suffice
-_TOL = 1e-14
+_TOL = 1e-14  # the bracket's width, relative to t's range, at which t is found
+_G_TOL = 1e-13  # |g| relative to its terms' size at which t is a root (rounding)
 
 
 class Verdict(StrEnum):
@@ -275,23 +276,32 @@ def _maximiser(w: FloatArray, d: FloatArray, lo: float, hi: float) -> FloatArray
     at_hi = (w[..., bottom] == 0) & (_slope(w, d, np.full(shape, hi)) >= 0) & ~at_lo
     a, b = np.full(shape, lo), np.full(shape, hi)
     t = np.zeros(shape)
+    width = b - a
     active = ~(at_lo | at_hi)
     for _ in range(_NEWTON_STEPS):
         if not active.any():
             break
         arg = 1.0 + t[..., None] * d
-        with np.errstate(divide="ignore", invalid="ignore"):
-            g = np.where(w > 0, w * d / arg, 0.0).sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            terms = np.where(w > 0, w * d / arg, 0.0)
+            g = terms.sum(axis=-1)
             curve = np.where(w > 0, w * (d / arg) ** 2, 0.0).sum(axis=-1)
+            size = np.abs(terms).sum(axis=-1)
         a = np.where(active & (g > 0), t, a)  # g falls in t: the root is above t
         b = np.where(active & (g < 0), t, b)
+        # Converged when g is zero to rounding or the bracket is closed. A small Newton
+        # step is no proof: next to a pole of g (an observed score's 1 + t d near 0) Newton
+        # crawls by the distance to the pole, so a step can be tiny far from the root.
+        done = (np.abs(g) <= _G_TOL * size) | (b - a <= _TOL * (hi - lo))
         with np.errstate(divide="ignore", invalid="ignore"):
             new = np.where(curve > 0, t + g / curve, t)
-        outside = ~((new > a) & (new < b))
-        new = np.where(outside & (g != 0), (a + b) / 2.0, new)
-        moved = np.abs(new - t)
-        t = np.where(active, new, t)
-        active &= (moved > _TOL * (hi - lo)) & (g != 0)
+        # Bisect when Newton leaves the bracket, or when the last step did not halve it
+        # (the crawl above): the bracket then shrinks at least geometrically.
+        slow = (b - a) > 0.5 * width
+        new = np.where(~((new > a) & (new < b)) | slow, (a + b) / 2.0, new)
+        width = b - a
+        t = np.where(active & ~done, new, t)
+        active &= ~done
     t = np.where(at_lo, lo, np.where(at_hi, hi, t))
     return t
 
