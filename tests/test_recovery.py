@@ -3,9 +3,12 @@ stay queued, so each step can be driven and inspected by hand."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -184,6 +187,52 @@ def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Red
     assert store.create_match(r, record.spec) is False
     assert r.hgetall(keys.match(mid)) == before
     assert r.sismember(keys.OPEN_MATCHES, mid)
+
+
+class _DiesAfterTransaction(redis.Redis):
+    """A client whose Redis is killed right after its next transaction: every later
+    command fails, as if the server went away between two writes."""
+
+    dead = False
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction, shard_hint)
+        run = pipe.execute
+
+        def execute(raise_on_error: bool = True) -> Any:
+            if self.dead:
+                raise redis.ConnectionError("Redis is gone")
+            out = run(raise_on_error)
+            self.dead = self.dead or transaction
+            return out
+
+        pipe.execute = execute  # type: ignore[method-assign]
+        return pipe
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        if self.dead:
+            raise redis.ConnectionError("Redis is gone")
+        return super().execute_command(*args, **options)
+
+
+def test_a_match_stored_as_redis_dies_is_open_and_recovered(
+        rr: tuple[redis.Redis, redis.Redis]) -> None:
+    """A CI run killed Redis between storing an arena game and marking it open: no pass
+    stores it again (it exists), no recovery looked at it, and it stayed queued with no
+    job. The mark is in the storing transaction: the game is open, and its missing job is
+    queued by recovery."""
+    r, rq_conn = rr
+    tid = _tournament(r, rq_conn)
+    spec = store.get_match(r, str(r.zrange(keys.tournament_matches(tid), 0, 0)[0])).spec
+    spec = dataclasses.replace(spec, match_id=ids.new_match_id())
+    dying = _DiesAfterTransaction(connection_pool=r.connection_pool)
+    with contextlib.suppress(redis.ConnectionError):
+        store.create_match(dying, spec)  # the job is never queued: Redis is gone
+    assert store.get_match(r, spec.match_id).status == "queued"
+    assert r.sismember(keys.OPEN_MATCHES, spec.match_id)
+    assert recover(r, rq_conn)["requeued"] == []
+    time.sleep(STALE_S + 0.2)
+    assert recover(r, rq_conn)["requeued"] == [spec.match_id]
 
 
 def test_recovery_requeues_a_job_taken_by_a_worker_that_died(
