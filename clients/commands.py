@@ -539,6 +539,12 @@ def _run_worker(args: argparse.Namespace) -> int:
         worker.work(burst=args.burst, logging_level="DEBUG" if args.verbose else "INFO")
     except NameTaken as exc:
         raise CommandError(f"moonshot worker: {exc}") from None
+    # The loop has ended and its matches handed over: the process exits now. Should
+    # something hold it (a thread that will not end), every thread's stack goes to
+    # stderr after 5 s, so that the operator sees what, not just a worker that hangs.
+    import faulthandler
+
+    faulthandler.dump_traceback_later(5.0)
     return 0
 
 

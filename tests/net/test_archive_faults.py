@@ -28,10 +28,12 @@ from clients.redisproc import RedisServer, free_port
 from clients.sdk import register
 from proto.moon.v1 import arena_pb2, arena_pb2_grpc, rating_pb2, tournament_pb2
 from ratings import games_from_rows, methods
-from store import archiving, keys
+from store import archiving, ids, keys
 from store.pools import Pool
 from store.refs import EventRef
 from tests.pg import Postgres, binaries
+from workers.queues import CONTROL_QUEUE, MATCH_QUEUE, RESUME_QUEUE, taken, waiting
+from workers.recovery import _job_state, _Queues
 
 RULES = {"max_hands": "1"}
 
@@ -60,12 +62,23 @@ def _arena_dump(r: redis.Redis) -> str:
            f"creating {len(st.get('creating', []))}, live "
            f"{r.smembers(keys.LIVE_EVENTS)}, dirty {r.get(keys.arena_dirty('3p'))}, "
            f"queued {r.get(keys.arena_queued('3p'))}, lock {r.get(keys.arena_lock('3p'))}"]
+    rq_conn = redis.Redis(connection_pool=r.connection_pool.__class__(
+        **{**r.connection_pool.connection_kwargs, "decode_responses": False}))
     for unit, (n, done, mids) in st.get("open", {}).items():
         for m in mids:
+            try:  # what recovery makes of it: its job, where that job is, its lease
+                state = _job_state(r, rq_conn, ids.match_job_id(m), _Queues(rq_conn))
+            except Exception as exc:
+                state = ("?", repr(exc))
             out.append(f"{unit} {n}/{done} {m}: {r.hget(keys.match(m), 'status')} recorded "
                        f"{r.zscore(keys.arena_recorded('3p'), m)} result "
                        f"{r.exists(keys.result(m))} failed "
-                       f"{r.sismember(keys.event_failed(EventRef.arena('3p')), m)}")
+                       f"{r.sismember(keys.event_failed(EventRef.arena('3p')), m)} open "
+                       f"{r.sismember(keys.OPEN_MATCHES, m)} lease "
+                       f"{r.exists(keys.lease(m))} job {state}")
+    out.append("queues " + ", ".join(f"{q}: {len(waiting(rq_conn, q))} waiting, "
+                                     f"{len(taken(rq_conn, q))} taken"
+                                     for q in (CONTROL_QUEUE, RESUME_QUEUE, MATCH_QUEUE)))
     return "\n".join(out)
 
 

@@ -200,7 +200,8 @@ def test_metrics_count_a_real_match_and_its_faults_and_every_log_line_is_json(
     assert value(work_m, "moonshot_queue_depth", queue="moonshot-matches") == 0
 
     for split in (ref, worker):  # stopped: their last lines are read too
-        assert split.out.stop() == 0, split.err.text()[-3000:]
+        code = split.out.stop()  # -9: it did not end within 10 s of SIGTERM
+        assert code == 0, f"exit {code}: {split.err.text()[-3000:]}"
     ref_lines, work_lines = json_lines(ref.err), json_lines(worker.err)
     # The referee's lines about a bot carry its id.
     for bot_id, _ in bots.values():
