@@ -80,3 +80,15 @@ def test_every_spec_carries_its_limits_and_reads_back_without_them() -> None:
     test = ChangeTestSpec("c-1abc", "a vs b", "{}", Rules.make(3, {}),
                           match.clock, match.faults, (), sandbox=limits)
     assert ChangeTestSpec.from_json(test.to_json()).sandbox == limits
+
+
+def test_pages_say_an_events_limits_in_words() -> None:
+    from clients.web.views import sandbox_text
+    from proto.moon.v1 import game_pb2
+
+    assert sandbox_text(game_pb2.SandboxLimits()) == ""  # none set: the hosts' own apply
+    assert sandbox_text(game_pb2.SandboxLimits(memory_mb=128, pids=48, cpu_cores=0.5)) == \
+        "128 MB, 48 processes, 0.5 cores"
+    assert sandbox_text(game_pb2.SandboxLimits(pids=1, cpu_cores=1, cpu_s=600,
+                                               scratch_mb=16)) == \
+        "1 process, 1 core, 600 CPU s, 16 MB scratch"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clients.changes import verdict_note, verdict_text, void_text
-from clients.web.views import Row, changed_rules, when
+from clients.web.views import Row, changed_rules, sandbox_text, when
 from clients.wire import pool_from_pb
 from proto.moon.v1 import change_pb2, rating_pb2
 from tournaments.change import ChangeSpec, roles
@@ -88,6 +88,7 @@ def change_row(t: change_pb2.Test) -> Row:
                                                             strict=False)],
         "sequential": not s.fixed_games, "hypotheses": hypotheses, "clock": clock,
         "rules": changed_rules(dict(s.rules)),
+        "sandbox": sandbox_text(s.sandbox),
         "seed": s.seed if s.HasField("seed") else None,
         "games": p.games, "total": total,
         "percent": max(0, min(100, round(100 * p.games / total))) if total else 0,

@@ -19,7 +19,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from clients import format_options
 from clients.render import MAX_INTERVAL_ELO, elo, plural, pool_rating, side_names
 from moon import Rules
-from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
+from proto.moon.v1 import game_pb2, match_pb2, rating_pb2, tournament_pb2
 from tournaments.plan import board_label
 
 __all__ = [
@@ -125,6 +125,7 @@ def tournament_row(t: tournament_pb2.Tournament) -> Row:
         "format": title,
         "details": details,
         "rules": changed_rules(dict(spec.rules)),
+        "sandbox": sandbox_text(spec.sandbox),
         "clock": clock,
         "bots": len(spec.bot_ids),
         "created": when(t.created_at),
@@ -398,6 +399,23 @@ def match_row(m: match_pb2.Match) -> Row:
 
 
 _DEFAULTS = Rules.make(3, {}).options()
+
+
+def sandbox_text(limits: game_pb2.SandboxLimits) -> str:
+    """An event's limits on hosted bots' sandboxes, for people ("" when it sets none: the
+    hosts' own limits apply)."""
+    parts = []
+    if limits.HasField("memory_mb"):
+        parts.append(f"{limits.memory_mb} MB")
+    if limits.HasField("pids"):
+        parts.append(plural(limits.pids, "process", "processes"))
+    if limits.HasField("cpu_cores"):
+        parts.append(f"{limits.cpu_cores:g} {'core' if limits.cpu_cores == 1 else 'cores'}")
+    if limits.HasField("cpu_s"):
+        parts.append(f"{limits.cpu_s} CPU s")
+    if limits.HasField("scratch_mb"):
+        parts.append(f"{limits.scratch_mb} MB scratch")
+    return ", ".join(parts)
 
 
 def changed_rules(options: Mapping[str, object]) -> list[tuple[str, str]]:
