@@ -284,7 +284,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             # Its several reads are no snapshot: an ended tournament that left Redis among
             # them (the move drops it in one transaction, after the archive has it) is read
             # again from the archive, never served half gone.
-            if not await self.reads.run(lambda r: r.exists(keys.tournament(spec.tournament_id))):
+            if not await self.reads.run(store_t.in_redis, spec.tournament_id):
                 spec, _, archived = await self._find(request.tournament_id)
         if archived is not None:
             inputs = await self.reads.run(self._archived_inputs, spec, archived)

@@ -27,6 +27,7 @@ __all__ = [
     "TournamentInfo",
     "all_ids",
     "create",
+    "in_redis",
     "info",
     "load_spec",
     "read_schedule",
@@ -81,6 +82,11 @@ def info(r: redis.Redis, tournament_id: str) -> TournamentInfo:
     pipe.scard(keys.tournament_redealt(tournament_id))
     d, redealt = pipe.execute()
     return TournamentInfo.from_hash(d, int(redealt))
+
+
+def in_redis(r: redis.Redis, tournament_id: str) -> bool:
+    """True while the tournament is live in Redis (an ended one leaves for the archive)."""
+    return bool(r.exists(keys.tournament(tournament_id)))
 
 
 def all_ids(r: redis.Redis) -> list[str]:
