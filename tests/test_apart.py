@@ -19,8 +19,9 @@ from store.records import TournamentSpec
 from tournaments import apart
 from tournaments.apart import Group
 from tournaments.formats import apart_notes, notes, plan
-from tournaments.plan import Game
+from tournaments.plan import Game, board_label
 from tournaments.view import build_view
+from workers.scheduler import FormatPlanner
 
 
 def _spec(players: int, fmt: str, bots: tuple[str, ...], groups: tuple[Group, ...],
@@ -134,6 +135,21 @@ def test_one_authors_five_bots_round_robin_deals_every_table_its_own_board() -> 
     assert any("one author's bots" in n for n in view.notes)
     assert all(f"round {r}, board 2" in " ".join(apart_notes(spec, state))
                for r in range(1, 3))
+    # Each game of a board dealt apart says so in its own notes (the match the scheduler
+    # creates), naming the board it left; a game of a board kept whole says nothing of it.
+    planner = FormatPlanner(spec)
+    split = 0
+    for g in games:
+        said = [n for n in planner.match_spec(g, g.seed).meta["notes"] if "dealt apart" in n]
+        m = apart.APART_UNIT.fullmatch(g.unit)
+        if m is None:
+            assert said == [], g.unit
+            continue
+        split += 1
+        assert said == [f"this board ({board_label(g.unit)}) was dealt apart from "
+                        f"{board_label(m.group(1))}: its tables would otherwise have seated "
+                        "two bots of one group at tables of one board"], said
+    assert 0 < split == len(games) - len({apart.APART_UNIT.sub(r"\1", g.unit) for g in games})
 
 
 def test_groups_kept_apart_change_nothing_when_the_plan_keeps_them_apart() -> None:
@@ -172,6 +188,38 @@ def test_separate_keeps_ids_and_names_the_groups() -> None:
     assert [g.unit for g in out] == ["r1", "r1-a2", "r1-a2"]
     assert split == [apart.Apart("r1-a2", "r1", ("author:z", "lab"),
                                  ("t-x-r1-t2-g1", "t-x-r1-t3-g1"))]
+
+
+def test_public_notes_never_name_a_declared_group_or_its_bots() -> None:
+    """Who is grouped with whom is the organiser's (ListGroups): the notes, which anyone
+    reads, name an author's bots (a bot's author is public) but of a declared group, of an
+    event or of the stack, only that there is one."""
+    bots = ("a1", "a2", "x1", "x2", "s1", "s2", "o1", "o2", "o3")
+    names = {b: f"name-{b}" for b in bots}
+    groups = apart.resolve({"a1": "ann", "a2": "ann"} | dict.fromkeys(bots[2:], ""),
+                           {"lab-secret": ["x1", "x2"],
+                            apart.stack_name("team-secret"): ["s1", "s2"]})
+    assert [g.name for g in groups] == ["author:ann", "lab-secret", "stack:team-secret"]
+    note = apart.groups_note(groups, names)
+    assert "one author's bots (name-a1, name-a2)" in note
+    assert "2 declared groups (not named" in note
+    for hidden in ("lab-secret", "team-secret", "stack:", "author:", "name-x", "name-s"):
+        assert hidden not in note, (hidden, note)
+    games = [Game(f"t-x-r1-t{t}-g1", "r1", seats, 5) for t, seats in enumerate(
+        [("a1", "x1", "o1"), ("a2", "s1", "o2"), ("x2", "s2", "o3")], 1)]
+    _, split = apart.separate(games, groups, lambda u: 9)
+    assert [(a.unit, a.groups) for a in split] == [
+        ("r1-a2", ("author:ann", "stack:team-secret")),
+        ("r1-a3", ("lab-secret", "stack:team-secret"))]
+    text = apart.apart_notes(split)
+    assert text == [
+        "r1-a2 dealt apart from r1 (1 table(s)): it would have seated two bots of one group "
+        "(one author's bots; a declared group) at tables of one board",
+        "r1-a3 dealt apart from r1 (1 table(s)): it would have seated two bots of one group "
+        "(2 declared groups) at tables of one board"]
+    assert apart.apart_note("b2", "b1", ["stack:team-secret", "author:ann"]) == (
+        "this board (b2) was dealt apart from b1: its tables would otherwise have seated "
+        "two bots of one group (one author's bots; a declared group) at tables of one board")
 
 
 def test_bad_groups_are_refused_with_one_clear_error() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,11 @@ from clients.redisproc import RedisServer
 from store import arena as store_arena
 from store import bots as store_bots
 from store import deals, keys, steps
+from store import groups as store_groups
 from store import matches as store_matches
 from store.coalesce import Asks
 from store.errors import FailedPrecondition, InvalidArgument, NotFound
+from store.records import MatchSpec
 from store.refs import EventRef
 from store.results import result_row
 from workers import scheduler
@@ -197,8 +200,42 @@ def test_one_authors_bots_never_share_a_table_or_a_board(
     for board in {str(g.meta["board"]) for g in games}:
         seated = {b for g in games if g.meta["board"] == board for b in g.bot_ids}
         assert not set(alice) <= seated, board  # never at one table, nor at one board
-    assert all("notes" not in g.meta for g in games)
+    # Nine bots, one free slot each: every pass forms one board of three tables, which
+    # must be split for alice's two; each board dealt apart says so, and is counted.
+    split = _check_split(games, set(alice), "one author's bots")
+    assert split >= 12
+    assert (_state(r) or {})["plan"]["apart"] == split
+    assert store_arena.info(r, "3p").step["apart"] == split
     assert (_state(r) or {})["plan"].get("together", 0) == 0
+
+
+_APART_NOTE = re.compile(r"this board \((arena-3p/b\d+)\) was dealt apart from "
+                         r"(arena-3p/b\d+): its tables would otherwise have seated two bots "
+                         r"of one group "
+                         r"\(([^)]*)\) at tables of one board")
+
+
+def _check_split(games: list[MatchSpec], group: set[str], kind: str) -> int:
+    """Every game of a board dealt apart says so, naming its own board, the board it left
+    (dealt in the same pass: the number before its own or earlier) and the kind of group
+    that would have met; the group's bots sit at the two boards; a game of a board kept
+    whole has no such note. The number of boards dealt apart."""
+    seated: dict[str, set[str]] = {}
+    for g in games:
+        seated.setdefault(str(g.meta["board"]), set()).update(g.bot_ids)
+    split = set()
+    for g in games:
+        said = [m for n in g.meta.get("notes", []) if (m := _APART_NOTE.fullmatch(n))]
+        assert len(said) <= 1 and len(said) == len([
+            n for n in g.meta.get("notes", []) if "dealt apart" in n]), g.meta
+        if not said:
+            continue
+        own, left, why = said[0].groups()
+        assert own == g.meta["board"] and why == kind, said[0].group(0)
+        assert int(left.rpartition("b")[2]) < int(own.rpartition("b")[2])
+        assert seated[own] & group and seated[left] & group, (own, left)
+        split.add(own)
+    return len(split)
 
 
 def test_a_table_one_author_cannot_be_kept_from_is_dealt_counted_and_noted(
@@ -216,9 +253,53 @@ def test_a_table_one_author_cannot_be_kept_from_is_dealt_counted_and_noted(
     games = [store_matches.load_spec(r, m) for m in _games(r)]
     assert len(games) == 2 and len({g.meta["board"] for g in games}) == 2
     for g in games:
-        assert any("two bots of one group (author:bob)" in n for n in g.meta["notes"])
+        assert any("this table seats two bots of one group (one author's bots)" in n
+                   for n in g.meta["notes"]), g.meta["notes"]
     assert (_state(r) or {})["plan"]["together"] == 2
     assert store_arena.info(r, "3p").step["together"] == 2
+    # The second table's board was dealt apart from the first's, and says so too.
+    assert _check_split(games, set(bob), "one author's bots") == 1
+    assert store_arena.info(r, "3p").step["apart"] == 1
+
+
+def test_a_group_declared_for_the_stack_never_shares_a_board(
+        conns: tuple[redis.Redis, redis.Redis]) -> None:
+    """Two bots of two authors, grouped by an organiser for the whole stack
+    (`store.groups`, SetGroup): every pass after the declaration deals them apart, and the
+    notes say so without the group's name (who is grouped with whom is not public)."""
+    r, rq = conns
+    _start(r, anchors=["house:greedy"], concurrency=1)
+    pair = [store_bots.register_bot(r, f"{who}-0", owner=who)[0].bot_id
+            for who in ("alice", "bob")]
+    for b in pair + _bots(r, 6):
+        _connect(r, b)
+        store_arena.join(r, "3p", b)
+
+    def play(passes: int) -> list[MatchSpec]:
+        before = set(_games(r))
+        for _ in range(passes):  # every game finished between passes
+            _step(r, rq)
+            for m in _games(r):
+                if not r.exists(keys.result(m)):
+                    _finish(r, m)
+        return [store_matches.load_spec(r, m) for m in _games(r) if m not in before]
+
+    def boards_with_both(games: list[MatchSpec]) -> int:
+        return sum(set(pair) <= {b for g in games if g.meta["board"] == board
+                                 for b in g.bot_ids}
+                   for board in {str(g.meta["board"]) for g in games})
+
+    # Undeclared, nine bots with one free slot each share one board every pass.
+    assert boards_with_both(play(2)) == 2
+    store_groups.set_group(r, "lab-secret", pair)
+    games = play(12)
+    assert len(games) >= 36 and boards_with_both(games) == 0
+    split = _check_split(games, set(pair), "a declared group")
+    assert split >= 12 and store_arena.info(r, "3p").step["apart"] == split
+    assert not any("lab-secret" in n or "stack:" in n
+                   for g in games for n in g.meta.get("notes", []))
+    store_groups.set_group(r, "lab-secret", [])  # deleted: they may share a board again
+    assert boards_with_both(play(2)) == 2
 
 
 @pytest.mark.parametrize("point", ["step.before-save", "step.after-save"])

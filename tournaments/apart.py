@@ -21,6 +21,11 @@ apart is unchanged and one that cannot deals the tables it must a board of their
 `separate` applies that to the games a plan creates: the tables of a unit that conflict
 with its first tables go to units `<unit>-a2`, `<unit>-a3`, ..., each with a deal of its
 own, and `Apart` records say which, and why, for the notes.
+
+The notes are public (standings, games), but who is grouped with whom is not (ListGroups
+is an organiser's): a note says "one author's bots" of an author's group (a bot's author
+is public: GetBot's owner, the bot's page) and "a declared group" of the others, never a
+declared group's name or its bots (`kinds`).
 """
 
 from __future__ import annotations
@@ -39,12 +44,14 @@ __all__ = [
     "APART_UNIT",
     "Apart",
     "Group",
+    "apart_note",
     "apart_notes",
     "author_group",
     "check_declared",
     "classes",
     "conflicts",
     "groups_note",
+    "kinds",
     "membership",
     "resolve",
     "separate",
@@ -243,19 +250,50 @@ def separate(games: Sequence[Game], groups: Sequence[Group], seed_of: Callable[[
     return out, apart
 
 
+def _is_author(name: str) -> bool:
+    """True for an author's group (`author:<id>`), False for a declared one."""
+    return name.startswith("author:")
+
+
+def kinds(names: Iterable[str]) -> str:
+    """What a public note says of groups (by name): how many authors' bots and how many
+    declared groups, never a declared group's name or bots (module doc)."""
+    distinct = set(names)
+    authors = sum(1 for n in distinct if _is_author(n))
+    declared = len(distinct) - authors
+    out = []
+    if authors:
+        out.append("one author's bots" if authors == 1 else f"{authors} authors' bots")
+    if declared:
+        out.append("a declared group" if declared == 1 else f"{declared} declared groups")
+    return "; ".join(out)
+
+
 def groups_note(groups: Sequence[Group], names: Mapping[str, str] | None = None) -> str:
-    """What an event's notes say of its groups (one sentence)."""
-    def who(g: Group) -> str:
-        bots = ", ".join((names or {}).get(b, b) for b in g.bots)
-        kind = "one author's bots" if g.name.startswith("author:") else f"group {g.name}"
-        return f"{kind} ({bots})"
+    """What an event's notes say of its groups (one sentence): each author's bots by name,
+    the declared groups only counted (module doc)."""
+    said = [f"one author's bots ({', '.join((names or {}).get(b, b) for b in g.bots)})"
+            for g in groups if _is_author(g.name)]
+    if declared := kinds(g.name for g in groups if not _is_author(g.name)):
+        said.append(f"{declared} (not named: who is grouped with whom is the organiser's "
+                    "to know)")
     return ("kept apart on boards (no two bots of one group at tables of one board; a table "
-            "that would sit with one is dealt a board of its own): "
-            + "; ".join(who(g) for g in groups))
+            "that would sit with one is dealt a board of its own): " + "; ".join(said))
+
+
+def apart_note(board: str, of: str, groups: Iterable[str] = ()) -> str:
+    """A game's note when its board was dealt apart from another: which, and why (the
+    kinds of group, when the caller knows them)."""
+    kind = kinds(groups)
+    return (f"this board ({board}) was dealt apart from {of}: its tables would otherwise "
+            f"have seated two bots of one group{f' ({kind})' if kind else ''} at tables of "
+            "one board")
 
 
 def apart_notes(apart: Iterable[Apart], label: Callable[[str], str] = str) -> list[str]:
-    """One note per board dealt apart, naming it, the board it left and the groups."""
+    """One note per board dealt apart, naming it, the board it left and the kinds of group
+    (`kinds`)."""
     return [f"{label(a.unit)} dealt apart from {label(a.of)} ({len(a.games)} table(s)): "
-            f"it would have seated {', '.join(a.groups)} at tables of one board"
+            f"it would have seated two bots of one group ({kinds(a.groups)}) at tables of "
+            "one board"
             for a in apart]

@@ -18,8 +18,10 @@ release by board and recovery's nudges. What is the arena's own:
   `tournaments.arena.step` with a seed derived from the arena's seed and the next board
   number; each board it forms is a unit (`b<n>`, board `arena-<pool>/b<n>`) whose
   tables share one deal, split where two of its tables would seat two bots of one
-  group; a table the step could not keep a group off is counted (`together`) and
-  noted in its game;
+  group (each split board counted, `apart`, and noted in its games: which board it was
+  dealt apart from, and the kind of group, never a declared group's name or bots:
+  `tournaments.apart.kinds`); a table the step could not keep a group off is counted
+  (`together`) and noted in its game;
 - when to look again: at the step's `retry_at` while it holds for a batch, else every
   NUDGE_S while it runs (a bot may have come back on a referee that could not ask);
 - a stopped arena is dormant: it deals nothing, and once its last boards are released
@@ -91,9 +93,9 @@ class ArenaPlanner:
     names: dict[str, str] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     tables: int = 0  # tables formed by this pass
-    # Games of this pass that seat two bots of one group at one table (only where the free
-    # bots could not be split otherwise): match id -> the groups, for the game's notes.
-    together: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The notes of this pass's games that have any: a board dealt apart, a table that seats
+    # two bots of one group (only where the free bots could not be split otherwise).
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ref(self) -> EventRef:
@@ -142,8 +144,8 @@ class ArenaPlanner:
         spec = self.info.spec
         meta: dict[str, Any] = {"board": self.board_of(game.unit), "unit": game.unit,
                                 "duplicate": "boards"}
-        if game.match_id in self.together:
-            meta["notes"] = _together_note(self.together[game.match_id])
+        if game.match_id in self.notes:
+            meta["notes"] = self.notes[game.match_id]
         return MatchSpec(
             match_id=game.match_id, rules=spec.rules, seed=seed, bot_ids=game.bot_ids,
             seat_names=tuple(self.names.get(b, b) for b in game.bot_ids), clock=spec.clock,
@@ -214,49 +216,64 @@ class ArenaPlanner:
         """The games of the boards formed, each noted under way for its bots. A board
         that would seat two bots of one author or group at two of its tables is split
         (`tournaments.apart.classes`): the tables that cannot share its deal get boards of
-        their own, numbered on from the step's."""
+        their own, numbered on from the step's, and their games say which board they were
+        dealt apart from and why."""
         spec = self.info.spec
         pool, k = spec.pool, spec.players
         games = []
         number = int(st["next_board"])
         for board in boards:
             tables = [t.seats for t in board.tables]
-            for cls in apart.classes(tables, groups):
+            split = apart.classes(tables, groups)
+            # A table dealt apart conflicts with the first board's (the greedy colouring
+            # tried it there first): the groups that would have met there are the why.
+            clashes = apart.conflicts(tables, groups) if len(split) > 1 else []
+            first = ""
+            for cls in split:
                 number = max(number, int(st["next_board"]))
                 board_name = board_of(pool, number)
                 planned = derive_seed(spec.seed, board_name)
+                why = []
+                if first:
+                    why = [apart.apart_note(board_name, first, {
+                        g for i, j, g in clashes
+                        if (i in cls and j in split[0]) or (j in cls and i in split[0])})]
+                    st["apart"] = int(st.get("apart", 0)) + 1
+                first = first or board_name
                 for i, t in enumerate(cls):
                     seats = tables[t]
                     mid = game_id(pool, number, i)
                     games.append(Game(mid, f"b{number}", seats, planned))
                     st["games"] += 1
+                    notes = list(why)
                     if board.tables[t].kin:
-                        self.together[mid] = board.tables[t].kin
+                        notes += _together_note(board.tables[t].kin)
                         st["together"] = int(st.get("together", 0)) + 1
+                    if notes:
+                        self.notes[mid] = notes
                     for seat, bot_id in enumerate(seats):
                         _seated(st["bots"][bot_id], mid, seat, seats, k, spec.concurrency,
                                 now)
                 st["tables"] += len(cls)
                 self.tables += len(cls)
-                if len(cls) < len(tables):
-                    st["apart"] = int(st.get("apart", 0)) + 1
                 st["next_board"] = number + 1
         return games
 
 
 def _together_note(groups: Sequence[str]) -> list[str]:
     """A game that seats two bots of one group at one table says so."""
-    return [f"this table seats two bots of one group ({', '.join(groups)}): the free bots "
+    return [f"this table seats two bots of one group ({apart.kinds(groups)}): the free bots "
             "could not be split otherwise, so the arena dealt it rather than leave them "
             "waiting"]
 
 
 def _counts(st: dict[str, Any]) -> dict[str, Any]:
-    """The state's running totals, as GetArena and the metrics show them."""
+    """The state's running totals, as GetArena and the metrics show them (`together`:
+    tables that seat two bots of one group; `apart`: boards dealt apart from another)."""
     playing = len({mid for b in st["bots"].values() for mid in b["live"]})
     return {"boards": int(st["next_board"]) - 1, "games": int(st["games"]),
             "tables": int(st["tables"]), "playing": playing,
-            "together": int(st.get("together", 0))}
+            "together": int(st.get("together", 0)), "apart": int(st.get("apart", 0))}
 
 
 def _fold(st: dict[str, Any], finished: Sequence[str], failed: set[str], concurrency: int,

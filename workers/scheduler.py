@@ -51,7 +51,7 @@ from store.records import MatchSpec, TournamentSpec
 from store.refs import EventKind, EventRef
 from store.status import TournamentStatus
 from tournaments import formats
-from tournaments.apart import APART_UNIT
+from tournaments.apart import APART_UNIT, apart_note
 from tournaments.plan import Game, Step, Unit, board_id, board_label
 from workers import failpoints, metrics
 from workers.arena import ArenaPlanner
@@ -187,9 +187,7 @@ def _apart_note(unit: str) -> list[str]:
     m = APART_UNIT.fullmatch(unit)
     if m is None:
         return []
-    return [f"this board ({board_label(unit)}) was dealt apart from {board_label(m.group(1))}:"
-            " its tables would otherwise have seated two bots of one group at tables of one"
-            " board"]
+    return [apart_note(board_label(unit), board_label(m.group(1)))]
 
 
 # The planner of each kind of event: a new kind is one planner and one entry here.

@@ -37,6 +37,8 @@ from clients.admin import Admin
 from clients.redisproc import RedisServer
 from clients.sdk import register
 from proto.moon.v1 import (
+    account_pb2,
+    account_pb2_grpc,
     change_pb2,
     change_pb2_grpc,
     game_pb2,
@@ -388,6 +390,55 @@ def test_bad_input_is_refused_and_nothing_is_created(
         organiser.stub.StopTest(change_pb2.StopTestRequest(test_id="c-none"),
                                 metadata=organiser.md, timeout=10)
     assert err.value.code() == Code.NOT_FOUND
+
+
+def test_a_remote_opponent_grouped_with_c_b_or_the_other_opponent_is_refused(
+        stack: Stack, organiser: Calls, r: redis.Redis, admin: Admin, name: str) -> None:
+    """A remote opponent sits at both tables of every board, so one that shares an author
+    or a group of the stack with C, B or the other opponent would hold a hand of theirs:
+    INVALID_ARGUMENT naming spec.opponents, the two bots and the group, nothing created;
+    once the group is gone the same test starts."""
+    c, _ = register(stack.address, f"{name}-c")
+    b, _ = register(stack.address, f"{name}-b")
+    o1, _ = register(stack.address, f"{name}-o1")
+    o2, _ = register(stack.address, f"{name}-o2")
+    with grpc.insecure_channel(stack.address) as ch:
+        ann = account_pb2_grpc.AccountServiceStub(ch).SignUp(
+            account_pb2.SignUpRequest(name=f"{name}-ann"), timeout=30)
+    a1, _ = register(stack.address, f"{name}-a1", ann.token)
+    a2, _ = register(stack.address, f"{name}-a2", ann.token)
+    base: dict[str, Any] = {"candidate": c, "baseline": b, "rules": SHORT,
+                            "trust_opponents": True}
+    group = f"{name}-lab"
+    names = {o1: "o1", o2: "o2", c: "c", b: "b", a1: "a1", a2: "a2"}
+    tests_before, matches_before = r.zcard(keys.TESTS), r.zcard(keys.MATCHES)
+    cases = [  # (the group of the stack, if any; the test's bots; who shares it with whom)
+        ([o1, c], {"opponents": [o1, "house:greedy"]}, (o1, c)),
+        ([o1, b], {"opponents": ["house:greedy", o1]}, (o1, b)),
+        ([o1, o2], {"opponents": [o1, o2]}, (o1, o2)),
+        ([], {"candidate": a1, "opponents": [a2, "house:greedy"]}, (a2, a1)),
+    ]
+    try:
+        for members, change, (them, us) in cases:
+            if members:
+                admin.set_group(group, members)
+            with pytest.raises(grpc.RpcError) as err:
+                organiser.create(**{**base, **change})
+            text = err.value.details() or ""
+            assert err.value.code() == Code.INVALID_ARGUMENT, text
+            shared = f"stack:{group}" if members else f"author:{ann.author.author_id}"
+            said = (f"spec.opponents: {name}-{names[them]} and {name}-{names[us]} are of one "
+                    f"group ({shared})")
+            assert text.startswith(said) and "choose another opponent" in text, text
+            if members:
+                admin.set_group(group, [])
+        assert r.zcard(keys.TESTS) == tests_before and r.zcard(keys.MATCHES) == matches_before
+        # The same test with the group gone: started (it waits for its offline bots).
+        t = organiser.create(**{**base, "opponents": [o1, o2]})
+        organiser.stub.StopTest(change_pb2.StopTestRequest(test_id=t.test_id),
+                                metadata=organiser.md, timeout=30)
+    finally:
+        admin.set_group(group, [])
 
 
 def test_stop_starts_no_new_pair_and_the_pairs_in_flight_count(

@@ -47,6 +47,7 @@ from clients.sdk import register
 from proto.moon.v1 import match_pb2, rating_pb2, tournament_pb2
 from store import keys
 from store.matches import pool_results, read_rows
+from store.tournaments import load_spec
 from tournaments.standings import rank_group
 from tournaments.swiss_rules import place_points, team_points
 
@@ -177,6 +178,44 @@ def test_3p_round_robin(n: int, stack: Stack, admin: Admin, r: redis.Redis,
     check_standings(p.standings, p.games)
     assert p.standings.HasField("bracket") is False
     _check_watches(p, admin)
+
+
+def test_a_group_declared_for_the_stack_is_kept_apart_by_a_later_tournament(
+        stack: Stack, admin: Admin, r: redis.Redis, bots7: Bots, name: str) -> None:
+    """SetGroup declares two bots one group for the whole stack: a round robin on boards
+    made afterwards carries the group in its spec, seats the two at tables of no board
+    (dealing apart the tables that would), and its public notes say so without the group's
+    name."""
+    ids = bots7.ids[:6]
+    group = f"{name}-lab"
+    admin.set_group(group, ids[:2])
+    try:
+        t = admin.create_tournament(name="apart", players=3, format="round_robin",
+                                    bot_ids=ids, rules=SHORT)
+    finally:
+        admin.set_group(group, [])  # the tournament keeps what it resolved
+    tid = t.tournament_id
+    assert (f"stack:{group}", tuple(sorted(ids[:2]))) in load_spec(r, tid).apart
+    wait_finished(admin, tid)
+    # On no board do the two sit at two tables (one table together is no leak).
+    tables: dict[tuple[str, str], set[frozenset[str]]] = {}
+    for m in matches_of(admin, tid):
+        for b in set(ids[:2]) & set(m.bot_ids):
+            tables.setdefault((m.board, b), set()).add(frozenset(m.bot_ids))
+    boards = {board for board, _ in tables}
+    assert len(boards) > 1
+    for board in boards:
+        first, second = (tables.get((board, b), set()) for b in ids[:2])
+        assert not (first and second) or (first == second and len(first) == 1), board
+    public = Admin(stack.address, None)
+    try:
+        notes = list(public.standings(tid).notes)
+    finally:
+        public.close()
+    dealt_apart = [n for n in notes if "dealt apart" in n]
+    assert dealt_apart and all("(a declared group)" in n for n in dealt_apart), notes
+    assert any("a declared group (not named" in n for n in notes), notes
+    assert not any(group in n or "stack:" in n for n in notes), notes
 
 
 # ------------------------------------------------------------ 2v2 brackets
