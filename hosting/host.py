@@ -329,11 +329,17 @@ class Host:
 
     def _ended(self, bot_id: str, run: Running) -> None:
         why = run.sandbox.end_reason()
-        self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n")
+        # Another stream of the bot (its author's own process, with the version's token)
+        # took its place: the log says which plays from now on, for the author to read.
+        other = store_bots.is_connected(self.r, bot_id)
+        self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n" + (
+            "[host] another process of this bot is connected (its version's token): that "
+            "process plays; the sandbox starts again once it has left and a game needs "
+            "the bot\n" if other else ""))
         self.running.pop(bot_id, None)
         hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)
-        if store_bots.is_connected(self.r, bot_id):
+        if other:
             log.info("host %s: %s ended (%s); another stream of it plays", self.name,
                      bot_id, why)
             return
