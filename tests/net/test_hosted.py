@@ -222,6 +222,68 @@ def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted)
     assert hs.host.text().count(f"started {v['bot_id']}") == 2
 
 
+# A greedy bot that, in a game of 3 hands (validation's are longer), thinks 0.1 s a move
+# and ends its process half a second after its first answer: its one crash, mid-match.
+CRASHY_PY = """\
+import os
+import threading
+import time
+
+from clients.builtin import GreedyBot
+from clients.sdk import run_bot
+from moon.observation import Phase
+
+
+class Crashy(GreedyBot):
+    def act(self, obs, legal):
+        if obs.rules.max_hands == 3:
+            mine = obs.seat in {b.seat for b in obs.bids} | {p.seat for p in obs.current}
+            first = obs.phase == Phase.BID or (obs.phase == Phase.PLAY and not obs.tricks)
+            if obs.hand_number == 1 and first and not mine:
+                threading.Timer(0.5, os._exit, (7,)).start()
+            time.sleep(0.1)
+        return super().act(obs, legal)
+
+
+run_bot(Crashy)
+"""
+
+
+def test_a_crashed_sandbox_is_started_again_and_an_idle_one_stopped(hs: Hosted) -> None:
+    """A hosted bot whose process ends mid-match is started again by the host (the end
+    and its reason in the bot's log) and the match ends without forfeit; once the match
+    is over, the sandbox is stopped after the host's --idle 5 s, the host and the bot's
+    log say so, and it stays stopped (the wants its match made while it reconnected once
+    started it again)."""
+    folder = hs.tmp / "crashy"
+    folder.mkdir()
+    (folder / "bot.py").write_text(CRASHY_PY)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    v = hs.submit("crashy", folder)
+    assert v["exit"] == 0, v
+    bot = v["bot_id"]
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    made = admin.create_match(3, [bot, "house:greedy", "house:random"],
+                              rules={"max_hands": "3"}, grace_ms=30_000).match_id
+    done = _done(hs.st, made)
+    over = time.monotonic()
+    assert not done.result.HasField("forfeit"), done.result
+    text = hs.host.text()
+    crash = text.find(f"{bot} ended: exited with status 7")
+    assert crash >= 0, text
+    assert f"started {bot}" in text[crash:], text[crash:]  # started again after the crash
+    assert "[host] the sandbox ended: exited with status 7" in hs.show("crashy@1")[
+        "hosted"]["log_tail"]
+    after = text.index(f"started {bot}", crash)
+    wait_until("the sandbox stopped, idle", lambda: (
+        f"stopped {bot}: idle for 5 s" in hs.host.text()[after:]), timeout=30, every=0.1)
+    assert 4.0 <= time.monotonic() - over <= 15.0, time.monotonic() - over
+    assert hs.show("crashy@1")["hosted"]["log_tail"].endswith("[host] stopped: idle for 5 s\n")
+    stop = hs.host.text().index(f"stopped {bot}: idle", after)
+    assert f"started {bot}" not in hs.host.text()[stop:]  # nothing wants it: not again
+
+
 def _arena(address: str, token: str, call: str, req: Any) -> Any:
     with grpc.insecure_channel(address) as ch:
         return getattr(arena_pb2_grpc.ArenaServiceStub(ch), call)(
