@@ -35,6 +35,7 @@ from proto.moon.v1 import (
     account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
+    bot_pb2,
     change_pb2,
     change_pb2_grpc,
     game_pb2,
@@ -170,9 +171,32 @@ def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted
     assert t.spec.baseline == v1["bot_id"]
 
 
+# A bot that starts and connects, then answers each request, after a moment, with an
+# action that is not legal.
+ILLEGAL_PY = """\
+import time
+
+from clients.bot import Bot
+from clients.sdk import run_bot
+from moon.actions import ACTIONS
+
+
+class Illegal(Bot):
+    def act(self, obs, legal):
+        time.sleep(0.5)
+        ok = {a.id for a in legal}
+        return next(a for i, a in sorted(ACTIONS.items()) if i not in ok)
+
+
+run_bot(Illegal)
+"""
+
+
 def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
-    """A command that exits at once, and a bot that never connects: each fails validation
-    with its reason and its log; the versions before keep playing."""
+    """A command that exits at once, a bot that never connects, and one that answers
+    illegally: each fails validation with its reason and its log (the last one seen
+    validating first, its reason the validation game's forfeit); the versions before
+    keep playing."""
     quits = hs.tmp / "quits"
     quits.mkdir()
     (quits / "bot.py").write_text("import sys\nprint('no luck today', file=sys.stderr)\n"
@@ -194,6 +218,28 @@ def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
     assert got["exit"] == 1
     h = hs.show("sleeps@1")["hosted"]
     assert h["status"] == "failed" and "did not connect" in h["reason"], h
+
+    illegal = hs.tmp / "illegal"
+    illegal.mkdir()
+    (illegal / "bot.py").write_text(ILLEGAL_PY)
+    (illegal / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                           'command = ["python", "bot.py"]\n')
+    res = hs.alice.run("bot", "submit", "illegal", str(illegal), "--json")  # no --wait
+    bot_id = json.loads(res.stdout.splitlines()[0])["bot_id"]
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    seen: list[int] = []
+
+    def failed() -> bot_pb2.HostedVersion | None:
+        x = admin.get_bot(bot_id).hosted
+        if not seen or seen[-1] != x.status:
+            seen.append(x.status)
+        return x if x.status == bot_pb2.VERSION_STATUS_FAILED else None
+
+    got_pb = wait_until("the illegal version to fail", failed, timeout=120, every=0.05)
+    assert bot_pb2.VERSION_STATUS_VALIDATING in seen, seen
+    assert re.fullmatch(r"validation game m-\S+: forfeit: 1 strikes \(late or illegal "
+                        r"answers\)", got_pb.reason), got_pb.reason
+    assert hs.show("illegal@1")["hosted"]["status"] == "failed"
 
 
 def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted) -> None:
