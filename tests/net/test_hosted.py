@@ -140,7 +140,9 @@ def _done(st: Stack, match_id: str) -> match_pb2.Match:
 
 def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted) -> None:
     """Python and Node versions are validated in the sandbox; a test of lark@2 (greedy)
-    against lark@1 (random) reaches its verdict with no process of alice's running."""
+    against lark@1 (random) reaches its verdict with no process of alice's running, and
+    one that names both versions plays its 2 games; a tournament seats both hosted bots
+    with a remote bot's process."""
     v1 = hs.submit("lark", _package(hs.tmp / "v1", "random"))
     assert v1["name"] == "lark@1" and v1["exit"] == 0, v1
     v2 = hs.submit("lark", _package(hs.tmp / "v2", "greedy"))
@@ -157,8 +159,32 @@ def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted
                        "--rule", "max_hands=2", "--in-flight", "4").stdout
     test_id = re.search(r"test (c-[0-9a-z]+) started", out)
     assert test_id, out
+    # Meanwhile: a test of the two versions named both, and a tournament that seats both
+    # hosted bots with a remote bot's process.
+    out = hs.alice.run("test", "start", "lark@2", "lark@1", "--games", "2",
+                       "--rule", "max_hands=1").stdout
+    named = re.search(r"test (c-[0-9a-z]+) started", out)
+    assert named, out
+    remote_id, remote_token = register(hs.st.address, "lark-remote", hs.st.admin_token)
+    remote = hs.st.bot("greedy", hs.st.address, remote_token)
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    cup = admin.create_tournament(name="mixed cup", players=3, format="round_robin",
+                                  bot_ids=[v2["bot_id"], js["bot_id"], remote_id],
+                                  rules={"max_hands": "1"}, grace_ms=30_000)
+    (game,) = _tournament_games(admin, hs.st, cup.tournament_id)
+    assert game.status == match_pb2.MATCH_STATUS_FINISHED, game
+    assert not game.result.HasField("forfeit"), game.result
+    assert sorted(game.bot_ids) == sorted([v2["bot_id"], js["bot_id"], remote_id])
+    remote.stop()
     with grpc.insecure_channel(hs.st.address) as ch:
         tests = change_pb2_grpc.TestServiceStub(ch)
+        t = wait_until("the named test to end", lambda: (
+            x if (x := tests.GetTest(change_pb2.GetTestRequest(test_id=named[1]),
+                                     timeout=10).test).status != change_pb2.TEST_STATUS_RUNNING
+            else None), timeout=300, every=1.0)
+        assert t.status == change_pb2.TEST_STATUS_FINISHED, t.error
+        assert (t.spec.candidate, t.spec.baseline) == (v2["bot_id"], v1["bot_id"]), t.spec
+        assert t.progress.games == 2, t.progress
         t = wait_until("the test's verdict", lambda: (
             x if (x := tests.GetTest(change_pb2.GetTestRequest(test_id=test_id[1]),
                                      timeout=10).test).status != change_pb2.TEST_STATUS_RUNNING
