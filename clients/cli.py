@@ -132,8 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MoonError as exc:
         print(f"moonshot: {exc}", file=sys.stderr)
         return 2
-    except CommandError as exc:
-        print(f"moonshot: {exc}", file=sys.stderr)
+    except CommandError as exc:  # one that names its command already is shown as it is
+        text = str(exc)
+        print(text if text.startswith("moonshot ") else f"moonshot: {text}", file=sys.stderr)
         return exc.code
     except grpc.RpcError as exc:  # a call no command caught: its message, not a traceback
         print(f"moonshot: {commands.rpc_error(exc)}", file=sys.stderr)

@@ -77,7 +77,7 @@ def problem() -> str | None:
     """None when this process can make sandbox groups; else one line saying why not."""
     found = _parents()
     if found is None:
-        return ("no cgroup controllers for memory, pids and cpu under /sys/fs/cgroup "
+        return (f"no cgroup controllers for memory, pids and cpu under {ROOT} "
                 "(mount cgroup v2 with them, or v1's memory, pids, cpu and cpuacct)")
     version, parents = found
     try:

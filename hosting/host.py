@@ -295,6 +295,9 @@ class Host:
             run.busy_at = now
         elif now - run.busy_at > self.idle_s:
             self._stop(bot_id, f"idle for {self.idle_s:g} s")
+            # Its matches wanted it until it connected, and a want counts for 10 s: one of
+            # those is no reason to start it again (a match that wants it now asks again).
+            hosted.unwant(self.r, bot_id)
 
     def _limits_hold(self, bot_id: str, run: Running, now: float) -> bool:
         """Hold the running sandbox's limits against its games' (and a want's); start it

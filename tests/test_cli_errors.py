@@ -173,6 +173,11 @@ CASES: dict[str, Case] = {
                             "always", "--data", "d"], {}, "", 2, ("--redis-fsync", "appendfsync")),
     "up fsync choice": (["up", "--redis-fsync", "never", "--data", "d"], {}, "", 2,
                         ("--redis-fsync", "everysec", "always")),
+    # a host where sandboxes cannot be built (no cgroups where it looks): refused at once
+    "host no sandbox": (["host", "--redis", "redis://127.0.0.1:1/0", "--data", "d"],
+                        {"MOONSHOT_CGROUP_ROOT": "/nonexistent-cgroups"}, "", 1,
+                        ("moonshot host: cannot build sandboxes here: no cgroup controllers "
+                         "for memory, pids and cpu under /nonexistent-cgroups",)),
     # 6: data folders that cannot be used
     "up data": (["up", "--data", "/proc/nope"], {}, "", 2, ("--data", "/proc/nope")),
     "token is a folder": (MP, {}, "tokdir", 2, ("admin-token", "Is a directory")),

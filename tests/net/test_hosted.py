@@ -35,6 +35,7 @@ from proto.moon.v1 import (
     account_pb2_grpc,
     arena_pb2,
     arena_pb2_grpc,
+    bot_pb2,
     change_pb2,
     change_pb2_grpc,
     game_pb2,
@@ -139,7 +140,9 @@ def _done(st: Stack, match_id: str) -> match_pb2.Match:
 
 def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted) -> None:
     """Python and Node versions are validated in the sandbox; a test of lark@2 (greedy)
-    against lark@1 (random) reaches its verdict with no process of alice's running."""
+    against lark@1 (random) reaches its verdict with no process of alice's running, and
+    one that names both versions plays its 2 games; a tournament seats both hosted bots
+    with a remote bot's process."""
     v1 = hs.submit("lark", _package(hs.tmp / "v1", "random"))
     assert v1["name"] == "lark@1" and v1["exit"] == 0, v1
     v2 = hs.submit("lark", _package(hs.tmp / "v2", "greedy"))
@@ -156,8 +159,32 @@ def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted
                        "--rule", "max_hands=2", "--in-flight", "4").stdout
     test_id = re.search(r"test (c-[0-9a-z]+) started", out)
     assert test_id, out
+    # Meanwhile: a test of the two versions named both, and a tournament that seats both
+    # hosted bots with a remote bot's process.
+    out = hs.alice.run("test", "start", "lark@2", "lark@1", "--games", "2",
+                       "--rule", "max_hands=1").stdout
+    named = re.search(r"test (c-[0-9a-z]+) started", out)
+    assert named, out
+    remote_id, remote_token = register(hs.st.address, "lark-remote", hs.st.admin_token)
+    remote = hs.st.bot("greedy", hs.st.address, remote_token)
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    cup = admin.create_tournament(name="mixed cup", players=3, format="round_robin",
+                                  bot_ids=[v2["bot_id"], js["bot_id"], remote_id],
+                                  rules={"max_hands": "1"}, grace_ms=30_000)
+    (game,) = _tournament_games(admin, hs.st, cup.tournament_id)
+    assert game.status == match_pb2.MATCH_STATUS_FINISHED, game
+    assert not game.result.HasField("forfeit"), game.result
+    assert sorted(game.bot_ids) == sorted([v2["bot_id"], js["bot_id"], remote_id])
+    remote.stop()
     with grpc.insecure_channel(hs.st.address) as ch:
         tests = change_pb2_grpc.TestServiceStub(ch)
+        t = wait_until("the named test to end", lambda: (
+            x if (x := tests.GetTest(change_pb2.GetTestRequest(test_id=named[1]),
+                                     timeout=10).test).status != change_pb2.TEST_STATUS_RUNNING
+            else None), timeout=300, every=1.0)
+        assert t.status == change_pb2.TEST_STATUS_FINISHED, t.error
+        assert (t.spec.candidate, t.spec.baseline) == (v2["bot_id"], v1["bot_id"]), t.spec
+        assert t.progress.games == 2, t.progress
         t = wait_until("the test's verdict", lambda: (
             x if (x := tests.GetTest(change_pb2.GetTestRequest(test_id=test_id[1]),
                                      timeout=10).test).status != change_pb2.TEST_STATUS_RUNNING
@@ -170,9 +197,32 @@ def test_versions_in_two_languages_validate_and_the_newer_wins_a_test(hs: Hosted
     assert t.spec.baseline == v1["bot_id"]
 
 
+# A bot that starts and connects, then answers each request, after a moment, with an
+# action that is not legal.
+ILLEGAL_PY = """\
+import time
+
+from clients.bot import Bot
+from clients.sdk import run_bot
+from moon.actions import ACTIONS
+
+
+class Illegal(Bot):
+    def act(self, obs, legal):
+        time.sleep(0.5)
+        ok = {a.id for a in legal}
+        return next(a for i, a in sorted(ACTIONS.items()) if i not in ok)
+
+
+run_bot(Illegal)
+"""
+
+
 def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
-    """A command that exits at once, and a bot that never connects: each fails validation
-    with its reason and its log; the versions before keep playing."""
+    """A command that exits at once, a bot that never connects, and one that answers
+    illegally: each fails validation with its reason and its log (the last one seen
+    validating first, its reason the validation game's forfeit); the versions before
+    keep playing."""
     quits = hs.tmp / "quits"
     quits.mkdir()
     (quits / "bot.py").write_text("import sys\nprint('no luck today', file=sys.stderr)\n"
@@ -194,6 +244,28 @@ def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
     assert got["exit"] == 1
     h = hs.show("sleeps@1")["hosted"]
     assert h["status"] == "failed" and "did not connect" in h["reason"], h
+
+    illegal = hs.tmp / "illegal"
+    illegal.mkdir()
+    (illegal / "bot.py").write_text(ILLEGAL_PY)
+    (illegal / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                           'command = ["python", "bot.py"]\n')
+    res = hs.alice.run("bot", "submit", "illegal", str(illegal), "--json")  # no --wait
+    bot_id = json.loads(res.stdout.splitlines()[0])["bot_id"]
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    seen: list[int] = []
+
+    def failed() -> bot_pb2.HostedVersion | None:
+        x = admin.get_bot(bot_id).hosted
+        if not seen or seen[-1] != x.status:
+            seen.append(x.status)
+        return x if x.status == bot_pb2.VERSION_STATUS_FAILED else None
+
+    got_pb = wait_until("the illegal version to fail", failed, timeout=120, every=0.05)
+    assert bot_pb2.VERSION_STATUS_VALIDATING in seen, seen
+    assert re.fullmatch(r"validation game m-\S+: forfeit: 1 strikes \(late or illegal "
+                        r"answers\)", got_pb.reason), got_pb.reason
+    assert hs.show("illegal@1")["hosted"]["status"] == "failed"
 
 
 def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted) -> None:
@@ -220,6 +292,68 @@ def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted)
     done = _done(hs.st, slow)
     assert not done.result.HasField("forfeit"), done.result
     assert hs.host.text().count(f"started {v['bot_id']}") == 2
+
+
+# A greedy bot that, in a game of 3 hands (validation's are longer), thinks 0.1 s a move
+# and ends its process half a second after its first answer: its one crash, mid-match.
+CRASHY_PY = """\
+import os
+import threading
+import time
+
+from clients.builtin import GreedyBot
+from clients.sdk import run_bot
+from moon.observation import Phase
+
+
+class Crashy(GreedyBot):
+    def act(self, obs, legal):
+        if obs.rules.max_hands == 3:
+            mine = obs.seat in {b.seat for b in obs.bids} | {p.seat for p in obs.current}
+            first = obs.phase == Phase.BID or (obs.phase == Phase.PLAY and not obs.tricks)
+            if obs.hand_number == 1 and first and not mine:
+                threading.Timer(0.5, os._exit, (7,)).start()
+            time.sleep(0.1)
+        return super().act(obs, legal)
+
+
+run_bot(Crashy)
+"""
+
+
+def test_a_crashed_sandbox_is_started_again_and_an_idle_one_stopped(hs: Hosted) -> None:
+    """A hosted bot whose process ends mid-match is started again by the host (the end
+    and its reason in the bot's log) and the match ends without forfeit; once the match
+    is over, the sandbox is stopped after the host's --idle 5 s, the host and the bot's
+    log say so, and it stays stopped (the wants its match made while it reconnected once
+    started it again)."""
+    folder = hs.tmp / "crashy"
+    folder.mkdir()
+    (folder / "bot.py").write_text(CRASHY_PY)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    v = hs.submit("crashy", folder)
+    assert v["exit"] == 0, v
+    bot = v["bot_id"]
+    admin = Admin(hs.st.address, hs.st.admin_token)
+    made = admin.create_match(3, [bot, "house:greedy", "house:random"],
+                              rules={"max_hands": "3"}, grace_ms=30_000).match_id
+    done = _done(hs.st, made)
+    over = time.monotonic()
+    assert not done.result.HasField("forfeit"), done.result
+    text = hs.host.text()
+    crash = text.find(f"{bot} ended: exited with status 7")
+    assert crash >= 0, text
+    assert f"started {bot}" in text[crash:], text[crash:]  # started again after the crash
+    assert "[host] the sandbox ended: exited with status 7" in hs.show("crashy@1")[
+        "hosted"]["log_tail"]
+    after = text.index(f"started {bot}", crash)
+    wait_until("the sandbox stopped, idle", lambda: (
+        f"stopped {bot}: idle for 5 s" in hs.host.text()[after:]), timeout=30, every=0.1)
+    assert 4.0 <= time.monotonic() - over <= 15.0, time.monotonic() - over
+    assert hs.show("crashy@1")["hosted"]["log_tail"].endswith("[host] stopped: idle for 5 s\n")
+    stop = hs.host.text().index(f"stopped {bot}: idle", after)
+    assert f"started {bot}" not in hs.host.text()[stop:]  # nothing wants it: not again
 
 
 def _arena(address: str, token: str, call: str, req: Any) -> Any:

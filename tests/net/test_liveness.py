@@ -149,6 +149,8 @@ def test_moonshot_up_starts_again_what_dies_and_gives_up_on_what_keeps_dying(
                     return child
             raise AssertionError(f"no {word} under moonshot up")
 
+        part("clients.cli host")  # with its archive, `up` runs a host of hosted versions too
+        assert "hosting:     bots submitted as code run here" in up.text(), up.text()
         part("clients.cli worker").kill()
         up.wait_for(r"worker-1 stopped unexpectedly and was started again", timeout=30)
         part("redis-server").kill()
