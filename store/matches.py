@@ -97,16 +97,13 @@ def create_match(r: Redis, spec: MatchSpec, listed_at: float | None = None) -> b
         pipe.zadd(keys.event_games(spec.event), {spec.match_id: at}, nx=True)
     for bot_id in set(spec.bot_ids):
         pipe.zadd(keys.bot_matches(bot_id), {spec.match_id: at}, nx=True)
-    pipe.exists(keys.result(spec.match_id))
     # Open (recovery's list) in the same transaction: a match stored but not open, left by
     # a run killed (or a Redis killed) between two writes, would be re-created by no pass
-    # (it exists) and looked at by no recovery: queued for ever, with no job.
+    # (it exists) and looked at by no recovery: queued for ever, with no job. An id stored
+    # again whose result is in stays open too: open means "owed something after its
+    # result" as well (`close`), and a run that finds the result does what is missing.
     pipe.sadd(keys.OPEN_MATCHES, spec.match_id)
-    created, *_, finished, _ = pipe.execute()
-    if finished:
-        # Its result is in already (an id stored again): not open after all. A crash
-        # before this leaves it open, which only costs a run that finds the result.
-        r.srem(keys.OPEN_MATCHES, spec.match_id)
+    created, *_ = pipe.execute()
     return bool(created)
 
 

@@ -187,6 +187,11 @@ def test_creating_a_match_twice_changes_nothing(rr: tuple[redis.Redis, redis.Red
     assert store.create_match(r, record.spec) is False
     assert r.hgetall(keys.match(mid)) == before
     assert r.sismember(keys.OPEN_MATCHES, mid)
+    # Its result stored, its bookkeeping not done (a run that died before `close`): stored
+    # again, it stays open, so that recovery still runs what is owed.
+    r.set(keys.result(mid), "{}")
+    assert store.create_match(r, record.spec) is False
+    assert r.sismember(keys.OPEN_MATCHES, mid)
 
 
 class _DiesAfterTransaction(redis.Redis):
