@@ -294,10 +294,12 @@ class Host:
         if busy:
             run.busy_at = now
         elif now - run.busy_at > self.idle_s:
-            self._stop(bot_id, f"idle for {self.idle_s:g} s")
             # Its matches wanted it until it connected, and a want counts for 10 s: one of
             # those is no reason to start it again (a match that wants it now asks again).
+            # Dropped before the stop releases the lease, which another host could take
+            # up on that stale want.
             hosted.unwant(self.r, bot_id)
+            self._stop(bot_id, f"idle for {self.idle_s:g} s")
 
     def _limits_hold(self, bot_id: str, run: Running, now: float) -> bool:
         """Hold the running sandbox's limits against its games' (and a want's); start it
@@ -332,13 +334,15 @@ class Host:
 
     def _ended(self, bot_id: str, run: Running) -> None:
         why = run.sandbox.end_reason()
-        # Another stream of the bot (its author's own process, with the version's token)
-        # took its place: the log says which plays from now on, for the author to read.
+        # A stream of the bot still connected: mostly its author's own process (the
+        # version's token) that took its place, and plays from now on; the log says so for
+        # the author. (The sandbox's own stream may also linger for the moment the referee
+        # takes to see it end: the line says only what the host saw and does.)
         other = store_bots.is_connected(self.r, bot_id)
         self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n" + (
-            "[host] another process of this bot is connected (its version's token): that "
-            "process plays; the sandbox starts again once it has left and a game needs "
-            "the bot\n" if other else ""))
+            "[host] a stream of this bot is connected (the author's own process, when it "
+            "took the sandbox's place: that process plays); the sandbox starts again when "
+            "none is and a game needs the bot\n" if other else ""))
         self.running.pop(bot_id, None)
         hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)
