@@ -51,6 +51,7 @@ __all__ = [
     "classes",
     "conflicts",
     "groups_note",
+    "is_author_group",
     "kinds",
     "membership",
     "resolve",
@@ -250,7 +251,7 @@ def separate(games: Sequence[Game], groups: Sequence[Group], seed_of: Callable[[
     return out, apart
 
 
-def _is_author(name: str) -> bool:
+def is_author_group(name: str) -> bool:
     """True for an author's group (`author:<id>`), False for a declared one."""
     return name.startswith("author:")
 
@@ -259,7 +260,7 @@ def kinds(names: Iterable[str]) -> str:
     """What a public note says of groups (by name): how many authors' bots and how many
     declared groups, never a declared group's name or bots (module doc)."""
     distinct = set(names)
-    authors = sum(1 for n in distinct if _is_author(n))
+    authors = sum(1 for n in distinct if is_author_group(n))
     declared = len(distinct) - authors
     out = []
     if authors:
@@ -273,8 +274,8 @@ def groups_note(groups: Sequence[Group], names: Mapping[str, str] | None = None)
     """What an event's notes say of its groups (one sentence): each author's bots by name,
     the declared groups only counted (module doc)."""
     said = [f"one author's bots ({', '.join((names or {}).get(b, b) for b in g.bots)})"
-            for g in groups if _is_author(g.name)]
-    if declared := kinds(g.name for g in groups if not _is_author(g.name)):
+            for g in groups if is_author_group(g.name)]
+    if declared := kinds(g.name for g in groups if not is_author_group(g.name)):
         said.append(f"{declared} (not named: who is grouped with whom is the organiser's "
                     "to know)")
     return ("kept apart on boards (no two bots of one group at tables of one board; a table "

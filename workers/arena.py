@@ -18,10 +18,11 @@ release by board and recovery's nudges. What is the arena's own:
   `tournaments.arena.step` with a seed derived from the arena's seed and the next board
   number; each board it forms is a unit (`b<n>`, board `arena-<pool>/b<n>`) whose
   tables share one deal, split where two of its tables would seat two bots of one
-  group (each split board counted, `apart`, and noted in its games: which board it was
-  dealt apart from, and the kind of group, never a declared group's name or bots:
-  `tournaments.apart.kinds`); a table the step could not keep a group off is counted
-  (`together`) and noted in its game;
+  group (each split board counted, `apart`, and, when an author's bots were the
+  reason, noted in its games: which board it was dealt apart from; a declared group's
+  splits are only counted, since notes pass after pass would show a watcher who is in
+  it); a table the step could not keep a group off is counted (`together`) and, for an
+  author's bots, noted in its game;
 - when to look again: at the step's `retry_at` while it holds for a batch, else every
   NUDGE_S while it runs (a bot may have come back on a referee that could not ask);
 - a stopped arena is dormant: it deals nothing, and once its last boards are released
@@ -235,9 +236,14 @@ class ArenaPlanner:
                 planned = derive_seed(spec.seed, board_name)
                 why = []
                 if first:
-                    why = [apart.apart_note(board_name, first, {
-                        g for i, j, g in clashes
-                        if (i in cls and j in split[0]) or (j in cls and i in split[0])})]
+                    # Noted for an author's bots only (authorship is public). A note
+                    # for a declared group, pass after pass, would tell a watcher who is
+                    # in it (a bot of this board and one of the first, every time):
+                    # counted, not noted.
+                    met = {g for i, j, g in clashes
+                           if (i in cls and j in split[0]) or (j in cls and i in split[0])}
+                    if authors := {g for g in met if apart.is_author_group(g)}:
+                        why = [apart.apart_note(board_name, first, authors)]
                     st["apart"] = int(st.get("apart", 0)) + 1
                 first = first or board_name
                 for i, t in enumerate(cls):
@@ -247,7 +253,10 @@ class ArenaPlanner:
                     st["games"] += 1
                     notes = list(why)
                     if board.tables[t].kin:
-                        notes += _together_note(board.tables[t].kin)
+                        # Likewise: said of an author's bots, only counted of a declared
+                        # group (the note would name two of the table's three bots).
+                        kin = [g for g in board.tables[t].kin if apart.is_author_group(g)]
+                        notes += _together_note(kin) if kin else []
                         st["together"] = int(st.get("together", 0)) + 1
                     if notes:
                         self.notes[mid] = notes
