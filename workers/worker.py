@@ -326,6 +326,32 @@ class ThreadedWorker(SimpleWorker):
         self._threads.shutdown(wait=False, cancel_futures=True)
         house.shutdown()
 
+    def unsubscribe(self) -> None:
+        """RQ's end of its command channel, without its wait of up to a minute.
+
+        RQ sends UNSUBSCRIBE and then stops the listening thread, and redis-py (8.x) stops
+        it by joining it with no timeout. The thread reads with a 60 s timeout; when it
+        reads the UNSUBSCRIBE's reply before the stop flag is set, it loops into a 60 s wait
+        for a subscription that never comes, and a stopping worker hung that long (a CI
+        run's SIGTERM met it, then SIGKILL). Here the flag goes first, so the reply that
+        wakes the thread ends its loop, and the join is bounded either way.
+        """
+        thread: Any = self.pubsub_thread  # RQ declares it None until it subscribes
+        pubsub = self.pubsub
+        if not thread or pubsub is None:
+            return
+        self.log.info("Worker %s: unsubscribing from channel %s", self.name,
+                      self.pubsub_channel_name)
+        try:
+            thread.stop(timeout=0)  # the flag, no wait (redis-py >= 8)
+        except TypeError:
+            thread.stop()  # an older redis-py: sets the flag only
+        with contextlib.suppress(*_REDIS_ERRORS):
+            pubsub.unsubscribe()  # type: ignore[no-untyped-call]
+        thread.join(timeout=1)
+        with contextlib.suppress(*_REDIS_ERRORS):
+            pubsub.close()
+
     def _shutdown(self) -> None:
         """A stop request: take no new job (the running ones hand over as the loop ends)."""
         self._stop_requested = True
