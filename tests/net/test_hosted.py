@@ -70,6 +70,15 @@ def _package(folder: Path, play: str) -> Path:
     return folder
 
 
+def _script(folder: Path, source: str) -> Path:
+    """A package of one Python file, `python bot.py` its command."""
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_text(source)
+    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
+                                          'command = ["python", "bot.py"]\n')
+    return folder
+
+
 HOST_FLAGS = ("--idle", "5", "--loosen-after", "3")
 
 
@@ -223,33 +232,21 @@ def test_bad_versions_fail_with_one_clear_reason(hs: Hosted) -> None:
     illegally: each fails validation with its reason and its log (the last one seen
     validating first, its reason the validation game's forfeit); the versions before
     keep playing."""
-    quits = hs.tmp / "quits"
-    quits.mkdir()
-    (quits / "bot.py").write_text("import sys\nprint('no luck today', file=sys.stderr)\n"
-                                  "sys.exit(3)\n")
-    (quits / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                         'command = ["python", "bot.py"]\n')
+    quits = _script(hs.tmp / "quits", "import sys\nprint('no luck today', file=sys.stderr)\n"
+                    "sys.exit(3)\n")
     got = hs.submit("quits", quits, ok=False)
     assert got["exit"] == 1
     h = hs.show("quits@1")["hosted"]
     assert h["status"] == "failed" and "before connecting" in h["reason"], h
     assert "exited with status 3" in h["reason"] and "no luck today" in h["log_tail"], h
 
-    sleeps = hs.tmp / "sleeps"
-    sleeps.mkdir()
-    (sleeps / "bot.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
-    (sleeps / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                          'command = ["python", "bot.py"]\n')
+    sleeps = _script(hs.tmp / "sleeps", "import time\nwhile True:\n    time.sleep(60)\n")
     got = hs.submit("sleeps", sleeps, ok=False)
     assert got["exit"] == 1
     h = hs.show("sleeps@1")["hosted"]
     assert h["status"] == "failed" and "did not connect" in h["reason"], h
 
-    illegal = hs.tmp / "illegal"
-    illegal.mkdir()
-    (illegal / "bot.py").write_text(ILLEGAL_PY)
-    (illegal / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                           'command = ["python", "bot.py"]\n')
+    illegal = _script(hs.tmp / "illegal", ILLEGAL_PY)
     res = hs.alice.run("bot", "submit", "illegal", str(illegal), "--json")  # no --wait
     bot_id = json.loads(res.stdout.splitlines()[0])["bot_id"]
     admin = Admin(hs.st.address, hs.st.admin_token)
@@ -330,11 +327,7 @@ def test_a_crashed_sandbox_is_started_again_and_an_idle_one_stopped(hs: Hosted) 
     is over, the sandbox is stopped after the host's --idle 5 s, the host and the bot's
     log say so, and it stays stopped (the wants its match made while it reconnected once
     started it again)."""
-    folder = hs.tmp / "crashy"
-    folder.mkdir()
-    (folder / "bot.py").write_text(CRASHY_PY)
-    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                          'command = ["python", "bot.py"]\n')
+    folder = _script(hs.tmp / "crashy", CRASHY_PY)
     v = hs.submit("crashy", folder)
     assert v["exit"] == 0, v
     bot = v["bot_id"]
@@ -444,11 +437,7 @@ def test_the_log_is_on_the_bots_page_for_its_author_only(hs: Hosted, browser: An
     password) sees the status and the stderr tail, the markup in it as text; another
     author, a bad token and an anonymous visitor get a refusal that says nothing of the
     log; the admin reads it; nothing of it is cached; the public page has only a link."""
-    folder = hs.tmp / "loud"
-    folder.mkdir()
-    (folder / "bot.py").write_text(LOUD_PY)
-    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                          'command = ["python", "bot.py"]\n')
+    folder = _script(hs.tmp / "loud", LOUD_PY)
     v = hs.submit("loud", folder)
     assert v["exit"] == 0, v
     bot = v["bot_id"]
@@ -605,11 +594,7 @@ def test_an_events_sandbox_limits_bind_its_hosted_bots(hs: Hosted) -> None:
         "[host] stopped: to start it again under other limits",
         "[host] started again: the games under way allow it more", host_s], log
 
-    folder = hs.tmp / "hungry"
-    folder.mkdir()
-    (folder / "bot.py").write_text(HUNGRY_PY)
-    (folder / "moonshot.toml").write_text('runtime = "python3.11"\n'
-                                          'command = ["python", "bot.py"]\n')
+    folder = _script(hs.tmp / "hungry", HUNGRY_PY)
     hungry = hs.submit("hungry", folder)
     assert hungry["exit"] == 0, hungry  # 200 MB within the host's 512: validated
     lean = _tournament(admin, "lean cup", hungry["bot_id"], 8_000, memory_mb=128)
