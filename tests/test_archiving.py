@@ -414,6 +414,53 @@ def test_the_fit_reads_the_archive_as_columns_and_fits_what_the_rows_fit(
     assert teams.game_id.tolist() == [played[-1]] and teams.seat_bot.shape == (1, 4)
 
 
+def test_the_pools_columns_read_joined_are_the_rows_to_the_bit(
+        rr: tuple[redis.Redis, redis.Redis], arc: Archive,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fit's read takes each column as one text from the database; it gives the
+    columns the driver's rows give, release times to the bit, games without a board or
+    a release time included, and falls back to the rows when a value holds its
+    separator."""
+    import sqlalchemy as sa
+
+    from archive import schema
+
+    r, rq = rr
+    played = [_play(r, rq, 3, seed) for seed in range(1, 6)]
+    leaving, _ = archiving.read(r, played)
+    mover.write(arc, leaving)
+    g = schema.games.c
+    with arc.begin() as conn:  # boards of two games and of one, one without; times odd
+        for mid, board, when in zip(played, ["b-1", "b-1", "", "b/2", "b-1"],
+                                    [1790000001.2345678, None, 0.1, 1e-300, 2.0**40 / 3],
+                                    strict=True):
+            conn.execute(sa.update(schema.games).where(g.match_id == mid)
+                         .values(board=board, released_at=when))
+    with arc.connect() as conn:
+        joined = reads._joined_columns(conn, Pool.parse("3p"))
+        rows = reads._row_columns(conn, Pool.parse("3p"))
+    assert joined is not None
+    order = sorted(range(5), key=lambda i: rows[0][i])
+    for x, y in zip(joined, rows, strict=True):
+        # NaN for NaN; every double's repr, every seat.
+        assert str([x[i] for i in order]) == str([y[i] for i in order])
+    cols = reads.pool_columns(arc, Pool.parse("3p"))
+    monkeypatch.setattr(reads, "_SEP", "-")  # in every id: the joined read gives up
+    with arc.connect() as conn:
+        assert reads._joined_columns(conn, Pool.parse("3p")) is None
+    again = reads.pool_columns(arc, Pool.parse("3p"))
+    for field in ("ids", "unit", "seat_bot", "place", "released_at"):
+        x, y = getattr(cols, field), getattr(again, field)
+        assert x.tolist() == y.tolist() or str(x) == str(y), field
+    assert (cols.units, cols.bots) == (again.units, again.bots)
+    at = dict(zip(cols.ids.tolist(), cols.released_at.tolist(), strict=True))
+    assert at[played[0]] == 1790000001.2345678 and at[played[3]] == 1e-300
+    assert at[played[1]] != at[played[1]]  # NaN: no release time
+    unit = dict(zip(cols.ids.tolist(), cols.unit.tolist(), strict=True))
+    assert unit[played[2]] == -1 and unit[played[0]] == unit[played[1]] == unit[played[4]]
+    assert sorted(cols.units) == ["b-1", "b/2"]
+
+
 def test_a_game_the_archive_cannot_take_is_set_aside_and_the_others_move(
         rr: tuple[redis.Redis, redis.Redis], arc: Archive) -> None:
     """One record the archive refuses (not the archive being away) is found by splitting

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from rating_pools import CASES, POOL_FIELDS, digest, extra_pools, make
 
+import ratings.table as table_module
 from ratings import Fit, Game, GameTable, RatingError, canonical, fit, fit_table, games_from_rows
 from ratings.games import game_order
 from ratings.model import pack
@@ -120,7 +121,10 @@ def test_a_table_of_columns_fits_as_the_games_to_the_last_bit(
     _same_fit(fit_table(table.take(rows)), fit(games))
 
 
-def test_natural_order_is_game_order() -> None:
+@pytest.mark.parametrize("chunk", [1 << 16, 7], ids=["whole", "in-runs-of-7"])
+def test_natural_order_is_game_order(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Runs of 7 ids: keys of different widths, joined (a million ids are keyed in runs).
+    monkeypatch.setattr(table_module, "_KEY_CHUNK", chunk)
     rng = np.random.default_rng(5)
     alphabet = list("ab0123456789-/_zZ")
     for _ in range(200):

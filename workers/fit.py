@@ -34,6 +34,7 @@ from store.locks import patiently
 from store.pools import Pool
 from store.rating_tables import OFFICIAL, RatingTable
 from workers import failpoints, metrics
+from workers.memory import fit_memory
 
 __all__ = ["OFFICIAL", "POOLS", "run_fits"]
 
@@ -91,23 +92,25 @@ def fit_pool(r: redis.Redis, pool: str, archive: Callable[[], Archive] | None = 
     """Rate a pool over its released results with every method, storing each table as it
     is made; the official method's table."""
     now = time.time()
-    games = pool_table(r, pool, archive)
     official: RatingTable | None = None
     tables: dict[str, RatingTable] = {}
-    for name in methods.names():
-        method = methods.get(name)
-        try:
-            table = method.rate_table(games, now)
-        except Exception:
+    with fit_memory():  # a large pool's read and fits keep their freed memory meanwhile
+        games = pool_table(r, pool, archive)
+        for name in methods.names():
+            method = methods.get(name)
+            try:
+                table = method.rate_table(games, now)
+            except Exception:
+                if name == OFFICIAL:
+                    raise
+                log.exception("ratings %s: method %s failed; its last table stands", pool,
+                              name)
+                continue
             if name == OFFICIAL:
-                raise
-            log.exception("ratings %s: method %s failed; its last table stands", pool, name)
-            continue
-        if name == OFFICIAL:
-            failpoints.reached("fit.before-save")
-            official = table
-        store_ratings.save(r, pool, name, table, method.title)
-        tables[name] = table
+                failpoints.reached("fit.before-save")
+                official = table
+            store_ratings.save(r, pool, name, table, method.title)
+            tables[name] = table
     assert official is not None, "the official method is registered"
     if archive is not None and store_ratings.snapshot_due(r, pool, now, SNAPSHOT_EVERY_S):
         _snapshot(r, pool, archive, now, tables)
