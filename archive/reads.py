@@ -304,10 +304,16 @@ def pool_columns(archive: Archive, pool: Pool) -> PoolColumns:
     row). Boards are coded with a dict as they come (no sort of a million strings),
     bots by their small archive keys (a bincount, no sort). Where a value would not
     survive the joining (a separator inside an id or a label), the rows are read
-    instead (`_row_columns`), to the same columns."""
+    instead (`_row_columns`), to the same columns, and where a column's text would be
+    longer than the database allows."""
     with archive.connect() as conn:
         names = dict(conn.execute(sa.select(schema.bots.c.id, schema.bots.c.bot_id)).all())
-        joined = _joined_columns(conn, pool)
+        try:
+            joined = _joined_columns(conn, pool)
+        except sa.exc.DBAPIError:
+            # A text past the database's largest (1 GB: tens of millions of games).
+            conn.rollback()
+            joined = None
         if joined is None:
             joined = _row_columns(conn, pool)
     ids, boards, places, released, seat = joined
@@ -350,7 +356,8 @@ def _joined_columns(conn: sa.Connection, pool: Pool) -> _Columns | None:
         return sa.func.group_concat(value, sep)
 
     if postgres:
-        # A float's text is then the shortest that reads back to the same double.
+        # A float's text then reads back to the same double (before PostgreSQL 12, the
+        # default gave 15 digits).
         conn.execute(sa.text("SET LOCAL extra_float_digits = 3"))
         when: Any = sa.func.coalesce(sa.cast(_G.c.released_at, sa.Text), "nan")
     else:

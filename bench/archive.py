@@ -114,6 +114,7 @@ from workers import archiving as archiving_job
 from workers import house, jobs
 from workers.fit import fit_pool, pool_table, run_fits
 from workers.intake import VettingQueue
+from workers.memory import fit_memory
 from workers.queues import (
     CONTROL_QUEUE,
     MATCH_QUEUE,
@@ -755,24 +756,32 @@ def report(label: str, ms: list[float]) -> None:
 
 
 def fit_section(r: redis.Redis, arc: Archive, dialect: str, games: int) -> None:
-    """The rating fit of the filled pool as a worker runs it: the pool's columns read in
-    bulk from the archive (`workers.fit.pool_table`), the official fit cold, the same fit
-    warm (started from the fit of its first 99%), and the worker's whole fit job
-    (`workers.fit.fit_pool`: every method, each table stored in Redis)."""
+    """The rating fit of the filled pool as a worker runs it (`workers.fit.fit_pool`:
+    the read and the fits inside `workers.memory.fit_memory`, its giving back of the
+    memory timed too): the pool's columns read in bulk from the archive
+    (`workers.fit.pool_table`), the official fit cold, the read and the cold fit
+    together (the issue's figure), the same fit warm (started from the fit of its first
+    99%), and the worker's whole fit job (every method, each table stored in Redis)."""
     clock = Clock()
-    table = pool_table(r, "3p", lambda: arc)
-    print(f"fit {dialect} read: {len(table)} games, {clock.wall:.2f} s "
-          f"({clock.cpu:.2f} s CPU)")
+    with fit_memory():
+        table = pool_table(r, "3p", lambda: arc)
+    read = clock.wall, clock.cpu
+    print(f"fit {dialect} read: {len(table)} games, {read[0]:.2f} s ({read[1]:.2f} s CPU)")
     assert len(table) == games, (len(table), games)
     now = time.time()
     clock = Clock()
-    cold = BatchFit().rate_table(table, now)
+    with fit_memory():
+        cold = BatchFit().rate_table(table, now)
     print(f"fit {dialect} batch cold: {clock.wall:.2f} s ({clock.cpu:.2f} s CPU), "
           f"{len(cold.rows)} bots")
+    print(f"fit {dialect} read and batch cold: {read[0] + clock.wall:.2f} s "
+          f"({read[1] + clock.cpu:.2f} s CPU)")
     method = BatchFit()
-    method.rate_table(table.take(np.arange(games * 99 // 100)), now)
+    with fit_memory():
+        method.rate_table(table.take(np.arange(games * 99 // 100)), now)
     clock = Clock()
-    warm = method.rate_table(table, now)
+    with fit_memory():
+        warm = method.rate_table(table, now)
     print(f"fit {dialect} batch warm (+1%): {clock.wall:.2f} s ({clock.cpu:.2f} s CPU)")
     diff = max(abs(a.rating - b.rating) for a, b in zip(
         sorted(cold.rows, key=lambda x: x.bot_id), sorted(warm.rows, key=lambda x: x.bot_id),

@@ -436,14 +436,19 @@ def test_the_pools_columns_read_joined_are_the_rows_to_the_bit(
                                     strict=True):
             conn.execute(sa.update(schema.games).where(g.match_id == mid)
                          .values(board=board, released_at=when))
-    with arc.connect() as conn:
-        joined = reads._joined_columns(conn, Pool.parse("3p"))
-        rows = reads._row_columns(conn, Pool.parse("3p"))
-    assert joined is not None
-    order = sorted(range(5), key=lambda i: rows[0][i])
-    for x, y in zip(joined, rows, strict=True):
-        # NaN for NaN; every double's repr, every seat.
-        assert str([x[i] for i in order]) == str([y[i] for i in order])
+    teams = [_play(r, rq, 4, seed) for seed in (7, 8)]
+    mover.write(arc, archiving.read(r, teams)[0])
+    for pool, n in (("3p", 5), ("2v2", 2)):
+        with arc.connect() as conn:
+            joined = reads._joined_columns(conn, Pool.parse(pool))
+            rows = reads._row_columns(conn, Pool.parse(pool))
+        assert joined is not None and len(joined[0]) == n
+        # Each in its own ids' order: NaN for NaN, every double's repr, every seat.
+        mine = sorted(range(n), key=joined[0].__getitem__)
+        theirs = sorted(range(n), key=rows[0].__getitem__)
+        for x, y in zip(joined, rows, strict=True):
+            assert str([x[i] for i in mine]) == str([y[i] for i in theirs])
+        assert joined[4].shape == (n, 3 if pool == "3p" else 4)
     cols = reads.pool_columns(arc, Pool.parse("3p"))
     monkeypatch.setattr(reads, "_SEP", "-")  # in every id: the joined read gives up
     with arc.connect() as conn:

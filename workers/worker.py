@@ -60,7 +60,7 @@ from rq.utils import now as rq_now
 from rq.worker import WorkerStatus
 
 from telemetry import logs
-from workers import house, jobs
+from workers import house, jobs, memory
 from workers.intake import VettingQueue
 from workers.match import STOPPING
 from workers.queues import (
@@ -111,6 +111,7 @@ class ThreadedWorker(SimpleWorker):
 
     def __init__(self, queues: list[Queue], *, concurrency: int = DEFAULT_CONCURRENCY,
                  **kwargs: Any) -> None:
+        memory.one_arena()  # before its threads: a fit on one of them keeps its memory
         super().__init__(queues, **kwargs)
         self.concurrency = concurrency
         self.reserve = reserve_for(concurrency)
