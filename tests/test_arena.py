@@ -115,6 +115,32 @@ def test_boards_hold_two_to_max_tables(max_tables: int) -> None:
         assert len(sizes) == math.ceil(tables / max_tables)
 
 
+@pytest.mark.parametrize("pool", ["3p", "2v2"])
+def test_a_groups_bots_are_dealt_to_boards_of_their_own_and_no_board_is_smaller(
+        pool: str) -> None:
+    # Six tables on boards of at most three: two boards a pass. Two groups of two bots
+    # (one author's, one declared) at different tables are put on different boards, as
+    # many tables a board as with no group at all: nothing is left to deal apart after,
+    # and nothing a watcher counts changes. (Dealt in turn, a pair of tables shares a
+    # board two times in five.)
+    k = arena.POOLS[pool]
+    plain = _bots(6 * k)
+    groups = {0: "author:alice", 1: "author:alice", 2: "stack:lab", 3: "stack:lab"}
+    bots = tuple(replace(b, groups=frozenset({groups[i]}) if i in groups else frozenset())
+                 for i, b in enumerate(plain))
+    settings = Settings(batch=0.0, max_tables=3)
+    for seed in range(30):
+        result = step(_request(bots, pool=pool, seed=seed, settings=settings))
+        sizes = [len(b.tables) for b in result.boards]
+        assert sizes == [len(b.tables) for b in step(_request(
+            plain, pool=pool, seed=seed, settings=settings)).boards] == [3, 3]
+        for board in result.boards:
+            for g in set(groups.values()):
+                members = {plain[i].bot_id for i, x in groups.items() if x == g}
+                at = [t for t in board.tables if members & set(t.seats)]
+                assert len(at) <= 1, (seed, board.board_id, g, at)
+
+
 def test_the_step_is_a_function_of_the_request_and_seed() -> None:
     bots = _bots(60)
     req = _request(bots)

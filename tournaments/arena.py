@@ -43,7 +43,11 @@ same state. What it does, in order:
    so (docs/architecture.md, "Collusion across tables").
 5. **Seats**: each table's order that puts each bot where it has sat least.
 6. **Boards**: ceil(tables / `max_tables`) boards of two to `max_tables`
-   tables, tables dealt to them in turn by strength; a board is named
+   tables, tables dealt to them in turn by strength, then exchanged between
+   boards while two tables of one board seat bots of one group
+   (`_deal_tables`: where the boards allow, none needs dealing apart after, and
+   their sizes are those of a pass without groups, so a watcher counting tables
+   learns nothing of who is grouped); a board is named
    `<arena>/b<next_board + i>`, and the step refuses (FailedPrecondition) to
    deal one to a bot whose record holds it: board numbers only grow.
 
@@ -460,10 +464,11 @@ def _boards(req: Request, seated: Sequence[Candidate], scorer: Scorer, tables: I
     by_strength = np.argsort(-scorer.mu[tables].mean(axis=1), kind="stable")
     n_boards = math.ceil(len(tables) / req.settings.max_tables)
     boards = []
-    for b in range(n_boards):
+    for b, rows in enumerate(_deal_tables(by_strength.tolist(), n_boards, [
+            frozenset().union(*(seated[i].groups for i in t)) for t in tables])):
         board_id = f"{req.arena}/b{req.next_board + b}"
         out = []
-        for r in by_strength[b::n_boards]:
+        for r in rows:
             for i in tables[r]:
                 if board_id in seated[i].dealt:
                     raise FailedPrecondition(
@@ -474,6 +479,42 @@ def _boards(req: Request, seated: Sequence[Candidate], scorer: Scorer, tables: I
                              _shared_groups([seated[i] for i in tables[r]])))
         boards.append(Board(board_id, tuple(out)))
     return tuple(boards)
+
+
+def _deal_tables(order: Sequence[int], n_boards: int, groups: Sequence[frozenset[str]]
+                 ) -> list[list[int]]:
+    """Tables (in `order`) dealt to `n_boards` boards in turn, then, while two tables of
+    one board share a group, one of them exchanged with a table of another board where
+    that leaves fewer such pairs (`_exchange`). So where the pass's boards allow, no
+    board seats two bots of one group at two of its tables and none has to be dealt
+    apart afterwards; the boards' number and sizes are those of a pass without groups,
+    so a watcher counting tables sees nothing. Deterministic."""
+    dealt = [list(order[b::n_boards]) for b in range(n_boards)]
+    if any(groups):
+        for _ in range(len(order) ** 2):  # each exchange removes a pair at least
+            if not _exchange(dealt, groups):
+                break
+    return dealt
+
+
+def _exchange(dealt: list[list[int]], groups: Sequence[frozenset[str]]) -> bool:
+    """The first exchange (in board and table order) of a table that shares a group
+    with another of its board for a table of another board that leaves fewer such
+    pairs; whether there was one."""
+    def clashes(rows: Sequence[int], r: int) -> int:
+        return sum(1 for q in rows if q != r and groups[q] & groups[r])
+
+    for b, rows in enumerate(dealt):
+        for r in [r for r in rows if clashes(rows, r)]:
+            for c, other in enumerate(dealt):
+                for q in other if c != b else ():
+                    # The pairs it removes (r's on b, q's on c) less those it makes.
+                    made = (clashes([x for x in rows if x != r] + [q], q)
+                            + clashes([x for x in other if x != q] + [r], r))
+                    if clashes(rows, r) + clashes(other, q) > made:
+                        rows[rows.index(r)], other[other.index(q)] = q, r
+                        return True
+    return False
 
 
 def _shared_groups(table: Sequence[Candidate]) -> tuple[str, ...]:
