@@ -4,7 +4,7 @@ A batch fit of a million games makes and drops hundreds of arrays of 10 to 100 M
 (a game's 3 x 3 Hessian for every game, the boards' blocks, the keys of the ids). glibc
 serves every allocation above 32 MB with a fresh `mmap` and gives it back at `free`,
 so the kernel faults in and zeroes every page of every such array again: measured on
-the 2-core machine, a cold fit of a million games took 21 to 25 s of CPU, and 15 s
+the 2-core machine, a cold fit of a million games took 21 to 26 s of CPU, and 15 s
 with those arrays kept (bench/archive.py, docs/PERFORMANCE.md). numpy also asks for
 transparent huge pages on large arrays (`madvise`); where the kernel must compact
 memory to find one, the first touch stalls (a million ids keyed: 1.3 s with the huge
@@ -35,7 +35,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import importlib
-import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -43,8 +42,6 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["fit_memory", "one_arena"]
-
-log = logging.getLogger("moonshot.memory")
 
 # mallopt's parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1
