@@ -505,13 +505,17 @@ def _exchange(dealt: list[list[int]], groups: Sequence[frozenset[str]]) -> bool:
         return sum(1 for q in rows if q != r and groups[q] & groups[r])
 
     for b, rows in enumerate(dealt):
-        for r in [r for r in rows if clashes(rows, r)]:
+        for r in rows:
+            if not (mine := clashes(rows, r)):
+                continue
+            rest = [x for x in rows if x != r]
             for c, other in enumerate(dealt):
-                for q in other if c != b else ():
+                if c == b:
+                    continue
+                for q in other:
                     # The pairs it removes (r's on b, q's on c) less those it makes.
-                    made = (clashes([x for x in rows if x != r] + [q], q)
-                            + clashes([x for x in other if x != q] + [r], r))
-                    if clashes(rows, r) + clashes(other, q) > made:
+                    made = clashes([*rest, q], q) + clashes([x for x in other if x != q], r)
+                    if mine + clashes(other, q) > made:
                         rows[rows.index(r)], other[other.index(q)] = q, r
                         return True
     return False
