@@ -17,18 +17,19 @@ Run `nice -n 15 python bench/learn.py [--quick] [--speed-only] [--workers 2]`. I
   `observe` of the agent to act (its 472-float tensor and its action mask, both new
   arrays each step), a legal id picked from the mask (`nonzero`) and `step`.
   Gymnasium: seat 0 picks from the mask of the observation `step` returns (tensor and
-  masks new each step), the other seats `house:random` (each decision seeds the
-  generator the house bot seeds, from its decision key, and picks what it picks;
-  the environment computes both from the engine's state); every seat's action is a
-  step. Each is the median of `--runs` runs of `--seconds` of this
+  masks new each step), the other seats `house:random` (each decision's key, and the
+  id the house bot picks with it, which the environment computes from the engine's
+  state); every seat's action is a step. Each is the median of `--runs` runs of `--seconds` of this
   process's CPU time, taken in turns in this one run so that the ratios compare like
   with like. Without the learn extra the bench says so in one line and exits 0.
-- with `--floors`, `floor_*_vs_engine`: loops that do only what no Python adapter
-  avoids, against the same engine figure: `openspiel_callbacks` (the OpenSpiel loop
-  without pyspiel's C++ `apply_action` round trip, `callbacks_loop`), `arrays` (the
-  engine's loop plus a new tensor and mask each step, nothing encoded) and
-  `arrays_and_house_seeding` (the same for seat 0, a reseeded generator for the
-  others, as `house:random` decides: `arrays_loop`).
+- with `--floors`, `floor_*_vs_engine`: loops that do only part of an adapter's work,
+  against the same engine figure: `openspiel_callbacks` (the OpenSpiel loop without
+  pyspiel's C++ `apply_action` round trip, `callbacks_loop`), `arrays` (the engine's
+  loop plus a new tensor and mask each step, nothing encoded), `arrays_and_house_keys`
+  (the same for seat 0, the others deciding as `house:random` does: `arrays_loop`),
+  and `pettingzoo_unencoded`, `gym_unencoded`: the environments themselves, every
+  cost of theirs kept but the tensor's encoding (a new tensor of constant bytes
+  instead, `unencoded`): what no encoder, however fast, takes them past.
 - `ismcts_{pimc,greedy}_*`: OpenSpiel's ISMCTS (`learn.runner.ismcts_bot`: its
   random rollout evaluator, UCT c = 2) in one 3p seat, the two others `house:pimc` or
   `house:greedy`, on duplicate boards (each board, a game seed, played with ISMCTS in
@@ -47,9 +48,11 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -59,11 +62,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bots import interval, show
 from bots import parse
+from bots.player import DecisionKeys
 from bots.random_play import random_id
 from moon import GameState, Rules
-from moon.deal import mix64
 
 try:
+    import learn.pettingzoo
+    import learn.spaces
     from learn.gym import MoonSeatEnv
     from learn.openspiel import load
     from learn.pettingzoo import MoonEnv
@@ -114,7 +119,23 @@ def openspiel_loop(rules: Rules) -> Loop:
     return run
 
 
-def pettingzoo_loop(rules: Rules) -> Loop:
+@contextmanager
+def unencoded(module: ModuleType, encode: bool) -> Iterator[None]:
+    """Unless `encode`, `module.tensor_of` hands out a new tensor of constant bytes
+    (what `arrays_loop` makes) instead of encoding the seat's view: the environment's
+    every other cost stays."""
+    if encode:
+        yield
+        return
+    real = module.tensor_of
+    module.tensor_of = lambda *_: np.frombuffer(bytearray(_TENSOR), _F32)
+    try:
+        yield
+    finally:
+        module.tensor_of = real
+
+
+def pettingzoo_loop(rules: Rules, encode: bool = True) -> Loop:
     """Random play through the AEC environment, the agent to act observing each step."""
     env = MoonEnv(players=rules.players, rules=rules.options())
 
@@ -122,18 +143,19 @@ def pettingzoo_loop(rules: Rules) -> Loop:
         draw = random.Random(seed).getrandbits
         steps, start = 0, _clock()
         game_seed = seed
-        while _clock() - start < seconds:
-            env.reset(seed=game_seed)
-            game_seed += 1
-            while not env.terminations[env.agent_selection]:
-                legal = env.observe(env.agent_selection)["action_mask"].nonzero()[0]
-                env.step(int(legal[draw(32) % len(legal)]))
-                steps += 1
+        with unencoded(learn.pettingzoo, encode):
+            while _clock() - start < seconds:
+                env.reset(seed=game_seed)
+                game_seed += 1
+                while not env.terminations[env.agent_selection]:
+                    legal = env.observe(env.agent_selection)["action_mask"].nonzero()[0]
+                    env.step(int(legal[draw(32) % len(legal)]))
+                    steps += 1
         return steps, _clock() - start
     return run
 
 
-def gym_loop(rules: Rules) -> Loop:
+def gym_loop(rules: Rules, encode: bool = True) -> Loop:
     """Random play of seat 0 in the Gymnasium environment, the others `house:random`."""
     env = MoonSeatEnv(players=rules.players, seat=0, opponents="house:random",
                       rules=rules.options())
@@ -142,14 +164,15 @@ def gym_loop(rules: Rules) -> Loop:
         draw = random.Random(seed).getrandbits
         steps, start = 0, _clock()
         game_seed = seed
-        while _clock() - start < seconds:
-            obs, _ = env.reset(seed=game_seed)
-            game_seed += 1
-            done = False
-            while not done:
-                legal = obs["action_mask"].nonzero()[0]
-                obs, _, done, _, _ = env.step(int(legal[draw(32) % len(legal)]))
-            steps += len(env.state.actions)
+        with unencoded(learn.spaces, encode):
+            while _clock() - start < seconds:
+                obs, _ = env.reset(seed=game_seed)
+                game_seed += 1
+                done = False
+                while not done:
+                    legal = obs["action_mask"].nonzero()[0]
+                    obs, _, done, _, _ = env.step(int(legal[draw(32) % len(legal)]))
+                steps += len(env.state.actions)
         return steps, _clock() - start
     return run
 
@@ -191,21 +214,20 @@ def arrays_loop(rules: Rules, house: bool = False) -> Loop:
     """The engine's loop plus what an environment hands the agent each step, with
     nothing encoded: a new 472-float tensor and a new mask (from constant bytes), and
     the agent's `nonzero` on the mask. With `house`, only seat 0 gets them and every
-    other seat, as a `house:random` decision, reseeds a generator from a mixed 64-bit
-    key and draws with it (`random_id`)."""
+    other seat decides as `house:random` does: the decision's key (`DecisionKeys`), then
+    the id it picks (`random_id`)."""
     def run(seed: int, seconds: float) -> tuple[int, float]:
         draw = random.Random(seed).getrandbits
-        rng = random.Random()
         steps, start = 0, _clock()
         game_seed = seed
         while _clock() - start < seconds:
             st = GameState.new(rules, game_seed)
+            keys = DecisionKeys(game_seed)
             game_seed += 1
             legal_ids, apply_id = st.legal_ids, st.apply_id
             while legal := legal_ids():
                 if house and st.to_act:
-                    rng.seed(mix64(game_seed ^ steps))
-                    apply_id(random_id(legal, rng))
+                    apply_id(random_id(legal, keys.key(st, st.to_act)))
                 else:
                     obs = {"observation": np.frombuffer(bytearray(_TENSOR), _F32),
                            "action_mask": np.frombuffer(bytearray(_MASK), _I8)}
@@ -298,7 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              "pettingzoo": pettingzoo_loop(rules), "gym": gym_loop(rules)}
     floors = {"floor_openspiel_callbacks": callbacks_loop(rules),
               "floor_arrays": arrays_loop(rules),
-              "floor_arrays_and_house_seeding": arrays_loop(rules, house=True)}
+              "floor_arrays_and_house_keys": arrays_loop(rules, house=True),
+              "floor_pettingzoo_unencoded": pettingzoo_loop(rules, encode=False),
+              "floor_gym_unencoded": gym_loop(rules, encode=False)}
     got = rates(loops | floors if args.floors else loops, args.seconds, args.runs)
     for name, rate in got.items():
         if name.startswith("floor_"):

@@ -1,9 +1,10 @@
 """What a house player is: a pure function of the seat's observation and the game's seed.
 
 A house bot keeps nothing between decisions. Whatever randomness it uses comes
-from `decision_rng`, seeded by the game seed, the seat and where in the game the
-decision falls, so a game replayed from its action log (a worker killed
-mid-game) asks the same questions and gets the same answers.
+from the decision's key (`decision_key`: the game seed, the seat and where in the
+game the decision falls), directly or through the generator `decision_rng` seeds
+with it, so a game replayed from its action log (a worker killed mid-game) asks
+the same questions and gets the same answers.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ referee replaces a bot's illegal answer, and `info["illegal"]` says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from random import Random
 from typing import Any
 
 import gymnasium
@@ -66,7 +65,6 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         self.game_seed = 0
         self.state = GameState.new(self.rules, 0)
         self._keys = DecisionKeys(0)
-        self._rng = Random()  # reseeded for each house:random decision
         self._legal: tuple[int, ...] = ()  # the seat's legal ids now
         self._played = Played()  # the hand's played slots, for the seat's tensor
 
@@ -76,19 +74,18 @@ class MoonSeatEnv(gymnasium.Env[dict[str, Any], np.int64]):
         Returns the seat's legal ids (empty once the game is over). A `house:random`
         seat decides from the engine's state (`bots.player.DecisionKeys`,
         `bots.random_play.random_id`): the id its `decide` would pick from the seat's
-        observation, from the same seeded generator, without building either.
+        observation, from the same decision key, without building either.
         """
         st = self.state
         seat, players, game_seed = self.seat, self._players, self.game_seed
-        fast, keys, rng = self._fast, self._keys, self._rng
+        fast, keys = self._fast, self._keys
         while st.phase != 4:
             ids = st.legal_ids()
             s = st.to_act
             if s == seat:
                 return ids
-            if s in fast:  # seed(x) is what Random(x) does
-                rng.seed(keys.key(st, s))
-                st.apply_id(random_id(ids, rng))
+            if s in fast:
+                st.apply_id(random_id(ids, keys.key(st, s)))
                 continue
             action = players[s].decide(st.observation(s), tuple(map(ACTIONS.__getitem__, ids)),
                                        game_seed)

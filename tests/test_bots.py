@@ -15,7 +15,7 @@ from bots.player import decision_key
 from bots.scoring import hand_points
 from clients.builtin import GreedyBot, PimcBot, RandomBot
 from clients.selfplay import play_game
-from moon import Action, GameState, Observation, Phase, Rules, Tile, sample_state
+from moon import Action, ActionKind, GameState, Observation, Phase, Rules, Tile, sample_state
 from moon.actions import DISCARD_BASE, PLAY_BASE, TRUMP_BASE
 
 VARIANTS = [(3, {}), (3, {"trump_before_widow": True}), (3, {"all_pass": "forced"}),
@@ -97,6 +97,32 @@ def test_a_decision_key_differs_for_every_decision_of_a_game() -> None:
     obs = GameState.new(Rules(), 3).observation(0)
     assert decision_key(obs, 1) != decision_key(obs, 2)
     assert decision_rng(obs, 1).random() == decision_rng(obs, 1).random()
+
+
+def test_the_random_player_is_uniform_over_its_choices_and_bids_21_only_when_forced() -> None:
+    """Over many decisions (a position's every seed), each legal action but `bid 21` is
+    picked about as often as the others: a chi-square test at the 0.1% level, which a
+    skew of a tenth of a share fails. `bid 21` comes only as the one legal bid."""
+    rules = Rules.make(3, {"all_pass": "forced"})
+    st = GameState.new(rules, 8)
+    while st.phase != Phase.PLAY:
+        st.apply_id(choose(st, random.Random(1)))
+    obs, legal = st.observation(st.to_act), st.legal_actions()
+    assert len(legal) >= 2
+    player, draws = RandomPlayer(), 20_000
+    counts = dict.fromkeys(legal, 0)
+    for seed in range(draws):
+        counts[player.decide(obs, legal, seed)] += 1
+    expected = draws / len(legal)
+    chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+    assert chi2 < {2: 10.8, 3: 13.8, 4: 16.3, 5: 18.5, 6: 20.5, 7: 22.5}[len(legal)], counts
+    # The auction: bid 21 is never picked while anything else is legal.
+    bids = GameState.new(rules, 5)
+    obs, legal = bids.observation(bids.to_act), bids.legal_actions()
+    moon = [a for a in legal if a.kind is ActionKind.BID and a.value == 21]
+    assert moon and len(legal) > 1
+    assert all(player.decide(obs, legal, seed) not in moon for seed in range(2_000))
+    assert player.decide(obs, moon, 3) == moon[0]
 
 
 def _play(rules: Rules, seed: int, players: list[object], stop_after: int = -1) -> list[int]:
