@@ -104,6 +104,7 @@ class Running:
     renewed_at: float
     limits: Limits  # what it runs under
     published: str  # its entry in the version's record (`store.hosted.publish_sandbox`)
+    token_hash: str  # of the token it was started with: its own streams' (`_ended`)
     logged_at: float = 0.0
     connected: bool = False  # its bot has had a live stream since it started
     checked_at: float = 0.0  # when its limits were last held against its games'
@@ -244,7 +245,8 @@ class Host:
             return
         now = time.monotonic()
         self.running[bot_id] = Running(version, sandbox, now, base, now, now, limits,
-                                       published, checked_at=now)
+                                       published, store_bots.token_hash(token),
+                                       checked_at=now)
         hosted.unwant(self.r, bot_id)
         log.info("host %s: started %s (%s; %s)", self.name, bot_id, version.runtime,
                  limits.describe())
@@ -334,15 +336,15 @@ class Host:
 
     def _ended(self, bot_id: str, run: Running) -> None:
         why = run.sandbox.end_reason()
-        # A stream of the bot still connected: mostly its author's own process (the
-        # version's token) that took its place, and plays from now on; the log says so for
-        # the author. (The sandbox's own stream may also linger for the moment the referee
-        # takes to see it end: the line says only what the host saw and does.)
-        other = store_bots.is_connected(self.r, bot_id)
+        # A stream of the bot opened with another token than the sandbox's: its author's
+        # own process, which took its place and plays from now on; the log says so for
+        # the author. (The sandbox's own stream may outlive it for the moment the referee
+        # takes to see it end: not counted, so a crash is a crash.)
+        other = store_bots.connected_besides(self.r, bot_id, run.token_hash)
         self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n" + (
-            "[host] a stream of this bot is connected (the author's own process, when it "
-            "took the sandbox's place: that process plays); the sandbox starts again when "
-            "none is and a game needs the bot\n" if other else ""))
+            "[host] another stream of this bot is connected (its author's own process, "
+            "which took the sandbox's place and plays); the sandbox starts again when none "
+            "is and a game needs the bot\n" if other else ""))
         self.running.pop(bot_id, None)
         hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)

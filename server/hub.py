@@ -33,6 +33,7 @@ from redis.exceptions import ResponseError
 from server import metrics
 from server.resp import Reply, RespConnection
 from store import ids, messages, streams
+from store.bots import stream_prefix
 from store.lua import ACCEPT_LUA
 from store.messages import (
     DecisionAccepted,
@@ -80,7 +81,8 @@ class Stream:
         # The stored hash of the token the stream opened with ('': not checked again): a
         # stream whose bot's token was replaced since ends, whatever message it missed.
         self.token_hash = token_hash
-        self.id = secrets.token_hex(8)
+        # Which token opened it shows in its id (`store.bots.connected_besides`).
+        self.id = stream_prefix(token_hash) + secrets.token_hex(8)
         self.epoch = 0  # set on attach: a stream ends when a newer epoch of its bot opens
         self.outbox: asyncio.Queue[Message | None] = asyncio.Queue()
         self.seen: dict[tuple[str, int], None] = {}  # (request id, deadline) of each sending

@@ -31,7 +31,7 @@ from store.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from store.lua import PRESENT_LUA
+from store.lua import PRESENT_BESIDES_LUA, PRESENT_LUA
 
 __all__ = [
     "ROTATE_GAP_S",
@@ -41,6 +41,7 @@ __all__ = [
     "check_admin",
     "check_line",
     "connect",
+    "connected_besides",
     "ensure_admin_token",
     "find_bot",
     "get_bot",
@@ -58,6 +59,7 @@ __all__ = [
     "set_owner",
     "set_previous",
     "shown",
+    "stream_prefix",
     "token_hash",
     "trusted_watcher",
     "versions",
@@ -425,6 +427,27 @@ def is_connected(r: Redis, bot_id: str, now: float | None = None) -> bool:
     if now is None:  # Redis's clock, which the referee that scored the entries used too
         return bool(r.eval(PRESENT_LUA, 1, keys.presence(bot_id)))
     return bool(r.zcount(keys.presence(bot_id), now, "+inf"))
+
+
+def stream_prefix(token_hash: str) -> str:
+    """What the id of a stream opened with the token of `token_hash` (`token_hash`)
+    starts with: 16 hex digits of the hash and a dot ('' when the token is not known)."""
+    return f"{token_hash[:16]}." if token_hash else ""
+
+
+def connected_besides(r: Redis, bot_id: str, token_hash: str) -> bool:
+    """True while a live stream of the bot is registered that was not opened with the
+    token of `token_hash` (`is_connected` for an empty hash).
+
+    A sandbox's own stream outlives its process for the moment the referee takes to see
+    it end; this tells that stream from its author's own process, which plays instead.
+    """
+    if not token_hash or ids.is_house_bot(bot_id):
+        return is_connected(r, bot_id)
+    if not ids.is_bot_id(bot_id):
+        return False
+    return bool(r.eval(PRESENT_BESIDES_LUA, 1, keys.presence(bot_id),
+                       stream_prefix(token_hash)))
 
 
 # --------------------------------------------------------------- admin

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["ACCEPT_LUA", "AFTER_LUA", "CREATE_EVENT_LUA", "EMIT_LUA", "FENCED_BATCH_LUA",
-           "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_LUA",
-           "PRESENT_OR_WANT_LUA", "RECORD_LUA", "SANDBOX_FITS_OR_WANT_LUA",
+           "FENCED_SEND_LUA", "LOCK_EXTEND_LUA", "LOCK_RELEASE_LUA", "PRESENT_BESIDES_LUA",
+           "PRESENT_LUA", "PRESENT_OR_WANT_LUA", "RECORD_LUA", "SANDBOX_FITS_OR_WANT_LUA",
            "SAVE_STEP_LUA", "Command", "batch_args"]
 
 # KEYS: the bot's pending hash, the match's reply list. ARGV: request id, reply JSON
@@ -362,4 +362,18 @@ return 0
 PRESENT_LUA = """
 local t = redis.call('TIME')
 return redis.call('ZCOUNT', KEYS[1], t[1] + t[2] / 1000000, '+inf')
+"""
+
+# KEYS: the bot's presence. ARGV: the prefix of the streams opened with one token
+# (`store.streams.stream_id`). 1 if a live stream of the bot has another prefix, else 0.
+PRESENT_BESIDES_LUA = """
+local t = redis.call('TIME')
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], t[1] + t[2] / 1000000, '+inf')
+local n = #ARGV[1]
+for _, id in ipairs(live) do
+  if string.sub(id, 1, n) ~= ARGV[1] then
+    return 1
+  end
+end
+return 0
 """

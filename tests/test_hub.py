@@ -19,7 +19,7 @@ from server.bots import BotServicer
 from server.hub import Hub, Stream, accept_args
 from server.lanes import lane
 from store import bots as store
-from store import ids, keys, messages
+from store import hosted, ids, keys, messages
 from store.lua import ACCEPT_LUA
 from store.runs import Run
 
@@ -231,6 +231,44 @@ def test_events_published_while_the_hub_lost_its_pub_sub_connection_still_arrive
                     break
                 await asyncio.sleep(0.02)
             assert stream.held is None and stream.outbox.empty()
+        finally:
+            await hub.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_sandboxs_own_stream_is_told_from_its_authors_process(url: str) -> None:
+    """A host asks whether a stream of its bot was opened with another token than its
+    sandbox's (`connected_besides`): the sandbox's own stream, which outlives a crash for
+    a moment, is not another; the author's process, with the version's token, is."""
+    r = store.connect(url)
+    record, token = store.register_bot(r, "sandboxed")
+    bot = record.bot_id
+    sandbox = store.token_hash(hosted.issue_host_token(r, bot))
+    author = store.token_hash(token)
+    assert sandbox != author and store.stream_prefix(sandbox) != store.stream_prefix(author)
+
+    async def scenario() -> None:
+        hub = Hub(aioredis.Redis.from_url(url, decode_responses=True), url)
+        await hub.start()
+        try:
+            own = Stream(bot, sandbox)
+            assert own.id.startswith(store.stream_prefix(sandbox))
+            await hub.attach(own)
+            assert store.is_connected(r, bot)
+            assert not store.connected_besides(r, bot, sandbox)  # only its own stream
+            assert store.connected_besides(r, bot, author)
+            theirs = Stream(bot, author)
+            await hub.attach(theirs)
+            assert store.connected_besides(r, bot, sandbox)  # the author's process plays
+            await hub.detach(theirs)
+            await hub.detach(own)
+            assert not store.is_connected(r, bot)
+            assert not store.connected_besides(r, bot, sandbox)
+            assert not store.connected_besides(r, bot, author)
+            # Without a hash to tell them apart, any live stream counts.
+            await hub.attach(Stream(bot, sandbox))
+            assert store.connected_besides(r, bot, "")
         finally:
             await hub.stop()
 

@@ -280,7 +280,7 @@ def test_the_authors_own_process_replaces_the_sandbox_and_hands_back(hs: Hosted)
         f"{bot} ended" in hs.host.text() and "another stream of it plays" in hs.host.text())
         or f"stopped {bot}: idle" in hs.host.text(), timeout=30)
     if "another stream of it plays" in hs.host.text():  # its log says which one plays
-        assert "[host] a stream of this bot is connected" in hs.show("finch@1")[
+        assert "[host] another stream of this bot is connected" in hs.show("finch@1")[
             "hosted"]["log_tail"]
     slow = admin.create_match(3, [v["bot_id"], "house:greedy", "house:random"],
                               grace_ms=60_000).match_id
