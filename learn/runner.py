@@ -16,13 +16,24 @@ rollout evaluator; subclass it to change the budget:
 
     class BigIsmcts(IsmctsPlayer):
         simulations = 400
+
+`PolicyPlayer` plays any policy over the `moon` game (OpenSpiel's
+`policy.Policy` interface: `action_probabilities(state, player)`, such as what its
+learning algorithms give): it draws an action by those probabilities with the
+decision's generator, or plays the likeliest with `greedy`. A class with no
+arguments runs on a referee:
+
+    class MyAgent(PolicyPlayer):
+        def __init__(self) -> None:
+            super().__init__(load_my_policy(), greedy=True)
 """
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pyspiel
@@ -32,7 +43,8 @@ from bots.player import decision_rng
 from learn.openspiel import MoonGame, MoonState, load, resample
 from moon import Action, Observation
 
-__all__ = ["BotMaker", "IsmctsPlayer", "SpielPlayer", "ismcts_bot"]
+__all__ = ["BotMaker", "IsmctsPlayer", "Policy", "PolicyPlayer", "SpielPlayer", "ismcts_bot",
+           "policy_bot"]
 
 # (game, seat, generator of this decision) -> an OpenSpiel bot for one decision.
 BotMaker = Callable[[MoonGame, int, random.Random], Any]
@@ -54,6 +66,58 @@ def ismcts_bot(simulations: int, uct_c: float = 2.0) -> BotMaker:
 
         bot.set_resampler(deal)
         return bot
+
+    return make
+
+
+class Policy(Protocol):
+    """What `policy_bot` asks of a policy: OpenSpiel's `policy.Policy` interface."""
+
+    def action_probabilities(self, state: Any, player_id: int | None = None
+                             ) -> Mapping[int, float]:
+        """Each action's probability for `player_id` at `state` (zeros may be left out)."""
+        ...
+
+
+class _PolicyStep:
+    """One decision of a policy, as the `step` of an OpenSpiel bot."""
+
+    def __init__(self, policy: Policy, seat: int, rng: random.Random, greedy: bool) -> None:
+        self.policy, self.seat, self.rng, self.greedy = policy, seat, rng, greedy
+
+    def step(self, state: MoonState) -> int:
+        """An action drawn by the policy's probabilities (the likeliest if greedy)."""
+        probs = self.policy.action_probabilities(state, self.seat)
+        try:
+            items = sorted((int(a), float(p)) for a, p in dict(probs).items())
+        except (TypeError, ValueError) as exc:
+            raise pyspiel.SpielError(
+                f"the policy's action_probabilities gave {probs!r:.200}, not a mapping of "
+                f"action ids to probabilities: {exc}") from exc
+        legal = set(state.legal_actions(self.seat))
+        bad = [f"{a}: {p}" for a, p in items if not (math.isfinite(p) and p >= 0)
+               or (p > 0 and a not in legal)]
+        items = [(a, p) for a, p in items if p > 0]
+        if bad or not items:
+            why = (f"probabilities that are negative, not finite or on illegal actions "
+                   f"({', '.join(bad[:5])})" if bad else "no action a positive probability")
+            raise pyspiel.SpielError(f"the policy gave {why}; legal: {sorted(legal)}")
+        if self.greedy:  # ties to the lowest id
+            return max(items, key=lambda ap: (ap[1], -ap[0]))[0]
+        return self.rng.choices([a for a, _ in items], [p for _, p in items])[0]
+
+
+def policy_bot(policy: Policy, greedy: bool = False) -> BotMaker:
+    """Any policy over the `moon` game as a bot: each decision, an action drawn by its
+    `action_probabilities` with the decision's generator (the likeliest if `greedy`).
+
+    The state it is asked about is the seat's information set with the hidden tiles
+    dealt by the engine's sampler, as for every `SpielPlayer`: a policy of the
+    information state (its string or tensor, or the observation's) sees exactly what
+    the seat sees; one that reads the hidden tiles reads a random deal.
+    """
+    def make(game: MoonGame, seat: int, rng: random.Random) -> _PolicyStep:
+        return _PolicyStep(policy, seat, rng, greedy)
 
     return make
 
@@ -97,3 +161,10 @@ class IsmctsPlayer(SpielPlayer):
 
     def __init__(self) -> None:
         super().__init__(ismcts_bot(self.simulations, self.uct_c))
+
+
+class PolicyPlayer(SpielPlayer):
+    """A policy over the `moon` game as a player (`policy_bot`)."""
+
+    def __init__(self, policy: Policy, greedy: bool = False) -> None:
+        super().__init__(policy_bot(policy, greedy))

@@ -22,6 +22,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from open_spiel.python import policy as open_spiel_policy
 from pettingzoo.test import api_test, seed_test
 
 from bots.player import DecisionKeys, decision_key
@@ -41,7 +42,7 @@ from learn.openspiel import (
     wrap,
 )
 from learn.pettingzoo import MoonEnv
-from learn.runner import IsmctsPlayer, SpielPlayer, ismcts_bot
+from learn.runner import IsmctsPlayer, PolicyPlayer, SpielPlayer, ismcts_bot
 from learn.spaces import observe
 from moon import GameState, Rules
 from moon.state import tile_set
@@ -262,6 +263,75 @@ def test_ismcts_plays_legally_and_reproducibly() -> None:
         chosen.append(action)
         engine.apply(action, obs.seat)
     assert len(chosen) >= 22
+
+
+class _Highest:
+    """A policy that plays the highest legal id, and keeps what it was shown."""
+
+    def __init__(self, engine: GameState) -> None:
+        self.engine = engine  # the real game, to compare the seat's view with
+        self.seen: list[tuple[str, str]] = []
+
+    def action_probabilities(self, state: Any, player_id: int | None = None
+                             ) -> dict[int, float]:
+        assert player_id is not None
+        game = state.get_game()
+        real = wrap(game, self.engine.copy())
+        self.seen.append((state.information_state_string(player_id),
+                          real.information_state_string(player_id)))
+        return {max(state.legal_actions(player_id)): 1.0}
+
+
+def test_a_policy_plays_by_its_probabilities_on_what_the_seat_sees() -> None:
+    """`PolicyPlayer` asks the policy about the seat's information set (its string the
+    real game's), plays the likeliest action when greedy, and draws by the
+    probabilities otherwise: OpenSpiel's own uniform policy picks every legal action
+    over the seeds of one decision, the same one each time for one seed."""
+    rules = Rules.make(3, {"max_hands": 1})
+    engine = GameState.new(rules, 21)
+    highest = _Highest(engine)
+    player = PolicyPlayer(highest, greedy=True)
+    while not engine.is_over:
+        obs, legal = engine.observation(engine.to_act), engine.legal_actions()
+        action = player.decide(obs, legal, 5)
+        assert action.id == max(a.id for a in legal)
+        engine.apply(action, obs.seat)
+    assert len(highest.seen) >= 15
+    assert all(mine == real for mine, real in highest.seen)
+    game = load(3, {"max_hands": 1})
+    pos = GameState.new(rules, 4)  # the first bid: pass, 3 to 7 and 21
+    obs, legal = pos.observation(pos.to_act), pos.legal_actions()
+    assert len(legal) >= 3
+    uniform = PolicyPlayer(open_spiel_policy.UniformRandomPolicy(game))
+    picks = [uniform.decide(obs, legal, seed) for seed in range(60)]
+    assert set(picks) == set(legal)
+    assert [uniform.decide(obs, legal, seed) for seed in range(60)] == picks
+    first = PolicyPlayer(open_spiel_policy.FirstActionPolicy(game))
+    assert {first.decide(obs, legal, seed) for seed in range(10)} == {legal[0]}
+
+
+class _Fixed:
+    def __init__(self, probs: object) -> None:
+        self.probs = probs
+
+    def action_probabilities(self, state: Any, player_id: int | None = None) -> Any:
+        return self.probs
+
+
+@pytest.mark.parametrize(("probs", "says"), [
+    ({97: 1.0}, "illegal actions"),  # not legal at the first bid
+    ({}, "no action a positive probability"),
+    ({0: 0.0}, "no action a positive probability"),
+    ({0: -0.5, 3: 1.5}, "negative"),
+    ({0: float("nan")}, "not finite"),
+    ([0.5, 0.5], "not a mapping"),
+    ({"pass": 1.0}, "not a mapping"),
+])
+def test_a_bad_policy_gets_a_clear_error(probs: object, says: str) -> None:
+    engine = GameState.new(Rules.make(3, {"max_hands": 1}), 2)
+    obs, legal = engine.observation(engine.to_act), engine.legal_actions()
+    with pytest.raises(pyspiel.SpielError, match=says):
+        PolicyPlayer(_Fixed(probs)).decide(obs, legal, 1)
 
 
 def test_load_bot_runs_a_player_class() -> None:
