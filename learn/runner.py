@@ -42,6 +42,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 from bots.player import decision_rng
 from learn.openspiel import MoonGame, MoonState, load, resample
 from moon import Action, Observation
+from moon.actions import ACTIONS
 
 __all__ = ["BotMaker", "IsmctsPlayer", "Policy", "PolicyPlayer", "SpielPlayer", "ismcts_bot",
            "policy_bot"]
@@ -94,14 +95,17 @@ class _PolicyStep:
             raise pyspiel.SpielError(
                 f"the policy's action_probabilities gave {probs!r:.200}, not a mapping of "
                 f"action ids to probabilities: {exc}") from exc
-        legal = set(state.legal_actions(self.seat))
-        bad = [f"{a}: {p}" for a, p in items if not (math.isfinite(p) and p >= 0)
+        legal = state.legal_actions(self.seat)
+        bad = [f"{a}: {p} ({'not finite' if not math.isfinite(p) else 'negative'})"
+               if not (math.isfinite(p) and p >= 0) else f"{a}: {p} (not a legal action)"
+               for a, p in items if not (math.isfinite(p) and p >= 0)
                or (p > 0 and a not in legal)]
         items = [(a, p) for a, p in items if p > 0]
         if bad or not items:
-            why = (f"probabilities that are negative, not finite or on illegal actions "
-                   f"({', '.join(bad[:5])})" if bad else "no action a positive probability")
-            raise pyspiel.SpielError(f"the policy gave {why}; legal: {sorted(legal)}")
+            why = ("unusable probabilities: " + ", ".join(bad[:5]) if bad
+                   else "no action a positive probability")
+            shown = ", ".join(f"{a} ({ACTIONS[a].label})" for a in legal)
+            raise pyspiel.SpielError(f"the policy gave {why}; legal: {shown}")
         if self.greedy:  # ties to the lowest id
             return max(items, key=lambda ap: (ap[1], -ap[0]))[0]
         return self.rng.choices([a for a, _ in items], [p for _, p in items])[0]

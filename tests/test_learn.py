@@ -319,7 +319,7 @@ class _Fixed:
 
 
 @pytest.mark.parametrize(("probs", "says"), [
-    ({97: 1.0}, "illegal actions"),  # not legal at the first bid
+    ({97: 1.0}, r"97: 1.0 \(not a legal action\); legal: 0 \(pass\), 4 \(bid 4\)"),
     ({}, "no action a positive probability"),
     ({0: 0.0}, "no action a positive probability"),
     ({0: -0.5, 3: 1.5}, "negative"),
