@@ -215,6 +215,9 @@ CASES: dict[str, Case] = {
     # 14: a bot class that is not there; typos get the nearest flag or command
     "bot class missing": (["bot", "run", "--bot", "examples.highest_bot:Nope", "--token", "t"],
                           {}, "", 2, ("has no class 'Nope'", "its bot classes: HighestBot")),
+    "bot cannot be built": (["bot", "run", "--bot", "badbots:InitRaises", "--token", "t"],
+                            {}, "", 1, ("badbots:InitRaises could not be built: "
+                                        "RuntimeError: no memory",)),
     "flag typo": ([*TC, "--tiem-per-move", "2s"], {}, "", 2, ("--tiem-per-move",
                                                               "did you mean --time-per-move?")),
     "command typo": (["tournamnet", "list"], {}, "", 2, ("did you mean tournament?",)),
