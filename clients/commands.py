@@ -770,15 +770,16 @@ def _run_bot_run(args: argparse.Namespace) -> int:
         cls = load_bot(args.bot)
     except ValueError as exc:
         raise UsageError(f"moonshot bot run: {exc}") from None
-    try:  # built once now: a bot that cannot be built says so here, not in every game
-        cls(0)
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise CommandError(f"moonshot bot run: {args.bot} could not be built: "
-                           f"{type(exc).__name__}: {first}") from None
     token = given_token(args.token, "--token", "MOONSHOT_BOT_TOKEN")
     if not token:
         raise UsageError("moonshot bot run: --token (or $MOONSHOT_BOT_TOKEN) is required")
+    try:  # built once now: a bot that cannot be built says so here, not in every game
+        cls(0)
+    except Exception as exc:
+        logging.getLogger("moonshot.bot").debug("building %s", args.bot, exc_info=True)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise CommandError(f"moonshot bot run: {args.bot} could not be built: "
+                           f"{type(exc).__name__}: {first} (-v: its traceback)") from None
     arenas = tuple(dict.fromkeys(args.arena))  # each pool once, in the order given
     runner = BotRunner(cls, server_target(args), token, threads=args.threads,
                        wait=args.wait, arenas=arenas)

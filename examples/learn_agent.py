@@ -103,16 +103,23 @@ class LinearPolicy:
         return {int(a): float(p[a]) for a in np.flatnonzero(p)}
 
 
+_LOADED: dict[tuple[str, int], np.ndarray[Any, Any]] = {}  # (path, mtime) -> weights
+
+
 class LearntAgent(PolicyPlayer):
-    """The saved weights (`$LEARN_AGENT`, else learn_agent.npz here) as a bot."""
+    """The saved weights (`$LEARN_AGENT`, else learn_agent.npz here) as a bot (a player
+    is built for each game: the file is read again only when it changed)."""
 
     def __init__(self) -> None:
         path = Path(os.environ.get("LEARN_AGENT", WEIGHTS))
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no weights (train them first: "
                                     "python -m examples.learn_agent)")
-        with np.load(path) as saved:
-            super().__init__(LinearPolicy(saved["w"]))
+        key = (str(path.resolve()), path.stat().st_mtime_ns)
+        if key not in _LOADED:
+            with np.load(path) as saved:
+                _LOADED[key] = saved["w"]
+        super().__init__(LinearPolicy(_LOADED[key]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     w = train(args.episodes, args.seed)
     mean, err = evaluate(w, args.eval_games)
     print(f"after {args.episodes} training games:            mean return {mean:+.3f} ± {err:.3f}")
-    np.savez(args.out, w=w)
+    with open(args.out, "wb") as f:  # at that very name (`savez` of a name adds .npz)
+        np.savez(f, w=w)
     print(f"saved {args.out}; play it: moonshot bot run --bot examples.learn_agent:LearntAgent")
     return 0
 

@@ -343,8 +343,8 @@ class Host:
         other = store_bots.connected_besides(self.r, bot_id, run.token_hash)
         self._log(bot_id, run, f"\n[host] the sandbox ended: {why}\n" + (
             "[host] another stream of this bot is connected (its author's own process, "
-            "which took the sandbox's place and plays); the sandbox starts again when none "
-            "is and a game needs the bot\n" if other else ""))
+            "which took the sandbox's place and plays, or another host's sandbox); this "
+            "one starts again when none is and a game needs the bot\n" if other else ""))
         self.running.pop(bot_id, None)
         hosted.unpublish_sandbox(self.r, bot_id, run.published)
         hosted.release_lease(self.r, bot_id, self.name)

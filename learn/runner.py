@@ -31,6 +31,7 @@ arguments runs on a referee:
 from __future__ import annotations
 
 import math
+import numbers
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
@@ -90,7 +91,10 @@ class _PolicyStep:
         """An action drawn by the policy's probabilities (the likeliest if greedy)."""
         probs = self.policy.action_probabilities(state, self.seat)
         try:
-            items = sorted((int(a), float(p)) for a, p in dict(probs).items())
+            pairs = dict(probs).items()
+            if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a, _ in pairs):
+                raise TypeError("a key is not an integer action id")
+            items = sorted((int(a), float(p)) for a, p in pairs)
         except (TypeError, ValueError) as exc:
             raise pyspiel.SpielError(
                 f"the policy's action_probabilities gave {probs!r:.200}, not a mapping of "
@@ -113,7 +117,8 @@ class _PolicyStep:
 
 def policy_bot(policy: Policy, greedy: bool = False) -> BotMaker:
     """Any policy over the `moon` game as a bot: each decision, an action drawn by its
-    `action_probabilities` with the decision's generator (the likeliest if `greedy`).
+    `action_probabilities` with the decision's generator (the likeliest if `greedy`;
+    probabilities that do not sum to 1 are drawn in proportion).
 
     The state it is asked about is the seat's information set with the hidden tiles
     dealt by the engine's sampler, as for every `SpielPlayer`: a policy of the

@@ -365,7 +365,7 @@ return redis.call('ZCOUNT', KEYS[1], t[1] + t[2] / 1000000, '+inf')
 """
 
 # KEYS: the bot's presence. ARGV: the prefix of the streams opened with one token
-# (`store.streams.stream_id`). 1 if a live stream of the bot has another prefix, else 0.
+# (`store.bots.stream_prefix`). 1 if a live stream of the bot has another prefix, else 0.
 PRESENT_BESIDES_LUA = """
 local t = redis.call('TIME')
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], t[1] + t[2] / 1000000, '+inf')

@@ -326,6 +326,7 @@ class _Fixed:
     ({0: float("nan")}, "not finite"),
     ([0.5, 0.5], "not a mapping"),
     ({"pass": 1.0}, "not a mapping"),
+    ({4.7: 1.0}, "not an integer action id"),
 ])
 def test_a_bad_policy_gets_a_clear_error(probs: object, says: str) -> None:
     engine = GameState.new(Rules.make(3, {"max_hands": 1}), 2)

@@ -245,10 +245,11 @@ def test_an_arena_plays_through_joins_leaves_and_kills(
         return [m for m in live if not r.exists(keys.result(m))] or None
 
     def early() -> list[str] | None:
-        # Its games with fewer than 12 of a hand's 26 or so actions made: four tricks at
+        # Its games past an auction that someone won (4 actions or more: three passes
+        # end a one-hand game) with fewer than 12 of the hand's 26 made: four tricks at
         # least, so four decisions of each seat, still to come. (A game near its end
         # may need nothing more of it: its last tile played, the others finish it.)
-        return [m for m in in_play() or [] if r.llen(keys.match_log(m)) < 12] or None
+        return [m for m in in_play() or [] if 4 <= r.llen(keys.match_log(m)) < 12] or None
 
     cut = wait_until("the bot to kill early in a game", early, timeout=30, every=0.01)
     bots[2].kill()
